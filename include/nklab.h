@@ -1,0 +1,450 @@
+/*
+ * nklab.h - write NeuronCore kernels in C with NKI's vocabulary, run them on
+ * any Linux machine, time them and profile them.
+ *
+ * The one public header. Three parts:
+ *   1. values: status codes, dtypes, shapes, tensors and index ranges;
+ *   2. the kernel API used inside a kernel function (NKI's nl.* and nisa.*);
+ *   3. the runtime: kernels, compiled programs, host arrays, running.
+ *
+ * A kernel is a C function `void k(nk_ctx *nc, const nk_tensor *args, int nargs)`.
+ * Calling it with tensor handles records a program (tracing); nothing is
+ * computed while tracing. Every kernel-API call takes the tracing context
+ * first and is a macro that adds the caller's file:line; the `_at` functions
+ * behind the macros take the location explicitly (for other front-ends).
+ *
+ * Errors inside a kernel are recorded once, with the kernel's file:line, and
+ * every later call becomes a no-op returning an invalid tensor, so a kernel
+ * needs no error handling of its own. The library never prints or exits.
+ */
+#ifndef NKLAB_H
+#define NKLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NK_VERSION "0.1.0"
+#define NK_MAXDIM 4   /* dims of a tensor or tile (partition + 3 free) */
+#define NK_PMAX 128   /* partitions (nl.tile_size.pmax) */
+#define NK_PSUM_FMAX 512          /* fp32 elements per PSUM bank per partition */
+#define NK_GEMM_STATIONARY_FMAX 128
+#define NK_GEMM_MOVING_FMAX 512
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum nk_status {
+    NK_OK = 0,
+    NK_EINVAL = -1,     /* invalid argument */
+    NK_ENOMEM = -2,     /* out of host memory */
+    NK_EIO = -3,        /* file could not be read or written */
+    NK_EFORMAT = -4,    /* malformed or truncated file */
+    NK_ESHAPE = -5,     /* shape mismatch */
+    NK_EDTYPE = -6,     /* dtype mismatch or dtype not supported by the op */
+    NK_EPARTITION = -7, /* partition dimension or start partition invalid */
+    NK_ECAPACITY = -8,  /* SBUF/PSUM capacity or PSUM bank exceeded */
+    NK_EBOUNDS = -9,    /* access outside a tensor */
+    NK_EUNINIT = -10,   /* read of a tile never written */
+    NK_EMEMORY = -11,   /* operand in a memory the op cannot use */
+    NK_ENOTFOUND = -12, /* unknown kernel, target or name */
+    NK_ELIMIT = -13,    /* an engine limit (matmul sizes, free size) exceeded */
+    NK_ELOOP = -14,     /* loop misuse (break out of a traced loop) */
+    NK_EVERSION = -15,  /* file written by an incompatible version */
+    NK_ESTATE = -16     /* call not valid in the current state */
+} nk_status;
+
+/* A static message for a status code (never NULL). */
+const char *nk_strerror(int status);
+
+/* ---------------------------------------------------------------- dtypes */
+
+typedef enum nk_dtype {
+    NK_F32 = 0,
+    NK_BF16,
+    NK_F16,
+    NK_FP8_E4M3,   /* IEEE-style e4m3: bias 7, inf/NaN at exponent 15, max 240 */
+    NK_FP8_E4M3FN, /* e4m3 "fn": no inf, NaN only S.1111.111, max 448 */
+    NK_FP8_E5M2,   /* IEEE-style e5m2: max 57344 */
+    NK_I8,
+    NK_I16,
+    NK_I32,
+    NK_U8,
+    NK_U16,
+    NK_U32,
+    NK_DTYPE_COUNT
+} nk_dtype;
+
+/* NKI's names for the dtypes. */
+#define nk_float32 NK_F32
+#define nk_bfloat16 NK_BF16
+#define nk_float16 NK_F16
+#define nk_float8_e4m3 NK_FP8_E4M3
+#define nk_float8_e4m3fn NK_FP8_E4M3FN
+#define nk_float8_e5m2 NK_FP8_E5M2
+#define nk_int8 NK_I8
+#define nk_int16 NK_I16
+#define nk_int32 NK_I32
+#define nk_uint8 NK_U8
+#define nk_uint16 NK_U16
+#define nk_uint32 NK_U32
+
+const char *nk_dtype_name(nk_dtype dt);  /* "float32", "bfloat16", ... */
+int nk_dtype_size(nk_dtype dt);          /* bytes per element, 0 if invalid */
+int nk_dtype_is_float(nk_dtype dt);
+/* Parses an NKI dtype name ("float32", "bf16" and "fp32" also accepted). */
+int nk_dtype_parse(const char *name, nk_dtype *out);
+
+/* Conversions with the hardware's rounding: round to nearest even, IEEE
+ * overflow to inf (saturation to max finite for NK_FP8_E4M3FN's lack of
+ * inf is NaN, as in ml_dtypes); integers round to nearest even and saturate,
+ * NaN to 0. n elements, contiguous. */
+void nk_convert_from_f32(nk_dtype dt, const float *src, void *dst, size_t n);
+void nk_convert_to_f32(nk_dtype dt, const void *src, float *dst, size_t n);
+float nk_round_f32(nk_dtype dt, float x); /* x rounded through dtype dt */
+
+/* ---------------------------------------------------------------- shapes */
+
+typedef struct nk_shape {
+    int n;                    /* number of dims, 1..NK_MAXDIM */
+    int64_t d[NK_MAXDIM];
+} nk_shape;
+
+#define NK__NARG(...) NK__NARG_(__VA_ARGS__, 4, 3, 2, 1, 0)
+#define NK__NARG_(a, b, c, d, n, ...) n
+/* NK_SHAPE(250, 512) */
+#define NK_SHAPE(...) ((nk_shape){NK__NARG(__VA_ARGS__), {__VA_ARGS__}})
+
+/* Where tensors live. */
+typedef enum nk_buffer {
+    NK_SHARED_HBM = 0, /* device memory; kernel inputs and outputs */
+    NK_SBUF = 1,       /* state buffer: 128 partitions */
+    NK_PSUM = 2        /* partial-sum buffer: 128 partitions, 8 banks */
+} nk_buffer;
+
+/*
+ * A tensor handle: a view (offset, shape, strides in elements) of an HBM
+ * tensor or of an on-chip tile. For tiles axis 0 is the partition axis:
+ * part0 is the first partition, stride[0] is 1. Handles are plain values;
+ * buf == 0 marks an invalid handle (after an error).
+ */
+typedef struct nk_tensor {
+    uint32_t buf;     /* buffer id within the traced program; 0 = invalid */
+    uint8_t dtype;    /* nk_dtype */
+    uint8_t ndim;
+    uint8_t mem;      /* nk_buffer */
+    uint8_t part0;    /* first partition (tiles) */
+    int64_t off;      /* element offset (within a partition for tiles) */
+    int32_t shape[NK_MAXDIM];
+    int64_t stride[NK_MAXDIM];
+} nk_tensor;
+
+static inline int nk_valid(nk_tensor t) { return t.buf != 0; }
+
+/* An index range for one axis: [start, stop) with step. */
+typedef struct nk_range {
+    int64_t start, stop, step;
+    int64_t limit; /* kind NK_RANGE_MASKED: indices >= limit are masked off */
+    int kind;
+} nk_range;
+
+enum { NK_RANGE_SLICE = 0, NK_RANGE_ALL = 1, NK_RANGE_INDEX = 2, NK_RANGE_MASKED = 3 };
+
+static inline nk_range nk_r(int64_t start, int64_t stop)
+{ nk_range r = {start, stop, 1, 0, NK_RANGE_SLICE}; return r; }
+static inline nk_range nk_rs(int64_t start, int64_t stop, int64_t step)
+{ nk_range r = {start, stop, step, 0, NK_RANGE_SLICE}; return r; }
+/* A single index: the axis is dropped (NKI's integer index). */
+static inline nk_range nk_i(int64_t i)
+{ nk_range r = {i, i + 1, 1, 0, NK_RANGE_INDEX}; return r; }
+/* [start, stop) with indices >= limit masked off: NKI's `mask=(i < limit)`
+ * on a partial tile. The view covers [start, min(stop, limit)). */
+static inline nk_range nk_rmask(int64_t start, int64_t stop, int64_t limit)
+{ nk_range r = {start, stop, 1, limit, NK_RANGE_MASKED}; return r; }
+#define NK_ALL ((nk_range){0, 0, 1, 0, NK_RANGE_ALL})
+
+/* ---------------------------------------------------------------- kernels */
+
+typedef struct nk_ctx nk_ctx; /* the tracing context */
+
+typedef struct nk_loc {
+    const char *file;
+    int line;
+} nk_loc;
+#define NK_HERE ((nk_loc){__FILE__, __LINE__})
+
+/* The kernel signature: args are the kernel's HBM inputs, in order. */
+typedef void (*nk_kernel_fn)(nk_ctx *nc, const nk_tensor *args, int nargs);
+
+/* Engines, named as NKI names them (nki.isa.engine). */
+typedef enum nk_engine {
+    NK_ENGINE_TENSOR = 0, /* PE: systolic array */
+    NK_ENGINE_VECTOR,     /* DVE */
+    NK_ENGINE_SCALAR,     /* ACT */
+    NK_ENGINE_GPSIMD,     /* POOL */
+    NK_ENGINE_SYNC,       /* SP: triggers DMAs */
+    NK_ENGINE_DMA,        /* DMA queues (load/store) */
+    NK_ENGINE_COUNT,
+    NK_ENGINE_DEFAULT = 255 /* let the op choose */
+} nk_engine;
+const char *nk_engine_name(nk_engine e);
+
+/* Activation functions (nki.language.* / nisa.activation op). */
+typedef enum nk_act {
+    NK_ACT_COPY = 0, NK_ACT_EXP, NK_ACT_LOG, NK_ACT_SQRT, NK_ACT_RSQRT,
+    NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_RELU, NK_ACT_GELU,
+    NK_ACT_GELU_APPRX_TANH, NK_ACT_SILU, NK_ACT_SQUARE, NK_ACT_ABS,
+    NK_ACT_RECIPROCAL, NK_ACT_SIGN, NK_ACT_SOFTPLUS, NK_ACT_ERF, NK_ACT_SIN,
+    NK_ACT_COS, NK_ACT_ARCTAN, NK_ACT_MISH,
+    NK_ACT_COUNT
+} nk_act;
+const char *nk_act_name(nk_act f);
+
+/* ALU operators of tensor_tensor, tensor_scalar, tensor_reduce. */
+typedef enum nk_alu {
+    NK_ALU_BYPASS = 0, /* no operation (second op of tensor_scalar unused) */
+    NK_ALU_ADD, NK_ALU_SUBTRACT, NK_ALU_MULTIPLY, NK_ALU_DIVIDE,
+    NK_ALU_MAX, NK_ALU_MIN, NK_ALU_POW,
+    NK_ALU_IS_EQUAL, NK_ALU_NOT_EQUAL, NK_ALU_IS_GE, NK_ALU_IS_GT,
+    NK_ALU_IS_LE, NK_ALU_IS_LT,
+    NK_ALU_BITWISE_AND, NK_ALU_BITWISE_OR, NK_ALU_BITWISE_XOR,
+    NK_ALU_COUNT
+} nk_alu;
+const char *nk_alu_name(nk_alu op);
+
+/* Second operand of tensor_scalar / scale and bias of activation: a scalar
+ * or a per-partition column vector [P, 1]. */
+typedef struct nk_operand {
+    int is_tensor;
+    float value;
+    nk_tensor t;
+} nk_operand;
+static inline nk_operand nk_imm(float v) { nk_operand o = {0, v, {0}}; return o; }
+static inline nk_operand nk_col(nk_tensor t) { nk_operand o = {1, 0.0f, t}; return o; }
+
+/* An affine expression of a tile's indices: c + cp*p + sum cf[i]*f_i, where
+ * p is the partition index and f_i the i-th free index. Used by iota and
+ * affine_select. */
+typedef struct nk_affine {
+    int32_t c, cp;
+    int32_t cf[NK_MAXDIM - 1];
+} nk_affine;
+
+typedef enum nk_cmp { NK_CMP_GE = 0, NK_CMP_GT, NK_CMP_EQ, NK_CMP_NE, NK_CMP_LE, NK_CMP_LT } nk_cmp;
+
+/* ---- tensors, views and outputs */
+
+/* nl.ndarray: a new tensor. In NK_SHARED_HBM it is a device tensor (return
+ * it with nk_return to make it a kernel output); in SBUF/PSUM a tile with
+ * partition axis 0. Contents undefined until written. */
+nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_buffer buf);
+/* nl.zeros / nl.full: a new tile (SBUF or PSUM) filled with a value. */
+nk_tensor nk_zeros_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_buffer buf);
+nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dtype dt, nk_buffer buf);
+/* t[ranges...]: a view. Fewer ranges than dims leave the rest whole. */
+nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r);
+/* Same elements, new shape (contiguous tensors only; axis 0 kept for tiles). */
+nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape);
+/* Marks an HBM tensor as the kernel's next output. */
+void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t);
+
+/* ---- language-level ops (nl.*): each returns a new SBUF tile unless said */
+
+nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src);          /* HBM -> SBUF */
+void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value); /* SBUF -> HBM */
+nk_tensor nk_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_dtype dt);  /* dt cast */
+/* A unary activation on the Scalar engine, result in x's dtype. */
+nk_tensor nk_unary_at(nk_ctx *nc, nk_loc loc, nk_act f, nk_tensor x);
+/* Elementwise binary op with NKI broadcasting: equal shapes, or one side a
+ * per-partition column [P, 1] (free-axis broadcast). */
+nk_tensor nk_binary_at(nk_ctx *nc, nk_loc loc, nk_alu op, nk_tensor a, nk_tensor b);
+/* a op s (or s op a when reverse). */
+nk_tensor nk_binary_scalar_at(nk_ctx *nc, nk_loc loc, nk_alu op, nk_tensor a, float s, int reverse);
+/* Reduction along free axis `axis` (1..ndim-1; -1 = all free axes). */
+nk_tensor nk_reduce_at(nk_ctx *nc, nk_loc loc, nk_alu op, nk_tensor x, int axis, int keepdims);
+nk_tensor nk_mean_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis, int keepdims);
+/* [P, F] -> [F, P] through the Tensor engine (PSUM) and back to SBUF. */
+nk_tensor nk_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor x);
+/* x @ y into a new fp32 PSUM tile. x is [M, K], or [K, M] with transpose_x. */
+nk_tensor nk_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_tensor y, int transpose_x);
+/* acc += x @ y (acc a PSUM tile): accumulation across a K loop. */
+void nk_matmul_acc_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_tensor y, int transpose_x);
+/* [1, F] -> [P, F] (Tensor engine) or [P, 1] -> [P, F] (Vector engine). */
+nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape);
+/* A new tile of the given shape holding expr (nl.arange-style index math). */
+nk_tensor nk_iota_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_affine expr, nk_dtype dt);
+
+/* ---- ISA-level ops (nisa.*): explicit destination tiles */
+
+/* dst[M, N] (PSUM, fp32) (+)= stationary[K, M]^T @ moving[K, N]. */
+void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor stationary,
+                         nk_tensor moving, int accumulate);
+/* dst[F, P] = src[P, F]^T. Tensor engine (dst in PSUM) or Vector (<= 32x32). */
+void nk_isa_nc_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng);
+/* dst = f(src * scale + bias); optional add-reduction of the result along the
+ * free axes into reduce_dst [P, 1] (pass an invalid tensor for none). */
+void nk_isa_activation_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src,
+                          nk_operand bias, nk_operand scale, nk_tensor reduce_dst);
+void nk_isa_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor a, nk_tensor b,
+                             nk_alu op, nk_engine eng);
+/* dst = (src op0 operand0) op1 operand1; reverse swaps an op's operands. */
+void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src,
+                             nk_alu op0, nk_operand operand0, int reverse0,
+                             nk_alu op1, nk_operand operand1, int reverse1, nk_engine eng);
+void nk_isa_tensor_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src,
+                             nk_alu op, int axis, int keepdims);
+void nk_isa_tensor_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng);
+void nk_isa_memset_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, double value, nk_engine eng);
+void nk_isa_iota_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine expr);
+/* dst = (pred(p, f) cmp 0) ? on_true : on_false_value. */
+void nk_isa_affine_select_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine pred, nk_cmp cmp,
+                             nk_tensor on_true, float on_false_value);
+
+/* ---- loops: the body is traced once per iteration */
+
+typedef enum nk_loop_kind { NK_LOOP_AFFINE = 0, NK_LOOP_SEQUENTIAL = 1 } nk_loop_kind;
+int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int bufs);
+int nk__loop_cond(nk_ctx *nc, int64_t i);
+int64_t nk__loop_next(nk_ctx *nc, int64_t i);
+
+/* NK_AFFINE_RANGE(nc, i, n) { ... }: iterations independent; tiles allocated
+ * in the body rotate through the target's default number of buffers so
+ * iterations can overlap. Do not break or return out of the body. */
+#define NK_AFFINE_RANGE(nc, var, n) NK_AFFINE_RANGE_BUFS(nc, var, n, 0)
+/* As NK_AFFINE_RANGE with an explicit number of buffers per tile (1 = none). */
+#define NK_AFFINE_RANGE_BUFS(nc, var, n, bufs)                                              \
+    for (int64_t var = nk__loop_begin((nc), NK_HERE, (n), NK_LOOP_AFFINE, (bufs));          \
+         nk__loop_cond((nc), var); var = nk__loop_next((nc), var))
+/* Loop-carried dependencies respected; tiles in the body are not rotated. */
+#define NK_SEQUENTIAL_RANGE(nc, var, n)                                                     \
+    for (int64_t var = nk__loop_begin((nc), NK_HERE, (n), NK_LOOP_SEQUENTIAL, 1);           \
+         nk__loop_cond((nc), var); var = nk__loop_next((nc), var))
+
+/* ---- the macros kernels use: same names as NKI, file:line added */
+
+#define NK__NRANGE(...) ((int)(sizeof((nk_range[]){__VA_ARGS__}) / sizeof(nk_range)))
+#define nk_ix(nc, t, ...) nk_ix_at((nc), NK_HERE, (t), NK__NRANGE(__VA_ARGS__), (nk_range[]){__VA_ARGS__})
+#define nk_ndarray(nc, shape, dt, buf) nk_ndarray_at((nc), NK_HERE, (shape), (dt), (buf))
+#define nk_zeros(nc, shape, dt, buf) nk_zeros_at((nc), NK_HERE, (shape), (dt), (buf))
+#define nk_full(nc, shape, v, dt, buf) nk_full_at((nc), NK_HERE, (shape), (v), (dt), (buf))
+#define nk_reshape(nc, t, shape) nk_reshape_at((nc), NK_HERE, (t), (shape))
+#define nk_return(nc, t) nk_return_at((nc), NK_HERE, (t))
+#define nk_load(nc, src) nk_load_at((nc), NK_HERE, (src))
+#define nk_store(nc, dst, v) nk_store_at((nc), NK_HERE, (dst), (v))
+#define nk_copy(nc, x, dt) nk_copy_at((nc), NK_HERE, (x), (dt))
+#define nk_exp(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_EXP, (x))
+#define nk_log(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_LOG, (x))
+#define nk_sqrt(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_SQRT, (x))
+#define nk_rsqrt(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_RSQRT, (x))
+#define nk_tanh(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_TANH, (x))
+#define nk_sigmoid(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_SIGMOID, (x))
+#define nk_relu(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_RELU, (x))
+#define nk_gelu(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_GELU, (x))
+#define nk_silu(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_SILU, (x))
+#define nk_square(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_SQUARE, (x))
+#define nk_abs(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_ABS, (x))
+#define nk_reciprocal(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_RECIPROCAL, (x))
+#define nk_add(nc, a, b) nk_binary_at((nc), NK_HERE, NK_ALU_ADD, (a), (b))
+#define nk_subtract(nc, a, b) nk_binary_at((nc), NK_HERE, NK_ALU_SUBTRACT, (a), (b))
+#define nk_multiply(nc, a, b) nk_binary_at((nc), NK_HERE, NK_ALU_MULTIPLY, (a), (b))
+#define nk_divide(nc, a, b) nk_binary_at((nc), NK_HERE, NK_ALU_DIVIDE, (a), (b))
+#define nk_maximum(nc, a, b) nk_binary_at((nc), NK_HERE, NK_ALU_MAX, (a), (b))
+#define nk_minimum(nc, a, b) nk_binary_at((nc), NK_HERE, NK_ALU_MIN, (a), (b))
+#define nk_add_s(nc, a, s) nk_binary_scalar_at((nc), NK_HERE, NK_ALU_ADD, (a), (s), 0)
+#define nk_subtract_s(nc, a, s) nk_binary_scalar_at((nc), NK_HERE, NK_ALU_SUBTRACT, (a), (s), 0)
+#define nk_multiply_s(nc, a, s) nk_binary_scalar_at((nc), NK_HERE, NK_ALU_MULTIPLY, (a), (s), 0)
+#define nk_divide_s(nc, a, s) nk_binary_scalar_at((nc), NK_HERE, NK_ALU_DIVIDE, (a), (s), 0)
+#define nk_maximum_s(nc, a, s) nk_binary_scalar_at((nc), NK_HERE, NK_ALU_MAX, (a), (s), 0)
+#define nk_minimum_s(nc, a, s) nk_binary_scalar_at((nc), NK_HERE, NK_ALU_MIN, (a), (s), 0)
+#define nk_sum(nc, x, axis, keep) nk_reduce_at((nc), NK_HERE, NK_ALU_ADD, (x), (axis), (keep))
+#define nk_max(nc, x, axis, keep) nk_reduce_at((nc), NK_HERE, NK_ALU_MAX, (x), (axis), (keep))
+#define nk_min(nc, x, axis, keep) nk_reduce_at((nc), NK_HERE, NK_ALU_MIN, (x), (axis), (keep))
+#define nk_mean(nc, x, axis, keep) nk_mean_at((nc), NK_HERE, (x), (axis), (keep))
+#define nk_transpose(nc, x) nk_transpose_at((nc), NK_HERE, (x))
+#define nk_matmul(nc, x, y, tx) nk_matmul_at((nc), NK_HERE, (x), (y), (tx))
+#define nk_matmul_acc(nc, acc, x, y, tx) nk_matmul_acc_at((nc), NK_HERE, (acc), (x), (y), (tx))
+#define nk_broadcast(nc, x, shape) nk_broadcast_at((nc), NK_HERE, (x), (shape))
+#define nk_iota(nc, shape, expr, dt) nk_iota_at((nc), NK_HERE, (shape), (expr), (dt))
+#define nk_isa_nc_matmul(nc, dst, st, mv, acc) nk_isa_nc_matmul_at((nc), NK_HERE, (dst), (st), (mv), (acc))
+#define nk_isa_nc_transpose(nc, dst, src, eng) nk_isa_nc_transpose_at((nc), NK_HERE, (dst), (src), (eng))
+#define nk_isa_activation(nc, dst, f, src, bias, scale, rdst) \
+    nk_isa_activation_at((nc), NK_HERE, (dst), (f), (src), (bias), (scale), (rdst))
+#define nk_isa_tensor_tensor(nc, dst, a, b, op) nk_isa_tensor_tensor_at((nc), NK_HERE, (dst), (a), (b), (op), NK_ENGINE_DEFAULT)
+#define nk_isa_tensor_scalar(nc, dst, src, op0, o0, r0, op1, o1, r1) \
+    nk_isa_tensor_scalar_at((nc), NK_HERE, (dst), (src), (op0), (o0), (r0), (op1), (o1), (r1), NK_ENGINE_DEFAULT)
+#define nk_isa_tensor_reduce(nc, dst, src, op, axis, keep) \
+    nk_isa_tensor_reduce_at((nc), NK_HERE, (dst), (src), (op), (axis), (keep))
+#define nk_isa_tensor_copy(nc, dst, src) nk_isa_tensor_copy_at((nc), NK_HERE, (dst), (src), NK_ENGINE_DEFAULT)
+#define nk_isa_memset(nc, dst, v) nk_isa_memset_at((nc), NK_HERE, (dst), (v), NK_ENGINE_DEFAULT)
+#define nk_isa_iota(nc, dst, expr) nk_isa_iota_at((nc), NK_HERE, (dst), (expr))
+#define nk_isa_affine_select(nc, dst, pred, cmp, t, f) \
+    nk_isa_affine_select_at((nc), NK_HERE, (dst), (pred), (cmp), (t), (f))
+/* No tensor: for optional tensor parameters. */
+#define NK_NONE ((nk_tensor){0})
+
+/* ---------------------------------------------------------------- runtime */
+
+/* A host array: C-contiguous data of the given dtype. */
+typedef struct nk_array {
+    nk_dtype dtype;
+    int ndim;
+    int64_t shape[NK_MAXDIM];
+    void *data;
+} nk_array;
+
+size_t nk_array_numel(const nk_array *a);
+size_t nk_array_nbytes(const nk_array *a);
+/* Allocates a zeroed array; free with nk_array_free. */
+int nk_array_alloc(nk_array *a, nk_dtype dt, int ndim, const int64_t *shape);
+void nk_array_free(nk_array *a);
+
+/* Tracing and compiling options; part of the program-cache key. */
+typedef struct nk_options {
+    const char *target;  /* "trn1" (default) or "trn2" */
+    int default_bufs;    /* buffers per tile in affine loops; 0 = target default */
+} nk_options;
+
+typedef struct nk_program nk_program; /* compiled: immutable, value-independent */
+typedef struct nk_kernel nk_kernel;   /* a kernel function and its program cache */
+
+nk_kernel *nk_kernel_new(const char *name, nk_kernel_fn fn);
+void nk_kernel_free(nk_kernel *k);
+const char *nk_kernel_name(const nk_kernel *k);
+
+/* The program for these argument shapes and dtypes: traced and compiled on
+ * the first call, then found in the kernel's cache. On a kernel error returns
+ * a negative status and nk_kernel_error() holds "file:line: message". The
+ * program belongs to the kernel. opts may be NULL. */
+int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_options *opts,
+                      const nk_program **out);
+const char *nk_kernel_error(const nk_kernel *k);
+/* Statistics of the cache: traces done and lookups served. */
+void nk_kernel_cache_stats(const nk_kernel *k, uint64_t *compiles, uint64_t *hits);
+
+/* Runs a compiled program: inputs in argument order; outputs preallocated
+ * with the program's output shapes and dtypes (see nk_program_output). */
+int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts);
+/* Compile (cached) and run, allocating the outputs (caller frees them). */
+int nk_call(nk_kernel *k, const nk_array *args, int nargs, const nk_options *opts,
+            nk_array *outs, int max_outs, int *nouts);
+
+int nk_program_num_inputs(const nk_program *p);
+int nk_program_num_outputs(const nk_program *p);
+/* Fills dtype, ndim and shape of output i (data untouched). */
+int nk_program_output(const nk_program *p, int i, nk_array *desc);
+int nk_program_input(const nk_program *p, int i, nk_array *desc);
+size_t nk_program_num_instructions(const nk_program *p);
+const char *nk_program_target(const nk_program *p);
+/* Serialized form (versioned, checked on load). */
+int nk_program_save(const nk_program *p, const char *path);
+int nk_program_load(const char *path, nk_program **out, char *err, size_t errlen);
+void nk_program_free(nk_program *p); /* only for programs from nk_program_load */
+/* Writes a human-readable listing of the program (one instruction a line). */
+int nk_program_dump(const nk_program *p, char **text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NKLAB_H */

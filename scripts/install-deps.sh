@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nklab needs to build and test, if missing.
+# Usage: scripts/install-deps.sh [build|test]
+set -euo pipefail
+want=(libopenblas-dev)
+if [ "${1:-build}" = test ]; then
+    want+=(libclang-rt-14-dev clang)
+fi
+missing=()
+for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >&2
+$sudo apt-get install -y -qq "${missing[@]}" >&2

@@ -1,0 +1,216 @@
+/*
+ * core.c - status messages, names, host arrays, text buffers and small
+ * helpers on access patterns shared by every stage.
+ */
+#include "nkint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *nk_strerror(int status)
+{
+    switch (status) {
+    case NK_OK: return "success";
+    case NK_EINVAL: return "invalid argument";
+    case NK_ENOMEM: return "out of memory";
+    case NK_EIO: return "input/output error";
+    case NK_EFORMAT: return "malformed file";
+    case NK_ESHAPE: return "shape mismatch";
+    case NK_EDTYPE: return "unsupported or mismatched dtype";
+    case NK_EPARTITION: return "invalid partition range";
+    case NK_ECAPACITY: return "on-chip memory capacity exceeded";
+    case NK_EBOUNDS: return "access out of bounds";
+    case NK_EUNINIT: return "read of a tile never written";
+    case NK_EMEMORY: return "operand in a memory the operation cannot use";
+    case NK_ENOTFOUND: return "not found";
+    case NK_ELIMIT: return "engine limit exceeded";
+    case NK_ELOOP: return "loop misuse";
+    case NK_EVERSION: return "incompatible file version";
+    case NK_ESTATE: return "invalid state";
+    default: return "unknown error";
+    }
+}
+
+const char *nk_engine_name(nk_engine e)
+{
+    static const char *names[NK_ENGINE_COUNT] = {"tensor", "vector", "scalar", "gpsimd", "sync", "dma"};
+    return (unsigned)e < NK_ENGINE_COUNT ? names[e] : "default";
+}
+
+const char *nk_act_name(nk_act f)
+{
+    static const char *names[NK_ACT_COUNT] = {
+        "copy", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu",
+        "gelu_apprx_tanh", "silu", "square", "abs", "reciprocal", "sign", "softplus", "erf",
+        "sin", "cos", "arctan", "mish"};
+    return (unsigned)f < NK_ACT_COUNT ? names[f] : "invalid";
+}
+
+const char *nk_alu_name(nk_alu op)
+{
+    static const char *names[NK_ALU_COUNT] = {
+        "bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+        "equal", "not_equal", "greater_equal", "greater", "less_equal", "less",
+        "bitwise_and", "bitwise_or", "bitwise_xor"};
+    return (unsigned)op < NK_ALU_COUNT ? names[op] : "invalid";
+}
+
+const char *nk_op_name(int op)
+{
+    static const char *names[NK_OP_COUNT] = {
+        "load", "store", "nc_matmul", "nc_transpose", "activation", "tensor_tensor",
+        "tensor_scalar", "tensor_reduce", "tensor_copy", "memset", "iota", "affine_select"};
+    return (unsigned)op < NK_OP_COUNT ? names[op] : "invalid";
+}
+
+/* ---- host arrays */
+
+size_t nk_array_numel(const nk_array *a)
+{
+    size_t n = 1;
+    for (int i = 0; i < a->ndim; i++)
+        n *= (size_t)a->shape[i];
+    return n;
+}
+
+size_t nk_array_nbytes(const nk_array *a) { return nk_array_numel(a) * (size_t)nk_dtype_size(a->dtype); }
+
+int nk_array_alloc(nk_array *a, nk_dtype dt, int ndim, const int64_t *shape)
+{
+    memset(a, 0, sizeof *a);
+    if (ndim < 1 || ndim > NK_MAXDIM || !nk_dtype_size(dt))
+        return NK_EINVAL;
+    a->dtype = dt;
+    a->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 1)
+            return NK_EINVAL;
+        a->shape[i] = shape[i];
+    }
+    size_t n = nk_array_nbytes(a);
+    a->data = calloc(n ? n : 1, 1);
+    return a->data ? NK_OK : NK_ENOMEM;
+}
+
+void nk_array_free(nk_array *a)
+{
+    if (!a)
+        return;
+    free(a->data);
+    a->data = NULL;
+}
+
+/* ---- text */
+
+void nk_text_printf(nk_text *t, const char *fmt, ...)
+{
+    if (t->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = t->cap - t->len;
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if ((size_t)n < room) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        while (cap < t->len + (size_t)n + 1)
+            cap *= 2;
+        char *s = realloc(t->s, cap);
+        if (!s) {
+            t->oom = 1;
+            return;
+        }
+        t->s = s;
+        t->cap = cap;
+    }
+}
+
+void nk_text_free(nk_text *t)
+{
+    free(t->s);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- access patterns */
+
+int64_t nk__numel(const nk_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+int64_t nk__free_size(const nk_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 1; i < t->ndim; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi)
+{
+    /* Strides are never negative; tiles exclude axis 0 (the partition). */
+    int first = t->mem == NK_SHARED_HBM ? 0 : 1;
+    int64_t span = 0;
+    for (int i = first; i < t->ndim; i++)
+        if (t->shape[i] > 0)
+            span += (int64_t)(t->shape[i] - 1) * t->stride[i];
+    *lo = t->off;
+    *hi = t->off + span;
+}
+
+void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? ", " : "", shape[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t)
+{
+    char sh[64];
+    nk__format_shape(sh, sizeof sh, t->shape, t->ndim);
+    static const char *mem[] = {"hbm", "sbuf", "psum"};
+    const nk_bufinfo *b = t->buf < p->nbufs ? &p->bufs[t->buf] : NULL;
+    if (!b) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    if (t->mem == NK_SHARED_HBM) {
+        const char *role = b->role == NK_ROLE_INPUT ? "in" : b->role == NK_ROLE_OUTPUT ? "out" : "tmp";
+        snprintf(buf, n, "%s%d%s %s +%lld", role, b->index, sh, nk_dtype_name(t->dtype), (long long)t->off);
+    } else {
+        snprintf(buf, n, "%s[%d:%d]@%lld %s %s", mem[t->mem % 3], t->part0, t->part0 + t->shape[0],
+                 (long long)(b->addr + t->off * nk_dtype_size(t->dtype)), sh, nk_dtype_name(t->dtype));
+    }
+}
+
+void nk__program_destroy(nk_program *p)
+{
+    if (!p)
+        return;
+    free(p->instrs);
+    free(p->bufs);
+    free(p->locs);
+    for (uint32_t i = 0; i < p->nfiles; i++)
+        free(p->files[i]);
+    free(p->files);
+    free(p->loops);
+    free(p->deps);
+    free(p->input_buf);
+    free(p->output_buf);
+    free(p->hbm_list);
+    free(p);
+}

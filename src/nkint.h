@@ -1,0 +1,170 @@
+/*
+ * nkint.h - nklab's internal data model: the compiled program.
+ *
+ * A program is what tracing produces and every later stage reads: buffers
+ * (HBM tensors and on-chip tiles with their addresses), instructions with
+ * their operands (access patterns), engine, DMA queue, source location and
+ * dependencies. It holds no input values, so it can be cached, serialized and
+ * timed without executing anything.
+ */
+#ifndef NKINT_H
+#define NKINT_H
+
+#include "nklab.h"
+#include "arch/arch.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define NK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Instruction opcodes. The engine is a separate field. */
+typedef enum nk_op {
+    NK_OP_LOAD = 0,      /* DMA HBM -> SBUF */
+    NK_OP_STORE,         /* DMA SBUF -> HBM */
+    NK_OP_MATMUL,        /* PE: LoadStationary + MultiplyMoving */
+    NK_OP_TRANSPOSE,     /* PE (identity matmul) or Vector (32x32 blocks) */
+    NK_OP_ACTIVATION,    /* ACT: f(in*scale+bias) [+ reduce] */
+    NK_OP_TENSOR_TENSOR, /* DVE/POOL: a op b */
+    NK_OP_TENSOR_SCALAR, /* DVE/ACT/POOL: (in op0 s0) op1 s1 */
+    NK_OP_TENSOR_REDUCE, /* DVE: reduce along free axes */
+    NK_OP_TENSOR_COPY,   /* DVE/ACT/POOL: copy with cast */
+    NK_OP_MEMSET,        /* DVE/POOL: fill */
+    NK_OP_IOTA,          /* POOL: affine index values */
+    NK_OP_AFFINE_SELECT, /* POOL: select by affine predicate */
+    NK_OP_COUNT
+} nk_op;
+
+const char *nk_op_name(int op);
+
+/* Instruction flags. */
+enum {
+    NK_IF_ACCUMULATE = 1u << 0, /* matmul: add into PSUM */
+    NK_IF_REV0 = 1u << 1,       /* tensor_scalar op0: operand op in */
+    NK_IF_REV1 = 1u << 2,
+    NK_IF_OPND0_T = 1u << 3,    /* tensor_scalar operand0 / activation bias is src[1] */
+    NK_IF_OPND1_T = 1u << 4,    /* tensor_scalar operand1 / activation scale is src[2] */
+    NK_IF_REDUCE = 1u << 5,     /* activation: dst2 holds the add-reduction */
+    NK_IF_KEEPDIMS = 1u << 6
+};
+
+/* One instruction. Operands are access patterns in nk_tensor form. */
+typedef struct nk_instr {
+    uint8_t op;      /* nk_op */
+    uint8_t engine;  /* nk_engine */
+    uint8_t func;    /* nk_act for ACTIVATION */
+    uint8_t alu0;    /* nk_alu */
+    uint8_t alu1;
+    uint8_t cmp;     /* nk_cmp for AFFINE_SELECT */
+    int8_t axis;     /* TENSOR_REDUCE: free axis, -1 = all */
+    uint8_t nsrc;    /* source operands used in src[] */
+    uint16_t flags;
+    uint16_t queue;  /* DMA queue id (DMA engine instructions) */
+    uint32_t loc;    /* index into program locs */
+    uint32_t loop;   /* innermost loop instance + 1; 0 = none */
+    uint32_t iter;   /* iteration of that loop */
+    uint32_t dep_off, ndep; /* into program deps: instructions this one waits for */
+    double imm0, imm1;      /* scalar operands, memset value, scale, on_false */
+    nk_affine aff;          /* IOTA / AFFINE_SELECT expression */
+    nk_tensor dst, dst2;    /* dst2: activation reduce output */
+    nk_tensor src[3];
+} nk_instr;
+
+/* What an HBM buffer is to the kernel. */
+enum { NK_ROLE_INPUT = 0, NK_ROLE_OUTPUT, NK_ROLE_SCRATCH, NK_ROLE_TILE };
+
+typedef struct nk_bufinfo {
+    uint8_t mem;    /* nk_buffer */
+    uint8_t dtype;
+    uint8_t ndim;
+    uint8_t role;
+    int32_t index;  /* input or output index; -1 otherwise */
+    int64_t shape[NK_MAXDIM];
+    int64_t addr;   /* tiles: byte address within a partition */
+    int64_t bytes;  /* tiles: bytes per partition; HBM: total bytes */
+    uint32_t loc;   /* where it was allocated */
+    uint32_t loop;  /* loop instance + 1 it was allocated in; 0 = kernel scope */
+    uint16_t slot, nslots; /* rotation slot of a multi-buffered tile */
+    uint8_t written;       /* tracing: has any instruction written it */
+    uint8_t pad[3];
+} nk_bufinfo;
+
+typedef struct nk_locinfo {
+    uint32_t file; /* index into files */
+    int32_t line;
+} nk_locinfo;
+
+typedef struct nk_loopinfo {
+    uint32_t loc;
+    uint32_t parent; /* loop instance + 1, 0 = none */
+    int64_t trip;
+    uint8_t kind;    /* nk_loop_kind */
+    uint8_t bufs;
+    uint16_t depth;
+} nk_loopinfo;
+
+struct nk_program {
+    char kernel[64];
+    char target[16];
+    int bufs_default;
+    const nk_arch *arch;
+    nk_instr *instrs;
+    uint32_t ninstr;
+    nk_bufinfo *bufs; /* bufs[0] is unused: buffer ids start at 1 */
+    uint32_t nbufs;
+    nk_locinfo *locs;
+    uint32_t nlocs;
+    char **files;
+    uint32_t nfiles;
+    nk_loopinfo *loops;
+    uint32_t nloops;
+    uint32_t *deps;
+    uint32_t ndeps;
+    int ninputs, noutputs;
+    uint32_t *input_buf;  /* buffer id per input */
+    uint32_t *output_buf; /* buffer id per output */
+    uint32_t *hbm_list;   /* ids of every HBM buffer (inputs, outputs, scratch) */
+    uint32_t nhbm;
+    int64_t sbuf_peak, psum_peak; /* bytes per partition at the high-water mark */
+    int owned;            /* 1 when loaded from a file (nk_program_free frees it) */
+};
+
+/* ---- tracer (src/trace) */
+
+/* Traces fn with arguments of the given shapes and dtypes into a new program.
+ * On failure returns a negative status and writes "file:line: message". */
+int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
+             const nk_options *opts, nk_program **out, char *err, size_t errlen);
+
+/* ---- scheduler (src/sched) */
+
+/* Fills dependencies (RAW, WAR, WAW on memory overlap) and DMA queues. */
+int nk_schedule(nk_program *p);
+
+/* ---- executor (src/exec) */
+
+/* Runs the program; hbm[b] is the host memory of HBM buffer b (NULL for tiles). */
+int nk_execute(const nk_program *p, void *const *hbm);
+
+/* ---- shared helpers (src/core) */
+
+void nk__program_destroy(nk_program *p);
+/* Element count of a view and helpers on access patterns. */
+int64_t nk__numel(const nk_tensor *t);
+int64_t nk__free_size(const nk_tensor *t); /* elements per partition (tiles) */
+/* Smallest and largest element offsets touched by a view (excluding part0
+ * for tiles), inclusive. */
+void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi);
+/* snprintf into a growing buffer. */
+typedef struct nk_sbuf_text {
+    char *s;
+    size_t len, cap;
+    int oom;
+} nk_text;
+void nk_text_printf(nk_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nk_text_free(nk_text *t);
+/* "[128, 512]" */
+void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim);
+void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t);
+
+#endif

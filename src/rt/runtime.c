@@ -1,0 +1,302 @@
+/*
+ * runtime.c - kernels, the program cache and running compiled programs.
+ *
+ * A kernel is traced and compiled once per signature (argument dtypes and
+ * shapes, target, options); later calls hash the signature, find the program
+ * and only bind arguments. The cache is an open-addressing table keyed by the
+ * encoded signature.
+ */
+#include "nkint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NK_MAX_ARGS 32
+#define KEY_MAX (16 + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM))
+
+typedef struct centry {
+    uint64_t hash;
+    uint32_t klen;
+    uint8_t key[KEY_MAX];
+    nk_program *prog;
+} centry;
+
+struct nk_kernel {
+    char name[64];
+    nk_kernel_fn fn;
+    centry *tab;
+    uint32_t cap, n;
+    uint64_t compiles, hits;
+    char err[512];
+};
+
+nk_kernel *nk_kernel_new(const char *name, nk_kernel_fn fn)
+{
+    if (!fn)
+        return NULL;
+    nk_kernel *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    snprintf(k->name, sizeof k->name, "%s", name ? name : "kernel");
+    k->fn = fn;
+    return k;
+}
+
+void nk_kernel_free(nk_kernel *k)
+{
+    if (!k)
+        return;
+    for (uint32_t i = 0; i < k->cap; i++)
+        nk__program_destroy(k->tab[i].prog);
+    free(k->tab);
+    free(k);
+}
+
+const char *nk_kernel_name(const nk_kernel *k) { return k->name; }
+const char *nk_kernel_error(const nk_kernel *k) { return k->err; }
+
+void nk_kernel_cache_stats(const nk_kernel *k, uint64_t *compiles, uint64_t *hits)
+{
+    if (compiles)
+        *compiles = k->compiles;
+    if (hits)
+        *hits = k->hits;
+}
+
+/* Encodes the signature; returns its length or -1 when it does not fit. */
+static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_options *opts)
+{
+    if (nargs < 0 || nargs > NK_MAX_ARGS)
+        return -1;
+    size_t n = 0;
+    const char *t = opts && opts->target ? opts->target : "trn1";
+    size_t tl = strlen(t);
+    if (tl > 11)
+        return -1;
+    key[n++] = (uint8_t)tl;
+    memcpy(key + n, t, tl);
+    n += tl;
+    int bufs = opts ? opts->default_bufs : 0;
+    memcpy(key + n, &bufs, sizeof bufs);
+    n += sizeof bufs;
+    for (int i = 0; i < nargs; i++) {
+        key[n++] = (uint8_t)args[i].dtype;
+        key[n++] = (uint8_t)args[i].ndim;
+        int nd = args[i].ndim > 0 && args[i].ndim <= NK_MAXDIM ? args[i].ndim : 0;
+        memcpy(key + n, args[i].shape, (size_t)nd * sizeof(int64_t));
+        n += (size_t)nd * sizeof(int64_t);
+    }
+    return (int)n;
+}
+
+static uint64_t fnv1a(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static int cache_insert(nk_kernel *k, uint64_t h, const uint8_t *key, uint32_t klen, nk_program *prog)
+{
+    if ((k->n + 1) * 2 > k->cap) {
+        uint32_t cap = k->cap ? k->cap * 2 : 8;
+        centry *t = calloc(cap, sizeof *t);
+        if (!t)
+            return NK_ENOMEM;
+        for (uint32_t i = 0; i < k->cap; i++) {
+            if (!k->tab[i].prog)
+                continue;
+            uint32_t j = (uint32_t)k->tab[i].hash & (cap - 1);
+            while (t[j].prog)
+                j = (j + 1) & (cap - 1);
+            t[j] = k->tab[i];
+        }
+        free(k->tab);
+        k->tab = t;
+        k->cap = cap;
+    }
+    uint32_t j = (uint32_t)h & (k->cap - 1);
+    while (k->tab[j].prog)
+        j = (j + 1) & (k->cap - 1);
+    k->tab[j].hash = h;
+    k->tab[j].klen = klen;
+    memcpy(k->tab[j].key, key, klen);
+    k->tab[j].prog = prog;
+    k->n++;
+    return 0;
+}
+
+int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_options *opts, const nk_program **out)
+{
+    uint8_t key[KEY_MAX];
+    int klen = encode_key(key, args, nargs, opts);
+    if (klen < 0) {
+        snprintf(k->err, sizeof k->err, "too many arguments (%d, at most %d) or target name too long", nargs,
+                 NK_MAX_ARGS);
+        return NK_EINVAL;
+    }
+    uint64_t h = fnv1a(key, (size_t)klen);
+    if (k->cap) {
+        uint32_t j = (uint32_t)h & (k->cap - 1);
+        while (k->tab[j].prog) {
+            centry *e = &k->tab[j];
+            if (e->hash == h && e->klen == (uint32_t)klen && !memcmp(e->key, key, (size_t)klen)) {
+                k->hits++;
+                *out = e->prog;
+                return 0;
+            }
+            j = (j + 1) & (k->cap - 1);
+        }
+    }
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].ndim < 1 || args[i].ndim > NK_MAXDIM || !nk_dtype_size(args[i].dtype)) {
+            snprintf(k->err, sizeof k->err, "argument %d: invalid dtype or rank", i);
+            return NK_EINVAL;
+        }
+    }
+    nk_program *p = NULL;
+    k->err[0] = 0;
+    int rc = nk_trace(k->name, k->fn, args, nargs, opts, &p, k->err, sizeof k->err);
+    if (rc)
+        return rc;
+    k->compiles++;
+    rc = cache_insert(k, h, key, (uint32_t)klen, p);
+    if (rc) {
+        nk__program_destroy(p);
+        snprintf(k->err, sizeof k->err, "out of memory");
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* ---- programs */
+
+int nk_program_num_inputs(const nk_program *p) { return p->ninputs; }
+int nk_program_num_outputs(const nk_program *p) { return p->noutputs; }
+size_t nk_program_num_instructions(const nk_program *p) { return p->ninstr; }
+const char *nk_program_target(const nk_program *p) { return p->target; }
+
+static int describe(const nk_program *p, uint32_t buf, nk_array *d)
+{
+    const nk_bufinfo *b = &p->bufs[buf];
+    d->dtype = (nk_dtype)b->dtype;
+    d->ndim = b->ndim;
+    for (int i = 0; i < NK_MAXDIM; i++)
+        d->shape[i] = i < b->ndim ? b->shape[i] : 0;
+    return 0;
+}
+
+int nk_program_output(const nk_program *p, int i, nk_array *d)
+{
+    if (i < 0 || i >= p->noutputs)
+        return NK_EINVAL;
+    return describe(p, p->output_buf[i], d);
+}
+
+int nk_program_input(const nk_program *p, int i, nk_array *d)
+{
+    if (i < 0 || i >= p->ninputs)
+        return NK_EINVAL;
+    return describe(p, p->input_buf[i], d);
+}
+
+static int matches(const nk_program *p, uint32_t buf, const nk_array *a)
+{
+    const nk_bufinfo *b = &p->bufs[buf];
+    if (!a->data || a->dtype != (nk_dtype)b->dtype)
+        return NK_EDTYPE;
+    if (a->ndim != b->ndim)
+        return NK_ESHAPE;
+    for (int i = 0; i < b->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return NK_ESHAPE;
+    return 0;
+}
+
+static _Thread_local struct {
+    void **ptrs;
+    size_t cap;
+} binding;
+
+int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts)
+{
+    if (nargs != p->ninputs || nouts != p->noutputs)
+        return NK_EINVAL;
+    for (int i = 0; i < nargs; i++) {
+        int rc = matches(p, p->input_buf[i], &args[i]);
+        if (rc)
+            return rc;
+    }
+    for (int i = 0; i < nouts; i++) {
+        int rc = matches(p, p->output_buf[i], &outs[i]);
+        if (rc)
+            return rc;
+    }
+    if (binding.cap < p->nbufs) {
+        void **q = realloc(binding.ptrs, p->nbufs * sizeof *q);
+        if (!q)
+            return NK_ENOMEM;
+        binding.ptrs = q;
+        binding.cap = p->nbufs;
+    }
+    void **hbm = binding.ptrs;
+    int rc = 0;
+    for (uint32_t i = 0; i < p->nhbm; i++) {
+        uint32_t b = p->hbm_list[i];
+        const nk_bufinfo *bi = &p->bufs[b];
+        if (bi->role == NK_ROLE_INPUT)
+            hbm[b] = args[bi->index].data;
+        else if (bi->role == NK_ROLE_OUTPUT)
+            hbm[b] = outs[bi->index].data;
+        else if (!(hbm[b] = calloc((size_t)bi->bytes, 1)))
+            rc = NK_ENOMEM;
+    }
+    if (!rc)
+        rc = nk_execute(p, hbm);
+    for (uint32_t i = 0; i < p->nhbm; i++)
+        if (p->bufs[p->hbm_list[i]].role == NK_ROLE_SCRATCH)
+            free(hbm[p->hbm_list[i]]);
+    return rc;
+}
+
+int nk_call(nk_kernel *k, const nk_array *args, int nargs, const nk_options *opts, nk_array *outs, int max_outs,
+            int *nouts)
+{
+    const nk_program *p;
+    int rc = nk_kernel_compile(k, args, nargs, opts, &p);
+    if (rc)
+        return rc;
+    if (p->noutputs > max_outs) {
+        snprintf(k->err, sizeof k->err, "the kernel has %d outputs, room for %d", p->noutputs, max_outs);
+        return NK_EINVAL;
+    }
+    int i;
+    for (i = 0; i < p->noutputs; i++) {
+        nk_array d;
+        nk_program_output(p, i, &d);
+        rc = nk_array_alloc(&outs[i], d.dtype, d.ndim, d.shape);
+        if (rc)
+            goto fail;
+    }
+    rc = nk_program_run(p, args, nargs, outs, p->noutputs);
+    if (rc) {
+        snprintf(k->err, sizeof k->err, "run failed: %s", nk_strerror(rc));
+        goto fail;
+    }
+    if (nouts)
+        *nouts = p->noutputs;
+    return 0;
+fail:
+    while (i-- > 0)
+        nk_array_free(&outs[i]);
+    return rc;
+}
+
+void nk_program_free(nk_program *p)
+{
+    if (p && p->owned)
+        nk__program_destroy(p);
+}

@@ -1,0 +1,233 @@
+/*
+ * sched.c - dependencies and DMA queues of a traced program.
+ *
+ * Dependencies come from memory-range overlap, as the compiler derives its
+ * semaphores: read-after-write, write-after-read and write-after-write on HBM
+ * tensors and on SBUF/PSUM (partition range x byte range). Each memory keeps a
+ * list of the accesses that still matter; a write removes the accesses it
+ * covers (anything later that overlaps them also overlaps the write, which
+ * already waits for them), so lists stay as short as the set of live regions.
+ * HBM tensors that nothing writes (kernel inputs, usually) are not tracked.
+ */
+#include "nkint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct region {
+    uint32_t key;   /* 0 SBUF, 1 PSUM, 2 + buffer id for HBM */
+    int32_t p0, p1; /* partitions [p0, p1) */
+    int64_t b0, b1; /* bytes [b0, b1) */
+} region;
+
+typedef struct entry {
+    region r;
+    uint32_t instr;
+    uint16_t unit; /* engine, or 16 + DMA queue: accesses complete in order per unit */
+    uint8_t write;
+} entry;
+
+typedef struct alist {
+    entry *e;
+    uint32_t n, cap;
+} alist;
+
+typedef struct sched {
+    nk_program *p;
+    alist *lists;   /* per key */
+    uint8_t *hbm_written;
+    uint32_t *deps;
+    uint32_t ndeps, cap_deps;
+    uint32_t cur[64]; /* deps of the current instruction */
+    int ncur;
+} sched;
+
+static region region_of(const nk_program *p, const nk_tensor *t)
+{
+    region r;
+    int64_t lo, hi, es = nk_dtype_size(t->dtype);
+    nk__extent(t, &lo, &hi);
+    if (t->mem == NK_SHARED_HBM) {
+        r.key = 2 + t->buf;
+        r.p0 = 0;
+        r.p1 = 1;
+        r.b0 = lo * es;
+        r.b1 = (hi + 1) * es;
+    } else {
+        int64_t a = p->bufs[t->buf].addr;
+        r.key = t->mem == NK_SBUF ? 0 : 1;
+        r.p0 = t->part0;
+        r.p1 = t->part0 + t->shape[0];
+        r.b0 = a + lo * es;
+        r.b1 = a + (hi + 1) * es;
+    }
+    return r;
+}
+
+static int overlap(const region *a, const region *b)
+{
+    return a->p0 < b->p1 && b->p0 < a->p1 && a->b0 < b->b1 && b->b0 < a->b1;
+}
+
+static int covers(const region *a, const region *b)
+{
+    return a->p0 <= b->p0 && a->p1 >= b->p1 && a->b0 <= b->b0 && a->b1 >= b->b1;
+}
+
+static void add_dep(sched *s, uint32_t j)
+{
+    for (int i = 0; i < s->ncur; i++)
+        if (s->cur[i] == j)
+            return;
+    if (s->ncur < (int)NK_ARRAY_LEN(s->cur)) {
+        s->cur[s->ncur++] = j;
+        return;
+    }
+    /* more than 64 distinct predecessors: keep the latest ones; the earlier
+     * ones are ordered before them through the lists' own dependencies */
+    int oldest = 0;
+    for (int i = 1; i < s->ncur; i++)
+        if (s->cur[i] < s->cur[oldest])
+            oldest = i;
+    if (j > s->cur[oldest])
+        s->cur[oldest] = j;
+}
+
+static int tracked(const sched *s, const region *r) { return r->key < 2 || s->hbm_written[r->key - 2]; }
+
+static void find_deps(sched *s, const region *r, int write)
+{
+    if (!tracked(s, r))
+        return;
+    alist *l = &s->lists[r->key];
+    for (uint32_t i = 0; i < l->n; i++)
+        if ((write || l->e[i].write) && overlap(&l->e[i].r, r))
+            add_dep(s, l->e[i].instr);
+}
+
+static int record(sched *s, const region *r, uint32_t instr, uint16_t unit, int write)
+{
+    if (!tracked(s, r))
+        return 0;
+    alist *l = &s->lists[r->key];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < l->n; i++) {
+        entry *e = &l->e[i];
+        int drop = write ? covers(r, &e->r)
+                         : (!e->write && e->unit == unit && covers(r, &e->r)); /* same unit: in order */
+        if (!drop)
+            l->e[k++] = *e;
+    }
+    l->n = k;
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 16;
+        entry *e = realloc(l->e, cap * sizeof *e);
+        if (!e)
+            return NK_ENOMEM;
+        l->e = e;
+        l->cap = cap;
+    }
+    l->e[l->n++] = (entry){*r, instr, unit, (uint8_t)write};
+    return 0;
+}
+
+/* DMA queues: one per (HBM tensor, direction) in order of first use, over the
+ * 16 queues (assumed: the compiler's queue choice is not documented). */
+static void assign_queues(nk_program *p)
+{
+    enum { NQ = 16 };
+    uint32_t *q = calloc((size_t)p->nbufs * 2, sizeof *q);
+    uint32_t next = 0;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        nk_instr *in = &p->instrs[i];
+        if (in->engine != NK_ENGINE_DMA)
+            continue;
+        int store = in->op == NK_OP_STORE;
+        uint32_t b = store ? in->dst.buf : in->src[0].buf;
+        if (!q) {
+            in->queue = (uint16_t)(store ? 1 : 0);
+            continue;
+        }
+        uint32_t *slot = &q[b * 2 + (uint32_t)store];
+        if (!*slot)
+            *slot = 1 + (next++ % NQ);
+        in->queue = (uint16_t)(*slot - 1);
+    }
+    free(q);
+}
+
+int nk_schedule(nk_program *p)
+{
+    sched s = {0};
+    int rc = NK_ENOMEM;
+    s.p = p;
+    s.lists = calloc((size_t)p->nbufs + 2, sizeof *s.lists);
+    s.hbm_written = calloc(p->nbufs, 1);
+    if (!s.lists || !s.hbm_written)
+        goto out;
+    assign_queues(p);
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (in->dst.mem == NK_SHARED_HBM)
+            s.hbm_written[in->dst.buf] = 1;
+    }
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        nk_instr *in = &p->instrs[i];
+        region rd[5], wr[2];
+        int nrd = 0, nwr = 0;
+        for (int k = 0; k < in->nsrc; k++)
+            if (in->src[k].buf)
+                rd[nrd++] = region_of(p, &in->src[k]);
+        if (in->flags & NK_IF_ACCUMULATE)
+            rd[nrd++] = region_of(p, &in->dst);
+        wr[nwr++] = region_of(p, &in->dst);
+        if (in->dst2.buf)
+            wr[nwr++] = region_of(p, &in->dst2);
+        s.ncur = 0;
+        for (int k = 0; k < nrd; k++)
+            find_deps(&s, &rd[k], 0);
+        for (int k = 0; k < nwr; k++)
+            find_deps(&s, &wr[k], 1);
+        uint16_t unit = in->engine == NK_ENGINE_DMA ? (uint16_t)(16 + in->queue) : in->engine;
+        for (int k = 0; k < nrd; k++)
+            if (record(&s, &rd[k], i, unit, 0))
+                goto out;
+        for (int k = 0; k < nwr; k++)
+            if (record(&s, &wr[k], i, unit, 1))
+                goto out;
+        /* sorted, so listings and files are stable */
+        for (int a = 1; a < s.ncur; a++)
+            for (int b = a; b > 0 && s.cur[b - 1] > s.cur[b]; b--) {
+                uint32_t t = s.cur[b];
+                s.cur[b] = s.cur[b - 1];
+                s.cur[b - 1] = t;
+            }
+        if (s.ndeps + (uint32_t)s.ncur > s.cap_deps) {
+            uint32_t cap = s.cap_deps ? s.cap_deps * 2 : 1024;
+            while (cap < s.ndeps + (uint32_t)s.ncur)
+                cap *= 2;
+            uint32_t *d = realloc(s.deps, cap * sizeof *d);
+            if (!d)
+                goto out;
+            s.deps = d;
+            s.cap_deps = cap;
+        }
+        in->dep_off = s.ndeps;
+        in->ndep = (uint32_t)s.ncur;
+        memcpy(s.deps + s.ndeps, s.cur, (size_t)s.ncur * sizeof *s.deps);
+        s.ndeps += (uint32_t)s.ncur;
+    }
+    free(p->deps);
+    p->deps = s.deps;
+    p->ndeps = s.ndeps;
+    s.deps = NULL;
+    rc = 0;
+out:
+    if (s.lists)
+        for (uint32_t k = 0; k < p->nbufs + 2; k++)
+            free(s.lists[k].e);
+    free(s.lists);
+    free(s.hbm_written);
+    free(s.deps);
+    return rc;
+}

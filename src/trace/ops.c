@@ -1,0 +1,921 @@
+/*
+ * ops.c - the kernel API: ISA-level instructions with the checks the
+ * compiler makes, and the language-level ops built from them.
+ *
+ * Every check reports one message naming the kernel's file:line, the op and
+ * the offending values. ISA ops validate and emit exactly one instruction;
+ * language ops allocate their result tiles and call ISA ops.
+ */
+#include "trace.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- checks */
+
+static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t)
+{
+    if (nc->status)
+        return 0;
+    if (!t.buf || t.buf >= nc->p->nbufs || t.ndim < 1 || t.ndim > NK_MAXDIM) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: %s is not a valid tensor", op, what);
+        return 0;
+    }
+    return 1;
+}
+
+static const char *mem_name(int mem) { return mem == NK_SBUF ? "SBUF" : mem == NK_PSUM ? "PSUM" : "HBM"; }
+
+/* An on-chip operand of a compute engine; psum_ok says whether PSUM is allowed. */
+static int ok_onchip(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t, int psum_ok,
+                     const char *who)
+{
+    if (!ok_tensor(nc, loc, op, what, t))
+        return 0;
+    if (t.mem == NK_SHARED_HBM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: %s is an HBM tensor; engines work on SBUF/PSUM tiles (nk_load it first)",
+                 op, what);
+        return 0;
+    }
+    if (t.mem == NK_PSUM && !psum_ok) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: %s is in PSUM, which %s cannot access", op, what, who);
+        return 0;
+    }
+    int n = t.shape[0], p0 = t.part0;
+    if (n > NK_PMAX || p0 + n > NK_PMAX) {
+        nk__fail(nc, loc, NK_EPARTITION, "%s: %s spans partitions %d..%d, beyond the %d partitions", op, what, p0,
+                 p0 + n - 1, NK_PMAX);
+        return 0;
+    }
+    if (n > 0 && ((n > 64 && p0 != 0) || (n > 32 && p0 != 0 && p0 != 64) || p0 % 32 != 0)) {
+        nk__fail(nc, loc, NK_EPARTITION,
+                 "%s: %s covers %d partitions starting at partition %d; an access of more than 64 partitions "
+                 "starts at 0, of 33-64 at 0 or 64, of up to 32 at 0, 32, 64 or 96",
+                 op, what, n, p0);
+        return 0;
+    }
+    return 1;
+}
+
+static int ok_read(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t)
+{
+    if (nc->status)
+        return 0;
+    if (!nc->p->bufs[t.buf].written) {
+        char where[256];
+        nk__buf_where(nc, t.buf, where, sizeof where);
+        nk__fail(nc, loc, NK_EUNINIT, "%s: %s reads a %s %s allocated at %s that was never written", op, what,
+                 mem_name(t.mem), t.mem == NK_SHARED_HBM ? "tensor" : "tile", where);
+        return 0;
+    }
+    return 1;
+}
+
+static void wrote(nk_ctx *nc, nk_tensor t)
+{
+    if (t.buf)
+        nc->p->bufs[t.buf].written = 1;
+}
+
+static void shape_str(char *buf, size_t n, nk_tensor t) { nk__format_shape(buf, n, t.shape, t.ndim); }
+
+/* Same partitions and the same number of free elements. */
+static int ok_same_size(nk_ctx *nc, nk_loc loc, const char *op, const char *wa, nk_tensor a, const char *wb,
+                        nk_tensor b)
+{
+    if (nc->status)
+        return 0;
+    if (a.shape[0] != b.shape[0] || nk__free_size(&a) != nk__free_size(&b)) {
+        char sa[64], sb[64];
+        shape_str(sa, sizeof sa, a);
+        shape_str(sb, sizeof sb, b);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: %s %s and %s %s differ in partitions or free size", op, wa, sa, wb, sb);
+        return 0;
+    }
+    return 1;
+}
+
+/* A per-partition column [P, 1] matching partitions p. */
+static int ok_column(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t, int p)
+{
+    if (!ok_onchip(nc, loc, op, what, t, 1, "this engine") || !ok_read(nc, loc, op, what, t))
+        return 0;
+    if (t.shape[0] != p || nk__free_size(&t) != 1) {
+        char s[64];
+        shape_str(s, sizeof s, t);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: %s must be a per-partition column [%d, 1], got %s", op, what, p, s);
+        return 0;
+    }
+    return 1;
+}
+
+static int ok_vector_fsize(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor t, int any_psum)
+{
+    int64_t lim = any_psum ? nc->arch->vector_fmax_psum : nc->arch->vector_fmax_sbuf;
+    if (nk__free_size(&t) > lim) {
+        nk__fail(nc, loc, NK_ELIMIT, "%s: free size %lld exceeds the Vector engine's %lld elements per instruction%s",
+                 op, (long long)nk__free_size(&t), (long long)lim, any_psum ? " from PSUM" : "");
+        return 0;
+    }
+    return 1;
+}
+
+static int is_bitwise(nk_alu op)
+{
+    return op == NK_ALU_BITWISE_AND || op == NK_ALU_BITWISE_OR || op == NK_ALU_BITWISE_XOR;
+}
+
+static int ok_alu(nk_ctx *nc, nk_loc loc, const char *op, nk_alu alu, const nk_tensor *ts, int n, int allow_bypass)
+{
+    if ((unsigned)alu >= NK_ALU_COUNT || (alu == NK_ALU_BYPASS && !allow_bypass)) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: invalid ALU operator %d", op, (int)alu);
+        return 0;
+    }
+    if (is_bitwise(alu))
+        for (int i = 0; i < n; i++)
+            if (nk_dtype_is_float(ts[i].dtype)) {
+                nk__fail(nc, loc, NK_EDTYPE, "%s: %s needs integer operands, got %s", op, nk_alu_name(alu),
+                         nk_dtype_name(ts[i].dtype));
+                return 0;
+            }
+    return 1;
+}
+
+static int pick_engine(nk_ctx *nc, nk_loc loc, const char *op, nk_engine eng, nk_engine dflt, unsigned allowed)
+{
+    if (eng == NK_ENGINE_DEFAULT)
+        eng = dflt;
+    if ((unsigned)eng >= NK_ENGINE_COUNT || !(allowed & (1u << eng))) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: cannot run on the %s engine", op, nk_engine_name(eng));
+        return -1;
+    }
+    return (int)eng;
+}
+
+#define ENG(e) (1u << (e))
+
+static int any_psum(const nk_tensor *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ts[i].buf && ts[i].mem == NK_PSUM)
+            return 1;
+    return 0;
+}
+
+/* Engine memory rules shared by the elementwise ops: GpSimd has no PSUM
+ * access; Vector has a free-size limit. */
+static int ok_engine_operands(nk_ctx *nc, nk_loc loc, const char *op, int eng, const nk_tensor *ts, int n)
+{
+    if (eng == NK_ENGINE_GPSIMD)
+        for (int i = 0; i < n; i++)
+            if (ts[i].buf && ts[i].mem == NK_PSUM) {
+                nk__fail(nc, loc, NK_EMEMORY, "%s: the GpSimd engine cannot access PSUM", op);
+                return 0;
+            }
+    if (eng == NK_ENGINE_VECTOR)
+        return ok_vector_fsize(nc, loc, op, ts[0], any_psum(ts, n));
+    return 1;
+}
+
+/* ---- ISA ops */
+
+void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk_tensor mv, int accumulate)
+{
+    const char *op = "nc_matmul";
+    if (!ok_onchip(nc, loc, op, "stationary", st, 0, "nc_matmul (operands come from SBUF)") ||
+        !ok_onchip(nc, loc, op, "moving", mv, 0, "nc_matmul (operands come from SBUF)") ||
+        !ok_onchip(nc, loc, op, "dst", dst, 1, ""))
+        return;
+    if (dst.mem != NK_PSUM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: dst must be a PSUM tile (the Tensor engine writes PSUM), got SBUF", op);
+        return;
+    }
+    if (!ok_read(nc, loc, op, "stationary", st) || !ok_read(nc, loc, op, "moving", mv))
+        return;
+    if (accumulate && !nc->p->bufs[dst.buf].written) {
+        char where[256];
+        nk__buf_where(nc, dst.buf, where, sizeof where);
+        nk__fail(nc, loc, NK_EUNINIT,
+                 "%s: accumulates into the PSUM tile allocated at %s that was never written (start it with "
+                 "nk_zeros or accumulate=0)", op, where);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        nk_tensor t = i ? mv : st;
+        if (!nk_dtype_is_float(t.dtype)) {
+            nk__fail(nc, loc, NK_EDTYPE, "%s: the Tensor engine multiplies float types, %s is %s", op,
+                     i ? "moving" : "stationary", nk_dtype_name(t.dtype));
+            return;
+        }
+    }
+    int fp8s = nk_dtype_size(st.dtype) == 1, fp8m = nk_dtype_size(mv.dtype) == 1;
+    if (st.dtype != mv.dtype && !(fp8s && fp8m)) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: stationary is %s but moving is %s; cast one with nk_copy", op,
+                 nk_dtype_name(st.dtype), nk_dtype_name(mv.dtype));
+        return;
+    }
+    if (dst.dtype != NK_F32) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: PSUM accumulates in float32, dst is %s", op, nk_dtype_name(dst.dtype));
+        return;
+    }
+    int64_t K = st.shape[0], M = nk__free_size(&st), N = nk__free_size(&mv);
+    if (mv.shape[0] != K) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: contraction (partition) sizes differ: stationary K=%lld, moving K=%d", op,
+                 (long long)K, mv.shape[0]);
+        return;
+    }
+    if (M > NK_GEMM_STATIONARY_FMAX) {
+        nk__fail(nc, loc, NK_ELIMIT, "%s: stationary free size %lld exceeds %d (gemm_stationary_fmax)", op,
+                 (long long)M, NK_GEMM_STATIONARY_FMAX);
+        return;
+    }
+    if (N > NK_GEMM_MOVING_FMAX) {
+        nk__fail(nc, loc, NK_ELIMIT, "%s: moving free size %lld exceeds %d (gemm_moving_fmax)", op, (long long)N,
+                 NK_GEMM_MOVING_FMAX);
+        return;
+    }
+    if (dst.shape[0] != M || nk__free_size(&dst) != N) {
+        char s[64];
+        shape_str(s, sizeof s, dst);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: dst %s must be [%lld, %lld] (stationary free x moving free)", op, s,
+                 (long long)M, (long long)N);
+        return;
+    }
+    int64_t lo, hi, bank = nc->arch->psum_bank_bytes;
+    nk__extent(&dst, &lo, &hi);
+    int64_t a0 = nc->p->bufs[dst.buf].addr + lo * 4, a1 = nc->p->bufs[dst.buf].addr + hi * 4 + 3;
+    if (a0 / bank != a1 / bank) {
+        nk__fail(nc, loc, NK_ECAPACITY,
+                 "%s: the accumulation group spans PSUM bytes %lld..%lld per partition, crossing a %lld-byte bank "
+                 "(at most %lld float32 in one bank)", op, (long long)a0, (long long)a1, (long long)bank,
+                 (long long)(bank / 4));
+        return;
+    }
+    if (K == 0 || M == 0 || N == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_MATMUL, NK_ENGINE_TENSOR);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->src[0] = st;
+    in->src[1] = mv;
+    in->nsrc = 2;
+    in->flags = accumulate ? NK_IF_ACCUMULATE : 0;
+    wrote(nc, dst);
+}
+
+void nk_isa_nc_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng)
+{
+    const char *op = "nc_transpose";
+    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_TENSOR, ENG(NK_ENGINE_TENSOR) | ENG(NK_ENGINE_VECTOR));
+    if (e < 0 || !ok_onchip(nc, loc, op, "src", src, e != NK_ENGINE_TENSOR, "the Tensor engine") ||
+        !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "src", src))
+        return;
+    int64_t P = src.shape[0], F = nk__free_size(&src);
+    int64_t lim = e == NK_ENGINE_TENSOR ? 128 : 32;
+    if (P > lim || F > lim) {
+        nk__fail(nc, loc, NK_ELIMIT, "%s: on the %s engine a transpose is at most %lldx%lld, src is [%lld, %lld]", op,
+                 nk_engine_name(e), (long long)lim, (long long)lim, (long long)P, (long long)F);
+        return;
+    }
+    if (dst.shape[0] != F || nk__free_size(&dst) != P) {
+        char s[64];
+        shape_str(s, sizeof s, dst);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: dst %s must be [%lld, %lld]", op, s, (long long)F, (long long)P);
+        return;
+    }
+    if (e == NK_ENGINE_TENSOR && dst.mem != NK_PSUM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: a Tensor-engine transpose writes PSUM; dst is in SBUF", op);
+        return;
+    }
+    if (e == NK_ENGINE_TENSOR && dst.dtype != NK_F32 && dst.dtype != src.dtype) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: dst must be float32 or %s, got %s", op, nk_dtype_name(src.dtype),
+                 nk_dtype_name(dst.dtype));
+        return;
+    }
+    if (e == NK_ENGINE_TENSOR && !nk_dtype_is_float(src.dtype)) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: the Tensor engine transposes float types, src is %s", op,
+                 nk_dtype_name(src.dtype));
+        return;
+    }
+    if (P == 0 || F == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_TRANSPOSE, e);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->src[0] = src;
+    in->nsrc = 1;
+    wrote(nc, dst);
+}
+
+static int ok_operand(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_operand o, int parts)
+{
+    if (!o.is_tensor)
+        return 1;
+    return ok_column(nc, loc, op, what, o.t, parts);
+}
+
+void nk_isa_activation_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src, nk_operand bias,
+                          nk_operand scale, nk_tensor reduce_dst)
+{
+    const char *op = "activation";
+    if (!ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
+        !ok_read(nc, loc, op, "src", src) || !ok_same_size(nc, loc, op, "dst", dst, "src", src) ||
+        !ok_operand(nc, loc, op, "bias", bias, src.shape[0]) || !ok_operand(nc, loc, op, "scale", scale, src.shape[0]))
+        return;
+    if ((unsigned)f >= NK_ACT_COUNT) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: invalid activation function %d", op, (int)f);
+        return;
+    }
+    if (reduce_dst.buf) {
+        if (!ok_onchip(nc, loc, op, "reduce_res", reduce_dst, 1, ""))
+            return;
+        if (reduce_dst.shape[0] != src.shape[0] || nk__free_size(&reduce_dst) != 1) {
+            char s[64];
+            shape_str(s, sizeof s, reduce_dst);
+            nk__fail(nc, loc, NK_ESHAPE, "%s: reduce_res must be [%d, 1], got %s", op, src.shape[0], s);
+            return;
+        }
+    }
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_ACTIVATION, NK_ENGINE_SCALAR);
+    if (!in)
+        return;
+    in->func = (uint8_t)f;
+    in->dst = dst;
+    in->src[0] = src;
+    in->nsrc = 1;
+    if (bias.is_tensor) {
+        in->src[1] = bias.t;
+        in->flags |= NK_IF_OPND0_T;
+        in->nsrc = 2;
+    } else {
+        in->imm0 = bias.value;
+    }
+    if (scale.is_tensor) {
+        in->src[2] = scale.t;
+        in->flags |= NK_IF_OPND1_T;
+        in->nsrc = 3;
+    } else {
+        in->imm1 = scale.value;
+    }
+    if (reduce_dst.buf) {
+        in->dst2 = reduce_dst;
+        in->flags |= NK_IF_REDUCE;
+        wrote(nc, reduce_dst);
+    }
+    wrote(nc, dst);
+}
+
+void nk_isa_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor a, nk_tensor b, nk_alu alu,
+                             nk_engine eng)
+{
+    const char *op = "tensor_tensor";
+    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR, ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_GPSIMD));
+    nk_tensor ts[3] = {dst, a, b};
+    if (e < 0 || !ok_onchip(nc, loc, op, "in0", a, 1, "") || !ok_onchip(nc, loc, op, "in1", b, 1, "") ||
+        !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "in0", a) ||
+        !ok_read(nc, loc, op, "in1", b) || !ok_same_size(nc, loc, op, "in0", a, "in1", b) ||
+        !ok_same_size(nc, loc, op, "dst", dst, "in0", a) || !ok_alu(nc, loc, op, alu, ts, 3, 0) ||
+        !ok_engine_operands(nc, loc, op, e, ts, 3))
+        return;
+    if (a.mem == NK_PSUM && b.mem == NK_PSUM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: both inputs are in PSUM; at most one input may come from PSUM", op);
+        return;
+    }
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_TENSOR_TENSOR, e);
+    if (!in)
+        return;
+    in->alu0 = (uint8_t)alu;
+    in->dst = dst;
+    in->src[0] = a;
+    in->src[1] = b;
+    in->nsrc = 2;
+    wrote(nc, dst);
+}
+
+void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_alu op0, nk_operand o0,
+                             int rev0, nk_alu op1, nk_operand o1, int rev1, nk_engine eng)
+{
+    const char *op = "tensor_scalar";
+    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR,
+                        ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_SCALAR) | ENG(NK_ENGINE_GPSIMD));
+    nk_tensor ts[4] = {dst, src, o0.is_tensor ? o0.t : NK_NONE, o1.is_tensor ? o1.t : NK_NONE};
+    if (e < 0 || !ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
+        !ok_read(nc, loc, op, "src", src) || !ok_same_size(nc, loc, op, "dst", dst, "src", src) ||
+        !ok_operand(nc, loc, op, "operand0", o0, src.shape[0]) ||
+        !ok_operand(nc, loc, op, "operand1", o1, src.shape[0]) || !ok_alu(nc, loc, op, op0, ts, 2, 0) ||
+        !ok_alu(nc, loc, op, op1, ts, 2, 1) || !ok_engine_operands(nc, loc, op, e, ts, 4))
+        return;
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_TENSOR_SCALAR, e);
+    if (!in)
+        return;
+    in->alu0 = (uint8_t)op0;
+    in->alu1 = (uint8_t)op1;
+    in->dst = dst;
+    in->src[0] = src;
+    in->nsrc = 1;
+    in->flags = (uint16_t)((rev0 ? NK_IF_REV0 : 0) | (rev1 ? NK_IF_REV1 : 0));
+    if (o0.is_tensor) {
+        in->src[1] = o0.t;
+        in->flags |= NK_IF_OPND0_T;
+        in->nsrc = 2;
+    } else {
+        in->imm0 = o0.value;
+    }
+    if (o1.is_tensor) {
+        in->src[2] = o1.t;
+        in->flags |= NK_IF_OPND1_T;
+        in->nsrc = 3;
+    } else {
+        in->imm1 = o1.value;
+    }
+    wrote(nc, dst);
+}
+
+void nk_isa_tensor_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_alu alu, int axis,
+                             int keepdims)
+{
+    const char *op = "tensor_reduce";
+    nk_tensor ts[2] = {dst, src};
+    if (!ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
+        !ok_read(nc, loc, op, "src", src) || !ok_alu(nc, loc, op, alu, ts, 2, 0) ||
+        !ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts + 1, 1))
+        return;
+    if (alu != NK_ALU_ADD && alu != NK_ALU_MAX && alu != NK_ALU_MIN && alu != NK_ALU_MULTIPLY && !is_bitwise(alu)) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: %s is not a reduction operator (add, maximum, minimum, multiply, "
+                 "bitwise)", op, nk_alu_name(alu));
+        return;
+    }
+    if (axis != -1 && (axis < 1 || axis >= src.ndim)) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: axis %d is not a free axis of a %d-dim tile (1..%d, or -1 for all)", op,
+                 axis, src.ndim, src.ndim - 1);
+        return;
+    }
+    int64_t kept = 1;
+    for (int d = 1; d < src.ndim; d++)
+        if (axis != -1 && d != axis)
+            kept *= src.shape[d];
+    if (dst.shape[0] != src.shape[0] || nk__free_size(&dst) != kept) {
+        char s[64], d[64];
+        shape_str(s, sizeof s, src);
+        shape_str(d, sizeof d, dst);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: reducing %s along axis %d gives %d partitions x %lld, dst is %s", op, s,
+                 axis, src.shape[0], (long long)kept, d);
+        return;
+    }
+    if (nk__numel(&src) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_TENSOR_REDUCE, NK_ENGINE_VECTOR);
+    if (!in)
+        return;
+    in->alu0 = (uint8_t)alu;
+    in->axis = (int8_t)axis;
+    in->flags = keepdims ? NK_IF_KEEPDIMS : 0;
+    in->dst = dst;
+    in->src[0] = src;
+    in->nsrc = 1;
+    wrote(nc, dst);
+}
+
+void nk_isa_tensor_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng)
+{
+    const char *op = "tensor_copy";
+    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR,
+                        ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_SCALAR) | ENG(NK_ENGINE_GPSIMD));
+    nk_tensor ts[2] = {dst, src};
+    if (e < 0 || !ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
+        !ok_read(nc, loc, op, "src", src) || !ok_same_size(nc, loc, op, "dst", dst, "src", src) ||
+        !ok_engine_operands(nc, loc, op, e, ts, 2))
+        return;
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_TENSOR_COPY, e);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->src[0] = src;
+    in->nsrc = 1;
+    wrote(nc, dst);
+}
+
+void nk_isa_memset_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, double value, nk_engine eng)
+{
+    const char *op = "memset";
+    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR, ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_GPSIMD));
+    if (e < 0 || !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_engine_operands(nc, loc, op, e, &dst, 1))
+        return;
+    if (nk__numel(&dst) == 0) {
+        wrote(nc, dst);
+        return;
+    }
+    nk_instr *in = nk__emit(nc, loc, NK_OP_MEMSET, e);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->imm0 = value;
+    wrote(nc, dst);
+}
+
+void nk_isa_iota_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine expr)
+{
+    const char *op = "iota";
+    if (!ok_onchip(nc, loc, op, "dst", dst, 0, "the GpSimd engine"))
+        return;
+    if (nk__numel(&dst) == 0) {
+        wrote(nc, dst);
+        return;
+    }
+    nk_instr *in = nk__emit(nc, loc, NK_OP_IOTA, NK_ENGINE_GPSIMD);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->aff = expr;
+    wrote(nc, dst);
+}
+
+void nk_isa_affine_select_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine pred, nk_cmp cmp, nk_tensor on_true,
+                             float on_false)
+{
+    const char *op = "affine_select";
+    if (!ok_onchip(nc, loc, op, "on_true", on_true, 0, "the GpSimd engine") ||
+        !ok_onchip(nc, loc, op, "dst", dst, 0, "the GpSimd engine") || !ok_read(nc, loc, op, "on_true", on_true) ||
+        !ok_same_size(nc, loc, op, "dst", dst, "on_true", on_true))
+        return;
+    if ((unsigned)cmp > NK_CMP_LT) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: invalid comparison %d", op, (int)cmp);
+        return;
+    }
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_AFFINE_SELECT, NK_ENGINE_GPSIMD);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->src[0] = on_true;
+    in->nsrc = 1;
+    in->aff = pred;
+    in->cmp = (uint8_t)cmp;
+    in->imm0 = on_false;
+    wrote(nc, dst);
+}
+
+/* ---- language-level ops */
+
+static nk_tensor tile_like(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor x, nk_dtype dt, nk_buffer mem)
+{
+    int64_t shape[NK_MAXDIM];
+    for (int i = 0; i < x.ndim; i++)
+        shape[i] = x.shape[i];
+    return nk__tile(nc, loc, op, mem, shape, x.ndim, dt);
+}
+
+static nk_tensor tile2(nk_ctx *nc, nk_loc loc, const char *op, int64_t p, int64_t f, nk_dtype dt, nk_buffer mem)
+{
+    int64_t shape[2] = {p, f};
+    return nk__tile(nc, loc, op, mem, shape, 2, dt);
+}
+
+nk_tensor nk_zeros_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_buffer mem)
+{
+    return nk_full_at(nc, loc, shape, 0.0, dt, mem);
+}
+
+nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dtype dt, nk_buffer mem)
+{
+    if (nc->status)
+        return NK_NONE;
+    if (mem != NK_SBUF && mem != NK_PSUM) {
+        nk__fail(nc, loc, NK_EMEMORY, "nk_full: fills SBUF or PSUM tiles; create HBM tensors with nk_ndarray");
+        return NK_NONE;
+    }
+    if (shape.n < 1 || shape.n > NK_MAXDIM) {
+        nk__fail(nc, loc, NK_ESHAPE, "nk_full: 1 to %d dims, got %d", NK_MAXDIM, shape.n);
+        return NK_NONE;
+    }
+    nk_tensor t = nk__tile(nc, loc, "nk_full", mem, shape.d, shape.n, dt);
+    nk_isa_memset_at(nc, loc, t, value, NK_ENGINE_VECTOR);
+    return nc->status ? NK_NONE : t;
+}
+
+nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
+{
+    const char *op = "nk_load";
+    if (!ok_tensor(nc, loc, op, "source", src))
+        return NK_NONE;
+    if (src.mem != NK_SHARED_HBM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the source is a %s tile; nk_load reads HBM tensors", op, mem_name(src.mem));
+        return NK_NONE;
+    }
+    if (!ok_read(nc, loc, op, "the source", src))
+        return NK_NONE;
+    if (src.shape[0] > NK_PMAX) {
+        char s[64];
+        shape_str(s, sizeof s, src);
+        nk__fail(nc, loc, NK_EPARTITION, "%s: partition dimension %d of %s exceeds %d; load tiles of at most %d rows",
+                 op, src.shape[0], s, NK_PMAX, NK_PMAX);
+        return NK_NONE;
+    }
+    nk_tensor t = tile_like(nc, loc, op, src, (nk_dtype)src.dtype, NK_SBUF);
+    if (nc->status)
+        return NK_NONE;
+    if (nk__numel(&src) > 0) {
+        nk_instr *in = nk__emit(nc, loc, NK_OP_LOAD, NK_ENGINE_DMA);
+        if (!in)
+            return NK_NONE;
+        in->dst = t;
+        in->src[0] = src;
+        in->nsrc = 1;
+    }
+    wrote(nc, t);
+    return t;
+}
+
+void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
+{
+    const char *op = "nk_store";
+    if (!ok_tensor(nc, loc, op, "destination", dst) || !ok_tensor(nc, loc, op, "value", value))
+        return;
+    if (dst.mem != NK_SHARED_HBM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the destination is a %s tile; nk_store writes HBM tensors (use "
+                 "nk_isa_tensor_copy between tiles)", op, mem_name(dst.mem));
+        return;
+    }
+    if (value.mem == NK_PSUM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: cannot store straight from PSUM; copy the tile to SBUF first (nk_copy)", op);
+        return;
+    }
+    if (value.mem != NK_SBUF) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the value is an HBM tensor; store an SBUF tile", op);
+        return;
+    }
+    if (!ok_read(nc, loc, op, "the value", value))
+        return;
+    int same = dst.ndim == value.ndim;
+    for (int i = 0; same && i < dst.ndim; i++)
+        same = dst.shape[i] == value.shape[i];
+    if (!same) {
+        char a[64], b[64];
+        shape_str(a, sizeof a, value);
+        shape_str(b, sizeof b, dst);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: value %s does not match destination %s", op, a, b);
+        return;
+    }
+    if (dst.dtype != value.dtype) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: value is %s but the destination is %s (DMA does not convert; cast with "
+                 "nk_copy)", op, nk_dtype_name(value.dtype), nk_dtype_name(dst.dtype));
+        return;
+    }
+    if (nk__numel(&dst) > 0) {
+        nk_instr *in = nk__emit(nc, loc, NK_OP_STORE, NK_ENGINE_DMA);
+        if (!in)
+            return;
+        in->dst = dst;
+        in->src[0] = value;
+        in->nsrc = 1;
+    }
+    wrote(nc, dst);
+}
+
+nk_tensor nk_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_dtype dt)
+{
+    if (!ok_tensor(nc, loc, "nk_copy", "input", x))
+        return NK_NONE;
+    nk_tensor t = tile_like(nc, loc, "nk_copy", x, dt, NK_SBUF);
+    nk_isa_tensor_copy_at(nc, loc, t, x, NK_ENGINE_VECTOR);
+    return nc->status ? NK_NONE : t;
+}
+
+nk_tensor nk_unary_at(nk_ctx *nc, nk_loc loc, nk_act f, nk_tensor x)
+{
+    if (!ok_tensor(nc, loc, nk_act_name(f), "input", x))
+        return NK_NONE;
+    nk_tensor t = tile_like(nc, loc, nk_act_name(f), x, (nk_dtype)x.dtype, NK_SBUF);
+    nk_isa_activation_at(nc, loc, t, f, x, nk_imm(0.0f), nk_imm(1.0f), NK_NONE);
+    return nc->status ? NK_NONE : t;
+}
+
+/* NKI's promotion: float beats int; the wider type wins; bf16 with fp16
+ * (or two different 8-bit floats) gives float32; mixed-sign ints widen. */
+static nk_dtype promote(nk_dtype a, nk_dtype b)
+{
+    if (a == b)
+        return a;
+    int fa = nk_dtype_is_float(a), fb = nk_dtype_is_float(b);
+    if (fa != fb)
+        return fa ? a : b;
+    int sa = nk_dtype_size(a), sb = nk_dtype_size(b);
+    if (fa)
+        return sa == sb ? NK_F32 : sa > sb ? a : b;
+    int ua = a >= NK_U8, ub = b >= NK_U8;
+    if (ua == ub)
+        return sa > sb ? a : b;
+    int s = sa > sb ? sa : sb;
+    return s >= 4 ? NK_I32 : s == 2 ? NK_I32 : NK_I16;
+}
+
+static int is_column(nk_tensor t) { return t.ndim >= 1 && nk__free_size(&t) == 1; }
+
+nk_tensor nk_binary_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, nk_tensor b)
+{
+    const char *op = nk_alu_name(alu);
+    if (!ok_tensor(nc, loc, op, "in0", a) || !ok_tensor(nc, loc, op, "in1", b))
+        return NK_NONE;
+    nk_dtype dt = promote((nk_dtype)a.dtype, (nk_dtype)b.dtype);
+    int same = a.ndim == b.ndim;
+    for (int i = 0; same && i < a.ndim; i++)
+        same = a.shape[i] == b.shape[i];
+    if (same) {
+        nk_tensor t = tile_like(nc, loc, op, a, dt, NK_SBUF);
+        nk_isa_tensor_tensor_at(nc, loc, t, a, b, alu, NK_ENGINE_VECTOR);
+        return nc->status ? NK_NONE : t;
+    }
+    if (a.shape[0] == b.shape[0] && (is_column(a) || is_column(b))) {
+        int rev = is_column(a);
+        nk_tensor big = rev ? b : a, col = rev ? a : b;
+        nk_tensor t = tile_like(nc, loc, op, big, dt, NK_SBUF);
+        nk_isa_tensor_scalar_at(nc, loc, t, big, alu, nk_col(col), rev, NK_ALU_BYPASS, nk_imm(0), 0,
+                                NK_ENGINE_VECTOR);
+        return nc->status ? NK_NONE : t;
+    }
+    char sa[64], sb[64];
+    shape_str(sa, sizeof sa, a);
+    shape_str(sb, sizeof sb, b);
+    nk__fail(nc, loc, NK_ESHAPE, "%s: shapes %s and %s do not broadcast (equal shapes, or one a [P, 1] column)", op,
+             sa, sb);
+    return NK_NONE;
+}
+
+nk_tensor nk_binary_scalar_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, float s, int reverse)
+{
+    const char *op = nk_alu_name(alu);
+    if (!ok_tensor(nc, loc, op, "input", a))
+        return NK_NONE;
+    nk_tensor t = tile_like(nc, loc, op, a, (nk_dtype)a.dtype, NK_SBUF);
+    nk_isa_tensor_scalar_at(nc, loc, t, a, alu, nk_imm(s), reverse, NK_ALU_BYPASS, nk_imm(0), 0, NK_ENGINE_VECTOR);
+    return nc->status ? NK_NONE : t;
+}
+
+static nk_tensor reduce_tile(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor x, int axis, int keepdims,
+                             nk_dtype dt)
+{
+    int64_t shape[NK_MAXDIM];
+    int n = 0;
+    shape[n++] = x.shape[0];
+    for (int d = 1; d < x.ndim; d++) {
+        if (axis == -1 || d == axis) {
+            if (keepdims)
+                shape[n++] = 1;
+        } else {
+            shape[n++] = x.shape[d];
+        }
+    }
+    return nk__tile(nc, loc, op, NK_SBUF, shape, n, dt);
+}
+
+nk_tensor nk_reduce_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor x, int axis, int keepdims)
+{
+    const char *op = "nk_reduce";
+    if (!ok_tensor(nc, loc, op, "input", x))
+        return NK_NONE;
+    if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: axis %d is not a free axis of a %d-dim tile (1..%d, or -1 for all); "
+                 "reductions along the partition axis need a transpose", op, axis, x.ndim, x.ndim - 1);
+        return NK_NONE;
+    }
+    nk_tensor t = reduce_tile(nc, loc, op, x, axis, keepdims, (nk_dtype)x.dtype);
+    nk_isa_tensor_reduce_at(nc, loc, t, x, alu, axis, keepdims);
+    return nc->status ? NK_NONE : t;
+}
+
+nk_tensor nk_mean_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis, int keepdims)
+{
+    const char *op = "nk_mean";
+    if (!ok_tensor(nc, loc, op, "input", x))
+        return NK_NONE;
+    if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: axis %d is not a free axis of a %d-dim tile", op, axis, x.ndim);
+        return NK_NONE;
+    }
+    int64_t n = axis == -1 ? nk__free_size(&x) : x.shape[axis];
+    nk_tensor s = reduce_tile(nc, loc, op, x, axis, keepdims, NK_F32);
+    nk_isa_tensor_reduce_at(nc, loc, s, x, NK_ALU_ADD, axis, keepdims);
+    nk_tensor t = reduce_tile(nc, loc, op, x, axis, keepdims, (nk_dtype)x.dtype);
+    nk_isa_tensor_scalar_at(nc, loc, t, s, NK_ALU_MULTIPLY, nk_imm(n ? 1.0f / (float)n : 0.0f), 0, NK_ALU_BYPASS,
+                            nk_imm(0), 0, NK_ENGINE_VECTOR);
+    return nc->status ? NK_NONE : t;
+}
+
+nk_tensor nk_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor x)
+{
+    const char *op = "nk_transpose";
+    if (!ok_tensor(nc, loc, op, "input", x))
+        return NK_NONE;
+    if (x.ndim != 2) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: transposes 2-D tiles, got %d dims", op, x.ndim);
+        return NK_NONE;
+    }
+    nk_tensor ps = tile2(nc, loc, op, x.shape[1], x.shape[0], NK_F32, NK_PSUM);
+    nk_isa_nc_transpose_at(nc, loc, ps, x, NK_ENGINE_TENSOR);
+    nk_tensor t = tile2(nc, loc, op, x.shape[1], x.shape[0], (nk_dtype)x.dtype, NK_SBUF);
+    nk_isa_tensor_copy_at(nc, loc, t, ps, NK_ENGINE_VECTOR);
+    return nc->status ? NK_NONE : t;
+}
+
+/* The stationary operand [K, M] of x @ y: x itself when transposed, else x^T. */
+static nk_tensor stationary_of(nk_ctx *nc, nk_loc loc, nk_tensor x, int transpose_x)
+{
+    if (transpose_x || nc->status)
+        return x;
+    if (x.ndim != 2) {
+        nk__fail(nc, loc, NK_ESHAPE, "nk_matmul: x must be 2-D, got %d dims", x.ndim);
+        return NK_NONE;
+    }
+    return nk_transpose_at(nc, loc, x);
+}
+
+nk_tensor nk_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_tensor y, int transpose_x)
+{
+    const char *op = "nk_matmul";
+    if (!ok_tensor(nc, loc, op, "x", x) || !ok_tensor(nc, loc, op, "y", y))
+        return NK_NONE;
+    nk_tensor st = stationary_of(nc, loc, x, transpose_x);
+    if (nc->status)
+        return NK_NONE;
+    nk_tensor ps = tile2(nc, loc, op, nk__free_size(&st), nk__free_size(&y), NK_F32, NK_PSUM);
+    nk_isa_nc_matmul_at(nc, loc, ps, st, y, 0);
+    return nc->status ? NK_NONE : ps;
+}
+
+void nk_matmul_acc_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_tensor y, int transpose_x)
+{
+    if (!ok_tensor(nc, loc, "nk_matmul_acc", "x", x) || !ok_tensor(nc, loc, "nk_matmul_acc", "y", y))
+        return;
+    nk_tensor st = stationary_of(nc, loc, x, transpose_x);
+    nk_isa_nc_matmul_at(nc, loc, acc, st, y, 1);
+}
+
+nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape)
+{
+    const char *op = "nk_broadcast";
+    if (!ok_tensor(nc, loc, op, "input", x))
+        return NK_NONE;
+    if (shape.n < 2 || shape.n > NK_MAXDIM) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: target shape needs 2 to %d dims", op, NK_MAXDIM);
+        return NK_NONE;
+    }
+    int64_t P = shape.d[0], F = 1;
+    for (int i = 1; i < shape.n; i++)
+        F *= shape.d[i];
+    if (x.shape[0] == P && nk__free_size(&x) == 1) {
+        /* free-axis broadcast: a stride-0 view copied on the Vector engine */
+        nk_tensor v = x;
+        v.ndim = (uint8_t)shape.n;
+        for (int i = 1; i < shape.n; i++) {
+            v.shape[i] = (int32_t)shape.d[i];
+            v.stride[i] = 0;
+        }
+        nk_tensor t = nk__tile(nc, loc, op, NK_SBUF, shape.d, shape.n, (nk_dtype)x.dtype);
+        nk_isa_tensor_copy_at(nc, loc, t, v, NK_ENGINE_VECTOR);
+        return nc->status ? NK_NONE : t;
+    }
+    if (x.shape[0] == 1 && nk__free_size(&x) == F) {
+        /* partition broadcast: ones[1, P]^T @ x[1, F] on the Tensor engine */
+        nk_dtype mdt = nk_dtype_is_float(x.dtype) ? (nk_dtype)x.dtype : NK_F32;
+        nk_tensor src = x;
+        if (mdt != x.dtype)
+            src = nk_copy_at(nc, loc, x, mdt);
+        int64_t one[2] = {1, P};
+        nk_tensor ones = nk__tile(nc, loc, op, NK_SBUF, one, 2, mdt);
+        nk_isa_memset_at(nc, loc, ones, 1.0, NK_ENGINE_VECTOR);
+        nk_tensor ps = tile2(nc, loc, op, P, F, NK_F32, NK_PSUM);
+        nk_isa_nc_matmul_at(nc, loc, ps, ones, src, 0);
+        nk_tensor t = nk__tile(nc, loc, op, NK_SBUF, shape.d, shape.n, (nk_dtype)x.dtype);
+        nk_isa_tensor_copy_at(nc, loc, t, ps, NK_ENGINE_VECTOR);
+        return nc->status ? NK_NONE : t;
+    }
+    char s[64];
+    shape_str(s, sizeof s, x);
+    nk__fail(nc, loc, NK_ESHAPE, "%s: cannot broadcast %s to %lld partitions x %lld (from [P, 1] or [1, F])", op, s,
+             (long long)P, (long long)F);
+    return NK_NONE;
+}
+
+nk_tensor nk_iota_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_affine expr, nk_dtype dt)
+{
+    if (nc->status)
+        return NK_NONE;
+    if (shape.n < 1 || shape.n > NK_MAXDIM) {
+        nk__fail(nc, loc, NK_ESHAPE, "nk_iota: 1 to %d dims, got %d", NK_MAXDIM, shape.n);
+        return NK_NONE;
+    }
+    nk_tensor t = nk__tile(nc, loc, "nk_iota", NK_SBUF, shape.d, shape.n, dt);
+    nk_isa_iota_at(nc, loc, t, expr);
+    return nc->status ? NK_NONE : t;
+}
