@@ -214,7 +214,8 @@ int nk_schedule(nk_program *p)
         }
         in->dep_off = s.ndeps;
         in->ndep = (uint32_t)s.ncur;
-        memcpy(s.deps + s.ndeps, s.cur, (size_t)s.ncur * sizeof *s.deps);
+        if (s.ncur)
+            memcpy(s.deps + s.ndeps, s.cur, (size_t)s.ncur * sizeof *s.deps);
         s.ndeps += (uint32_t)s.ncur;
     }
     free(p->deps);
