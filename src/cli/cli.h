@@ -1,0 +1,31 @@
+/*
+ * cli.h - the nklab command line: one file per command (cmd_*.c), each
+ * exporting an entry point listed in main.c's command table.
+ */
+#ifndef NK_CLI_H
+#define NK_CLI_H
+
+#include "nklab.h"
+#include "kernels.h"
+
+/* Exit codes (documented in `nklab --help` and docs/cli.md). */
+enum {
+    NK_EXIT_OK = 0,
+    NK_EXIT_FAIL = 1,     /* the operation failed (kernel error, bad input file, ...) */
+    NK_EXIT_USAGE = 2,    /* bad command line */
+};
+
+typedef struct nk_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the command name */
+    void (*help)(void);
+} nk_command;
+
+/* Prints "nklab: message" to stderr (one line) and returns code. */
+int nk_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int nk_cmd_kernels(int argc, char **argv);
+void nk_help_kernels(void);
+
+#endif

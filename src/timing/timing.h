@@ -1,0 +1,72 @@
+/*
+ * timing.h - the timing model's output: a timeline of a compiled program.
+ *
+ * Timing never depends on data values: it is computed from the program and a
+ * target table alone, so it runs without executing anything (--no-exec).
+ * This header is the contract between the timing model (src/timing), the
+ * profile (src/profile), the viewer (src/view), insights and the bench
+ * harness. Times are nanoseconds from the kernel's start (double).
+ */
+#ifndef NK_TIMING_H
+#define NK_TIMING_H
+
+#include "nkint.h"
+
+/* What an event is a part of. A matmul shows as LoadStationary followed by
+ * MultiplyMoving, as the hardware profiler shows it. */
+enum {
+    NK_EV_INSTR = 0,        /* a whole instruction (non-matmul) */
+    NK_EV_LOAD_STATIONARY,  /* nc_matmul: weight load */
+    NK_EV_MULTIPLY_MOVING,  /* nc_matmul: streaming the moving operand */
+    NK_EV_DMA_ISSUE,        /* a load/store instruction on its DMA queue row: issue to completion */
+    NK_EV_KIND_COUNT
+};
+
+/* One bar on an engine or DMA-queue row. */
+typedef struct nk_event {
+    uint32_t instr;   /* index into the program's instrs */
+    uint8_t engine;   /* nk_engine (NK_ENGINE_DMA for DMA-queue rows) */
+    uint8_t kind;     /* NK_EV_* */
+    uint16_t queue;   /* DMA queue (DMA events) */
+    double start, end;
+} nk_event;
+
+/* One DMA descriptor transfer on one of the DMA engines. */
+typedef struct nk_dma_xfer {
+    uint32_t instr;      /* the load/store it belongs to */
+    uint16_t queue;      /* DMA queue id */
+    uint8_t dma_engine;  /* 0..15 */
+    uint8_t to_hbm;      /* 1 = SBUF -> HBM (store), 0 = HBM -> SBUF (load) */
+    uint32_t partitions; /* partitions this descriptor covers */
+    uint64_t bytes;
+    double start, end;
+} nk_dma_xfer;
+
+/* A sampled counter: value holds from t[i] until t[i+1]. */
+typedef struct nk_counter {
+    char name[32];   /* "dma_throughput", "sbuf_bytes", "psum_bytes" */
+    char unit[16];   /* "GB/s", "bytes" */
+    uint32_t n;
+    double *t;
+    double *value;
+} nk_counter;
+
+typedef struct nk_timeline {
+    double total_ns;        /* kernel start to last event end (device time) */
+    double host_in_ns;      /* modelled host->device copy of the inputs */
+    double host_out_ns;     /* modelled device->host copy of the outputs */
+    nk_event *events;       /* sorted by start */
+    uint32_t nevents;
+    nk_dma_xfer *xfers;     /* sorted by start */
+    uint32_t nxfers;
+    double *instr_start;    /* per instruction: earliest start of its events */
+    double *instr_end;      /* per instruction: latest end of its events */
+    nk_counter *counters;
+    uint32_t ncounters;
+} nk_timeline;
+
+/* Times program p on target arch (NULL: the program's own target). */
+int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out);
+void nk_timeline_free(nk_timeline *tl);
+
+#endif
