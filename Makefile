@@ -14,7 +14,8 @@ LIB_SRC = $(wildcard src/core/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/e
                      src/timing/*.c src/profile/*.c src/view/*.c src/bench/*.c)
 KERN_SRC = $(wildcard kernels/*.c)
 CLI_SRC = $(wildcard src/cli/*.c)
-TEST_SRC = $(wildcard tests/unit/*.c)
+TESTS ?= $(wildcard tests/unit/test_*.c)
+TEST_SRC = tests/unit/main.c $(TESTS)
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 KERN_OBJ = $(KERN_SRC:%.c=$(BUILD)/%.o)
