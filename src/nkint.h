@@ -146,6 +146,17 @@ int nk_schedule(nk_program *p);
 /* Runs the program; hbm[b] is the host memory of HBM buffer b (NULL for tiles). */
 int nk_execute(const nk_program *p, void *const *hbm);
 
+/* ---- runtime (src/rt) */
+
+/* Binds a run's arguments: checks them against the program (count, dtype,
+ * shape) and fills hbm[b] (p->nbufs entries) for every HBM buffer b: inputs
+ * and outputs point at the caller's arrays, scratch tensors are allocated
+ * zeroed. nk_program_run is bind, nk_execute, unbind. */
+int nk__program_bind(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts,
+                     void **hbm);
+/* Frees the scratch tensors of a successful bind. */
+void nk__program_unbind(const nk_program *p, void **hbm);
+
 /* ---- shared helpers (src/core) */
 
 void nk__program_destroy(nk_program *p);

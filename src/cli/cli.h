@@ -27,5 +27,13 @@ int nk_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2
 
 int nk_cmd_kernels(int argc, char **argv);
 void nk_help_kernels(void);
+int nk_cmd_run(int argc, char **argv);
+void nk_help_run(void);
+int nk_cmd_view(int argc, char **argv);
+void nk_help_view(void);
+int nk_cmd_timeline(int argc, char **argv);
+void nk_help_timeline(void);
+int nk_cmd_export(int argc, char **argv);
+void nk_help_export(void);
 
 #endif

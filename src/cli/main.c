@@ -9,6 +9,10 @@
 
 static const nk_command commands[] = {
     {"kernels", "list the built-in kernels with their argument shapes and dtypes", nk_cmd_kernels, nk_help_kernels},
+    {"run", "run a kernel on .npy inputs and write its outputs as .npy", nk_cmd_run, nk_help_run},
+    {"view", "write a profile as a self-contained HTML viewer page", nk_cmd_view, nk_help_view},
+    {"timeline", "print a profile's per-engine timeline in the terminal", nk_cmd_timeline, nk_help_timeline},
+    {"export", "export a profile as Perfetto/Chrome trace JSON, JSON or CSV", nk_cmd_export, nk_help_export},
 };
 
 int nk_cli_error(int code, const char *fmt, ...)

@@ -64,7 +64,10 @@ void nk_kernel_cache_stats(const nk_kernel *k, uint64_t *compiles, uint64_t *hit
         *hits = k->hits;
 }
 
-/* Encodes the signature; returns its length or -1 when it does not fit. */
+/* Encodes the signature (target, options, then dtype, rank and shape of
+ * each argument: a prefix-free encoding, so equal keys mean equal
+ * signatures). Returns its length, or -1 for too many arguments and -2 for a
+ * target name too long to be one. */
 static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_options *opts)
 {
     if (nargs < 0 || nargs > NK_MAX_ARGS)
@@ -73,7 +76,7 @@ static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_op
     const char *t = opts && opts->target ? opts->target : "trn1";
     size_t tl = strlen(t);
     if (tl > 11)
-        return -1;
+        return -2;
     key[n++] = (uint8_t)tl;
     memcpy(key + n, t, tl);
     n += tl;
@@ -132,10 +135,13 @@ int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_op
 {
     uint8_t key[KEY_MAX];
     int klen = encode_key(key, args, nargs, opts);
-    if (klen < 0) {
-        snprintf(k->err, sizeof k->err, "too many arguments (%d, at most %d) or target name too long", nargs,
-                 NK_MAX_ARGS);
+    if (klen == -1) {
+        snprintf(k->err, sizeof k->err, "%d arguments: a kernel takes 0 to %d", nargs, NK_MAX_ARGS);
         return NK_EINVAL;
+    }
+    if (klen < 0) {
+        snprintf(k->err, sizeof k->err, "unknown target '%.40s' (known: trn1, trn2)", opts->target);
+        return NK_ENOTFOUND;
     }
     uint64_t h = fnv1a(key, (size_t)klen);
     if (k->cap) {
@@ -216,12 +222,19 @@ static int matches(const nk_program *p, uint32_t buf, const nk_array *a)
     return 0;
 }
 
-static _Thread_local struct {
-    void **ptrs;
-    size_t cap;
-} binding;
+/* Frees the scratch buffers among the first n HBM buffers. */
+static void free_scratch(const nk_program *p, void **hbm, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t b = p->hbm_list[i];
+        if (p->bufs[b].role == NK_ROLE_SCRATCH) {
+            free(hbm[b]);
+            hbm[b] = NULL;
+        }
+    }
+}
 
-int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts)
+int nk__program_bind(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts, void **hbm)
 {
     if (nargs != p->ninputs || nouts != p->noutputs)
         return NK_EINVAL;
@@ -235,6 +248,31 @@ int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_arra
         if (rc)
             return rc;
     }
+    for (uint32_t i = 0; i < p->nhbm; i++) {
+        uint32_t b = p->hbm_list[i];
+        const nk_bufinfo *bi = &p->bufs[b];
+        if (bi->role == NK_ROLE_INPUT) {
+            hbm[b] = args[bi->index].data;
+        } else if (bi->role == NK_ROLE_OUTPUT) {
+            hbm[b] = outs[bi->index].data;
+        } else if (!(hbm[b] = calloc((size_t)bi->bytes, 1))) {
+            free_scratch(p, hbm, i);
+            return NK_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+void nk__program_unbind(const nk_program *p, void **hbm) { free_scratch(p, hbm, p->nhbm); }
+
+/* The binding table of the calling thread, grown to the largest program. */
+static _Thread_local struct {
+    void **ptrs;
+    size_t cap;
+} binding;
+
+int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts)
+{
     if (binding.cap < p->nbufs) {
         void **q = realloc(binding.ptrs, p->nbufs * sizeof *q);
         if (!q)
@@ -242,23 +280,11 @@ int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_arra
         binding.ptrs = q;
         binding.cap = p->nbufs;
     }
-    void **hbm = binding.ptrs;
-    int rc = 0;
-    for (uint32_t i = 0; i < p->nhbm; i++) {
-        uint32_t b = p->hbm_list[i];
-        const nk_bufinfo *bi = &p->bufs[b];
-        if (bi->role == NK_ROLE_INPUT)
-            hbm[b] = args[bi->index].data;
-        else if (bi->role == NK_ROLE_OUTPUT)
-            hbm[b] = outs[bi->index].data;
-        else if (!(hbm[b] = calloc((size_t)bi->bytes, 1)))
-            rc = NK_ENOMEM;
-    }
-    if (!rc)
-        rc = nk_execute(p, hbm);
-    for (uint32_t i = 0; i < p->nhbm; i++)
-        if (p->bufs[p->hbm_list[i]].role == NK_ROLE_SCRATCH)
-            free(hbm[p->hbm_list[i]]);
+    int rc = nk__program_bind(p, args, nargs, outs, nouts, binding.ptrs);
+    if (rc)
+        return rc;
+    rc = nk_execute(p, binding.ptrs);
+    nk__program_unbind(p, binding.ptrs);
     return rc;
 }
 

@@ -1,0 +1,209 @@
+/*
+ * bench_cache.c - what the program cache saves: the first call of a kernel
+ * (trace + schedule) against the host overhead of a cached call without its
+ * execution (cache lookup in nk_kernel_compile, plus argument binding, the
+ * part of nk_program_run before the executor starts).
+ *
+ * usage: bench_cache [KERNEL...]   (default: every built-in kernel, with its
+ * example argument shapes and dtypes)
+ *
+ * Each figure is the best of 5 batches (the machine may be shared); each batch
+ * averages many calls. Ratios come from the same run; there are no pass/fail
+ * thresholds.
+ */
+#include "kernels.h"
+#include "nkint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCHES 5
+#define BATCH_SECONDS 0.05
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static volatile uintptr_t sink; /* keeps measured results alive */
+
+/* Trace + compile on a fresh kernel each time: ns per first call. */
+static double first_call(const nk_kernel_info *ki, const nk_array *args)
+{
+    double best = 1e30;
+    for (int b = 0; b < BATCHES; b++) {
+        double spent = 0;
+        long n = 0;
+        while (spent < BATCH_SECONDS || n < 3) {
+            nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+            const nk_program *p = NULL;
+            double t0 = now();
+            int rc = nk_kernel_compile(k, args, ki->nargs, NULL, &p);
+            spent += now() - t0;
+            sink = (uintptr_t)p;
+            nk_kernel_free(k);
+            if (rc)
+                return -1;
+            n++;
+        }
+        if (spent / (double)n < best)
+            best = spent / (double)n;
+    }
+    return best * 1e9;
+}
+
+/* ns per call of body(ctx), best of BATCHES batches of about BATCH_SECONDS. */
+static double per_call(void (*body)(void *), void *ctx)
+{
+    long n = 1;
+    for (;;) { /* calibrate the batch size */
+        double t0 = now();
+        for (long i = 0; i < n; i++)
+            body(ctx);
+        if (now() - t0 > BATCH_SECONDS / 4 || n > (1L << 30))
+            break;
+        n *= 2;
+    }
+    n *= 4;
+    double best = 1e30;
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now();
+        for (long i = 0; i < n; i++)
+            body(ctx);
+        double t = (now() - t0) / (double)n;
+        if (t < best)
+            best = t;
+    }
+    return best * 1e9;
+}
+
+typedef struct ctx {
+    nk_kernel *k;
+    const nk_kernel_info *ki;
+    const nk_program *p;
+    nk_array *args, *outs;
+    void **hbm;
+    int bad;
+} ctx;
+
+static void lookup(void *v)
+{
+    ctx *c = v;
+    const nk_program *p = NULL;
+    if (nk_kernel_compile(c->k, c->args, c->ki->nargs, NULL, &p) || p != c->p)
+        c->bad = 1;
+    sink = (uintptr_t)p;
+}
+
+static void bind(void *v)
+{
+    ctx *c = v;
+    if (nk__program_bind(c->p, c->args, c->ki->nargs, c->outs, c->p->noutputs, c->hbm))
+        c->bad = 1;
+    nk__program_unbind(c->p, c->hbm);
+}
+
+static void run(void *v)
+{
+    ctx *c = v;
+    if (nk_program_run(c->p, c->args, c->ki->nargs, c->outs, c->p->noutputs))
+        c->bad = 1;
+}
+
+static void signature(char *buf, size_t n, const nk_kernel_info *ki)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int a = 0; a < ki->nargs && k < n; a++) {
+        const nk_argspec *s = &ki->args[a];
+        k += (size_t)snprintf(buf + k, n - k, "%s%s[", a ? " " : "", s->name);
+        for (int d = 0; d < s->ndim && k < n; d++)
+            k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "", (long long)s->shape[d]);
+        if (k < n)
+            k += (size_t)snprintf(buf + k, n - k, "]:%s", nk_dtype_name(s->dtype));
+    }
+}
+
+static const char *fmt_ns(char *buf, double ns)
+{
+    if (ns >= 1e6)
+        sprintf(buf, "%.2f ms", ns / 1e6);
+    else if (ns >= 1e3)
+        sprintf(buf, "%.2f us", ns / 1e3);
+    else
+        sprintf(buf, "%.1f ns", ns);
+    return buf;
+}
+
+/* Measures one kernel; returns 0 or -1 after printing why not. */
+static int bench_kernel(const nk_kernel_info *ki)
+{
+    nk_array args[NK_KERNEL_MAX_ARGS] = {{0}}, outs[8] = {{0}};
+    int rc = -1;
+    ctx c = {nk_kernel_new(ki->name, ki->fn), ki, NULL, args, outs, NULL, 0};
+    for (int a = 0; a < ki->nargs; a++)
+        if (nk_array_alloc(&args[a], ki->args[a].dtype, ki->args[a].ndim, ki->args[a].shape))
+            goto out;
+    double first = first_call(ki, args);
+    if (first < 0 || nk_kernel_compile(c.k, args, ki->nargs, NULL, &c.p)) {
+        printf("%-14s compile failed: %s\n", ki->name, nk_kernel_error(c.k));
+        goto out;
+    }
+    if (c.p->noutputs > 8 || !(c.hbm = calloc(c.p->nbufs, sizeof *c.hbm)))
+        goto out;
+    for (int i = 0; i < c.p->noutputs; i++) {
+        nk_array d;
+        nk_program_output(c.p, i, &d);
+        if (nk_array_alloc(&outs[i], d.dtype, d.ndim, d.shape))
+            goto out;
+    }
+    double look = per_call(lookup, &c), bnd = per_call(bind, &c), exe = per_call(run, &c) - bnd;
+    if (c.bad) {
+        printf("%-14s a cached call failed or missed the cache\n", ki->name);
+        goto out;
+    }
+    char sig[160], b1[32], b2[32], b3[32], b4[32], b5[32];
+    signature(sig, sizeof sig, ki);
+    printf("%-14s %-46s %7zu %10s %10s %10s %10s %11.0fx %10s\n", ki->name, sig, nk_program_num_instructions(c.p),
+           fmt_ns(b1, first), fmt_ns(b2, look), fmt_ns(b3, bnd), fmt_ns(b4, look + bnd), first / (look + bnd),
+           fmt_ns(b5, exe));
+    rc = 0;
+out:
+    for (int i = 0; i < 8; i++)
+        nk_array_free(&outs[i]);
+    for (int a = 0; a < ki->nargs; a++)
+        nk_array_free(&args[a]);
+    free(c.hbm);
+    nk_kernel_free(c.k);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    printf("program cache: first call (trace + compile) vs a cached call's host overhead\n"
+           "(lookup = nk_kernel_compile on a hit; bind = argument checks and binding; execute = the\n"
+           "rest of nk_program_run, for scale). Best of %d batches of many calls each.\n\n",
+           BATCHES);
+    printf("%-14s %-46s %7s %10s %10s %10s %10s %10s %10s\n", "kernel", "arguments", "instrs", "first", "lookup",
+           "bind", "cached", "first/cached", "execute");
+    int failed = 0, found = 0;
+    for (int i = 0; i < nk_builtin_kernel_count; i++) {
+        const nk_kernel_info *ki = &nk_builtin_kernels[i];
+        int want = argc < 2;
+        for (int a = 1; a < argc; a++)
+            want |= !strcmp(argv[a], ki->name);
+        if (!want)
+            continue;
+        found++;
+        failed |= bench_kernel(ki) != 0;
+    }
+    if (!found) {
+        fprintf(stderr, "bench_cache: no such kernel (see nklab kernels)\n");
+        return 2;
+    }
+    return failed;
+}
