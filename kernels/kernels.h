@@ -1,6 +1,12 @@
 /*
  * kernels.h - the example kernels shipped with nklab and their reference
  * implementations (used by the tests, the CLI and the benchmarks).
+ *
+ * Each kernel is written as NKI's tutorials write it: tiles of 128
+ * partitions, affine loops, partial tiles clipped with masks, PSUM
+ * accumulation. Each has a reference in double precision (reference.c) that
+ * reads the stored input bits with its own decoder, so it shares no code with
+ * the library's executor.
  */
 #ifndef NK_KERNELS_H
 #define NK_KERNELS_H
@@ -8,35 +14,67 @@
 #include "nklab.h"
 
 #define NK_KERNEL_MAX_ARGS 4
+#define NK_KERNEL_MAX_OUTS 2
 
 typedef struct nk_argspec {
     const char *name;
     nk_dtype dtype;
     int ndim;
     int64_t shape[NK_MAXDIM];
+    double lo, hi; /* example values are uniform in [lo, hi); both 0 means [-1, 1) */
 } nk_argspec;
 
-/* Computes the expected outputs in double precision from the inputs (any
- * dtype, converted to fp32 first); outs are float64 arrays it allocates. */
-typedef int (*nk_reference_fn)(const nk_array *in, int nin, nk_array *outs, int nouts);
+/* Computes the kernel's outputs in double precision from its inputs as stored
+ * (any dtype). out[i] has room for output i, C-contiguous, in the shape the
+ * kernel gives it (out_numel[i] elements, checked). Returns 0 or a negative
+ * nk_status: NK_ESHAPE when the inputs or the room do not fit the kernel. */
+typedef int (*nk_reference_fn)(const nk_array *in, int nin, double *const *out, const size_t *out_numel,
+                               int nouts);
 
 typedef struct nk_kernel_info {
     const char *name;
     const char *summary;
     nk_kernel_fn fn;
     int nargs;
-    nk_argspec args[NK_KERNEL_MAX_ARGS]; /* the example shapes */
+    nk_argspec args[NK_KERNEL_MAX_ARGS]; /* the example shapes, dtypes and value ranges */
     int nouts;
     nk_reference_fn reference;
-    double rtol, atol; /* tolerance of the example dtypes against the reference */
+    /* |out - ref| <= atol + rtol * |ref| on the example arguments; derived
+     * bounds are in registry.c */
+    double rtol, atol;
 } nk_kernel_info;
 
-/* The registry, NULL-terminated by count. */
+/* The registry: nk_builtin_kernel_count entries. */
 extern const nk_kernel_info nk_builtin_kernels[];
 extern const int nk_builtin_kernel_count;
 const nk_kernel_info *nk_builtin_kernel(const char *name);
 
+/* Allocates the kernel's example arguments (args[0..k->nargs-1]) and fills
+ * them with reproducible values for seed, uniform in each spec's range and
+ * rounded to its dtype. Free each with nk_array_free. */
+int nk_kernel_example_args(const nk_kernel_info *k, uint64_t seed, nk_array *args);
+/* Fills an allocated array the same way: uniform in [lo, hi), rounded to its dtype. */
+void nk_fill_uniform(nk_array *a, uint64_t seed, double lo, double hi);
+/* Decodes every element of a host array to double (its own decoder, not the
+ * library's conversions). Returns NK_EDTYPE for an unknown dtype. */
+int nk_ref_decode(const nk_array *a, double *out);
+
 /* the kernels */
 void nk_kernel_tensor_exp(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_matmul_basic(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_matmul_tiled(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_softmax(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_rmsnorm(nk_ctx *nc, const nk_tensor *args, int nargs);
+
+/* their references (reference.c) */
+int nk_ref_tensor_exp(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+int nk_ref_tensor_add(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+/* out[M, N] = lhsT[K, M]^T @ rhs[K, N] (matmul_basic and matmul_tiled) */
+int nk_ref_matmul(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+int nk_ref_softmax(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+int nk_ref_rmsnorm(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+
+#define NK_RMSNORM_EPS 1e-6
 
 #endif

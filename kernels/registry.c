@@ -1,5 +1,21 @@
 /*
- * registry.c - the table of built-in kernels.
+ * registry.c - the table of built-in kernels: example arguments, reference
+ * and the tolerance of the example dtypes against the reference.
+ *
+ * Tolerances, with u = 2^-24 (fp32 unit roundoff) and u_bf16 = 2^-8:
+ *   tensor_exp   expf is within 1 ulp (2u relative): rtol 4u.
+ *   tensor_add   one fp32 rounding of an exact sum: rtol 2u.
+ *   softmax      max is exact; x - max rounds once (u|x - max| <= 8u in exp
+ *                for values in [-4, 4)); exp 2u; a sum of D positive terms
+ *                (D - 1)u; reciprocal u; multiply u: within (D + 11)u; rtol
+ *                (D + 16)u = 6.2e-5 for D = 1024. No cancellation, no atol.
+ *   rmsnorm      squares u, their sum (D - 1)u, mean and eps 3u (halved by
+ *                the square root), rsqrt 2u, two multiplies 2u: within
+ *                (D/2 + 6)u; rtol (D + 16)u = 6.2e-5 for D = 1024.
+ *   matmul_*     the bf16 result rounds once (u_bf16 relative); fp32
+ *                accumulation of K exact bf16 products errs by about
+ *                sqrt(K) u |a||b| sqrt(K) on the example values (|a|, |b| < 1),
+ *                under 1e-4 for K <= 1024, well inside atol 1e-3.
  */
 #include "kernels.h"
 
@@ -13,8 +29,22 @@ const nk_kernel_info *nk_builtin_kernel(const char *name)
     return NULL;
 }
 
+#define U32 0x1.0p-24
+
 const nk_kernel_info nk_builtin_kernels[] = {
     {"tensor_exp", "exp over a 2-D tensor in 128-row tiles, partial last tile masked", nk_kernel_tensor_exp, 1,
-     {{"in", NK_F32, 2, {250, 512}}}, 1, 0, 1e-6, 0},
+     {{"in", NK_F32, 2, {250, 512}, -4, 4}}, 1, nk_ref_tensor_exp, 4 * U32, 0},
+    {"tensor_add", "a + b over a 2-D tensor in 128 x 512 tiles, partial edge tiles masked", nk_kernel_tensor_add,
+     2, {{"a", NK_F32, 2, {250, 1000}}, {"b", NK_F32, 2, {250, 1000}}}, 1, nk_ref_tensor_add, 2 * U32, 0},
+    {"matmul_basic", "lhsT[K,M]^T @ rhs[K,N] in one Tensor-engine instruction (K, M <= 128, N <= 512)",
+     nk_kernel_matmul_basic, 2, {{"lhsT", NK_BF16, 2, {128, 128}}, {"rhs", NK_BF16, 2, {128, 512}}}, 1,
+     nk_ref_matmul, 0x1.0p-8, 1e-3},
+    {"matmul_tiled", "lhsT[K,M]^T @ rhs[K,N] in 128x512 output tiles, K accumulated in PSUM",
+     nk_kernel_matmul_tiled, 2, {{"lhsT", NK_BF16, 2, {1024, 256}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1,
+     nk_ref_matmul, 0x1.0p-8, 1e-3},
+    {"softmax", "row-wise softmax: max, fused exp with row sum, reciprocal, multiply", nk_kernel_softmax, 1,
+     {{"x", NK_F32, 2, {250, 1024}, -4, 4}}, 1, nk_ref_softmax, (1024 + 16) * U32, 0},
+    {"rmsnorm", "x / sqrt(mean(x^2) + 1e-6) * gamma over rows, gamma broadcast once", nk_kernel_rmsnorm, 2,
+     {{"x", NK_F32, 2, {250, 1024}}, {"gamma", NK_F32, 1, {1024}}}, 1, nk_ref_rmsnorm, (1024 + 16) * U32, 0},
 };
 const int nk_builtin_kernel_count = (int)(sizeof nk_builtin_kernels / sizeof nk_builtin_kernels[0]);

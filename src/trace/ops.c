@@ -13,6 +13,18 @@
 
 /* ---- checks */
 
+/* Is the loop a tile was allocated in still running? Its memory is released
+ * when that loop ends and later tiles reuse it. */
+static int tile_in_scope(const nk_ctx *nc, const nk_bufinfo *b)
+{
+    if (b->mem == NK_SHARED_HBM || !b->loop)
+        return 1;
+    for (int d = 0; d < nc->depth; d++)
+        if (nc->frames[d].loop == b->loop)
+            return 1;
+    return 0;
+}
+
 static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t)
 {
     if (nc->status)
@@ -21,14 +33,19 @@ static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, n
         nk__fail(nc, loc, NK_EINVAL, "%s: %s is not a valid tensor", op, what);
         return 0;
     }
+    if (!tile_in_scope(nc, &nc->p->bufs[t.buf])) {
+        char where[256];
+        nk__buf_where(nc, t.buf, where, sizeof where);
+        nk__fail(nc, loc, NK_ELOOP, "%s: %s is a tile allocated at %s inside a loop that has ended; a tile lives "
+                 "until the end of the loop body that allocates it (allocate it before the loop)", op, what, where);
+        return 0;
+    }
     return 1;
 }
 
-static const char *mem_name(int mem) { return mem == NK_SBUF ? "SBUF" : mem == NK_PSUM ? "PSUM" : "HBM"; }
-
-/* An on-chip operand of a compute engine; psum_ok says whether PSUM is allowed. */
-static int ok_onchip(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t, int psum_ok,
-                     const char *who)
+/* A tile operand (SBUF or PSUM). Language-level ops check their inputs with
+ * it before allocating results shaped like them. */
+static int ok_tile_in(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t)
 {
     if (!ok_tensor(nc, loc, op, what, t))
         return 0;
@@ -37,6 +54,15 @@ static int ok_onchip(nk_ctx *nc, nk_loc loc, const char *op, const char *what, n
                  op, what);
         return 0;
     }
+    return 1;
+}
+
+/* An on-chip operand of a compute engine; psum_ok says whether PSUM is allowed. */
+static int ok_onchip(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t, int psum_ok,
+                     const char *who)
+{
+    if (!ok_tile_in(nc, loc, op, what, t))
+        return 0;
     if (t.mem == NK_PSUM && !psum_ok) {
         nk__fail(nc, loc, NK_EMEMORY, "%s: %s is in PSUM, which %s cannot access", op, what, who);
         return 0;
@@ -62,10 +88,12 @@ static int ok_read(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_
     if (nc->status)
         return 0;
     if (!nc->p->bufs[t.buf].written) {
-        char where[256];
+        char where[256], shape[64];
         nk__buf_where(nc, t.buf, where, sizeof where);
-        nk__fail(nc, loc, NK_EUNINIT, "%s: %s reads a %s %s allocated at %s that was never written", op, what,
-                 mem_name(t.mem), t.mem == NK_SHARED_HBM ? "tensor" : "tile", where);
+        nk__format_shape(shape, sizeof shape, t.shape, t.ndim);
+        nk__fail(nc, loc, NK_EUNINIT, "%s: %s is %s %s allocated at %s that was never written", op, what,
+                 t.mem == NK_PSUM ? "a PSUM tile" : t.mem == NK_SBUF ? "an SBUF tile" : "an HBM tensor", shape,
+                 where);
         return 0;
     }
     return 1;
@@ -169,7 +197,11 @@ static int ok_engine_operands(nk_ctx *nc, nk_loc loc, const char *op, int eng, c
     if (eng == NK_ENGINE_GPSIMD)
         for (int i = 0; i < n; i++)
             if (ts[i].buf && ts[i].mem == NK_PSUM) {
-                nk__fail(nc, loc, NK_EMEMORY, "%s: the GpSimd engine cannot access PSUM", op);
+                char where[256], shape[64];
+                nk__buf_where(nc, ts[i].buf, where, sizeof where);
+                nk__format_shape(shape, sizeof shape, ts[i].shape, ts[i].ndim);
+                nk__fail(nc, loc, NK_EMEMORY, "%s: the GpSimd engine cannot access PSUM, and an operand is the PSUM "
+                         "tile %s allocated at %s", op, shape, where);
                 return 0;
             }
     if (eng == NK_ENGINE_VECTOR)
@@ -610,7 +642,8 @@ nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
     if (!ok_tensor(nc, loc, op, "source", src))
         return NK_NONE;
     if (src.mem != NK_SHARED_HBM) {
-        nk__fail(nc, loc, NK_EMEMORY, "%s: the source is a %s tile; nk_load reads HBM tensors", op, mem_name(src.mem));
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the source is %s tile; nk_load reads HBM tensors", op,
+                 src.mem == NK_SBUF ? "an SBUF" : "a PSUM");
         return NK_NONE;
     }
     if (!ok_read(nc, loc, op, "the source", src))
@@ -643,8 +676,8 @@ void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     if (!ok_tensor(nc, loc, op, "destination", dst) || !ok_tensor(nc, loc, op, "value", value))
         return;
     if (dst.mem != NK_SHARED_HBM) {
-        nk__fail(nc, loc, NK_EMEMORY, "%s: the destination is a %s tile; nk_store writes HBM tensors (use "
-                 "nk_isa_tensor_copy between tiles)", op, mem_name(dst.mem));
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the destination is %s tile; nk_store writes HBM tensors (use "
+                 "nk_isa_tensor_copy between tiles)", op, dst.mem == NK_SBUF ? "an SBUF" : "a PSUM");
         return;
     }
     if (value.mem == NK_PSUM) {
@@ -685,7 +718,7 @@ void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
 
 nk_tensor nk_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_dtype dt)
 {
-    if (!ok_tensor(nc, loc, "nk_copy", "input", x))
+    if (!ok_tile_in(nc, loc, "nk_copy", "input", x))
         return NK_NONE;
     nk_tensor t = tile_like(nc, loc, "nk_copy", x, dt, NK_SBUF);
     nk_isa_tensor_copy_at(nc, loc, t, x, NK_ENGINE_VECTOR);
@@ -694,7 +727,7 @@ nk_tensor nk_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_dtype dt)
 
 nk_tensor nk_unary_at(nk_ctx *nc, nk_loc loc, nk_act f, nk_tensor x)
 {
-    if (!ok_tensor(nc, loc, nk_act_name(f), "input", x))
+    if (!ok_tile_in(nc, loc, nk_act_name(f), "input", x))
         return NK_NONE;
     nk_tensor t = tile_like(nc, loc, nk_act_name(f), x, (nk_dtype)x.dtype, NK_SBUF);
     nk_isa_activation_at(nc, loc, t, f, x, nk_imm(0.0f), nk_imm(1.0f), NK_NONE);
@@ -725,7 +758,7 @@ static int is_column(nk_tensor t) { return t.ndim >= 1 && nk__free_size(&t) == 1
 nk_tensor nk_binary_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, nk_tensor b)
 {
     const char *op = nk_alu_name(alu);
-    if (!ok_tensor(nc, loc, op, "in0", a) || !ok_tensor(nc, loc, op, "in1", b))
+    if (!ok_tile_in(nc, loc, op, "in0", a) || !ok_tile_in(nc, loc, op, "in1", b))
         return NK_NONE;
     nk_dtype dt = promote((nk_dtype)a.dtype, (nk_dtype)b.dtype);
     int same = a.ndim == b.ndim;
@@ -755,7 +788,7 @@ nk_tensor nk_binary_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, nk_tenso
 nk_tensor nk_binary_scalar_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, float s, int reverse)
 {
     const char *op = nk_alu_name(alu);
-    if (!ok_tensor(nc, loc, op, "input", a))
+    if (!ok_tile_in(nc, loc, op, "input", a))
         return NK_NONE;
     nk_tensor t = tile_like(nc, loc, op, a, (nk_dtype)a.dtype, NK_SBUF);
     nk_isa_tensor_scalar_at(nc, loc, t, a, alu, nk_imm(s), reverse, NK_ALU_BYPASS, nk_imm(0), 0, NK_ENGINE_VECTOR);
@@ -782,7 +815,7 @@ static nk_tensor reduce_tile(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor x
 nk_tensor nk_reduce_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor x, int axis, int keepdims)
 {
     const char *op = "nk_reduce";
-    if (!ok_tensor(nc, loc, op, "input", x))
+    if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
         nk__fail(nc, loc, NK_EINVAL, "%s: axis %d is not a free axis of a %d-dim tile (1..%d, or -1 for all); "
@@ -797,7 +830,7 @@ nk_tensor nk_reduce_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor x, int axis
 nk_tensor nk_mean_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis, int keepdims)
 {
     const char *op = "nk_mean";
-    if (!ok_tensor(nc, loc, op, "input", x))
+    if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
         nk__fail(nc, loc, NK_EINVAL, "%s: axis %d is not a free axis of a %d-dim tile", op, axis, x.ndim);
@@ -815,7 +848,7 @@ nk_tensor nk_mean_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis, int keepdims
 nk_tensor nk_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor x)
 {
     const char *op = "nk_transpose";
-    if (!ok_tensor(nc, loc, op, "input", x))
+    if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (x.ndim != 2) {
         nk__fail(nc, loc, NK_ESHAPE, "%s: transposes 2-D tiles, got %d dims", op, x.ndim);
@@ -843,7 +876,7 @@ static nk_tensor stationary_of(nk_ctx *nc, nk_loc loc, nk_tensor x, int transpos
 nk_tensor nk_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_tensor y, int transpose_x)
 {
     const char *op = "nk_matmul";
-    if (!ok_tensor(nc, loc, op, "x", x) || !ok_tensor(nc, loc, op, "y", y))
+    if (!ok_tile_in(nc, loc, op, "x", x) || !ok_tile_in(nc, loc, op, "y", y))
         return NK_NONE;
     nk_tensor st = stationary_of(nc, loc, x, transpose_x);
     if (nc->status)
@@ -855,7 +888,7 @@ nk_tensor nk_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_tensor y, int tra
 
 void nk_matmul_acc_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_tensor y, int transpose_x)
 {
-    if (!ok_tensor(nc, loc, "nk_matmul_acc", "x", x) || !ok_tensor(nc, loc, "nk_matmul_acc", "y", y))
+    if (!ok_tile_in(nc, loc, "nk_matmul_acc", "x", x) || !ok_tile_in(nc, loc, "nk_matmul_acc", "y", y))
         return;
     nk_tensor st = stationary_of(nc, loc, x, transpose_x);
     nk_isa_nc_matmul_at(nc, loc, acc, st, y, 1);
@@ -864,7 +897,7 @@ void nk_matmul_acc_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_ten
 nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape)
 {
     const char *op = "nk_broadcast";
-    if (!ok_tensor(nc, loc, op, "input", x))
+    if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (shape.n < 2 || shape.n > NK_MAXDIM) {
         nk__fail(nc, loc, NK_ESHAPE, "%s: target shape needs 2 to %d dims", op, NK_MAXDIM);

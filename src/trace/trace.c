@@ -181,11 +181,15 @@ static const char *mem_name(int mem)
 static int reserve(nk_ctx *nc, nk_loc loc, const char *opname, int mem, int64_t bytes, int64_t *addr)
 {
     if (nc->top[mem] + bytes > nc->cap[mem]) {
+        char banks[48] = "";
+        if (mem == NK_PSUM)
+            snprintf(banks, sizeof banks, " (%d banks of %lld)", nc->arch->psum_banks,
+                     (long long)nc->arch->psum_bank_bytes);
         return nk__fail(nc, loc, NK_ECAPACITY,
                         "%s: %s capacity exceeded: a tile needs %lld bytes per partition but only %lld "
-                        "of %lld are free",
+                        "of %lld%s are free",
                         opname, mem_name(mem), (long long)bytes, (long long)(nc->cap[mem] - nc->top[mem]),
-                        (long long)nc->cap[mem]);
+                        (long long)nc->cap[mem], banks);
     }
     *addr = nc->top[mem];
     nc->top[mem] += bytes;
@@ -335,9 +339,14 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
     }
     nk_bufinfo *b = nk__buf(nc, t);
     if (b->mem != NK_SHARED_HBM || b->role == NK_ROLE_INPUT) {
+        char what[32];
+        if (b->role == NK_ROLE_INPUT)
+            snprintf(what, sizeof what, "input %d", b->index);
+        else
+            snprintf(what, sizeof what, "an on-chip %s tile", mem_name(b->mem));
         nk__fail(nc, loc, NK_EMEMORY,
-                 "nk_return: a kernel returns HBM tensors it created with nk_ndarray(..., NK_SHARED_HBM), "
-                 "not %s", b->role == NK_ROLE_INPUT ? "an input" : "an on-chip tile");
+                 "nk_return: a kernel returns HBM tensors it created with nk_ndarray(..., NK_SHARED_HBM), not %s",
+                 what);
         return;
     }
     if (b->role == NK_ROLE_OUTPUT) {
@@ -492,6 +501,19 @@ nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape)
 
 /* ---- loops */
 
+/* A loop the kernel left early (break, return, goto): reported at its line. */
+static void fail_left_loop(nk_ctx *nc, const nk_frame *f)
+{
+    nk_program *p = nc->p;
+    nk_loc l = {"?", 0};
+    if (f->loop) {
+        nk_locinfo *li = &p->locs[p->loops[f->loop - 1].loc];
+        l = (nk_loc){p->files[li->file], li->line};
+    }
+    nk__fail(nc, l, NK_ELOOP, "the kernel left this loop of %lld iterations with break, return or goto (or "
+             "changed its index); traced loops run every iteration", (long long)f->n);
+}
+
 int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int bufs)
 {
     if (nc->depth >= NK_MAX_LOOP_DEPTH) {
@@ -541,6 +563,10 @@ int nk__loop_cond(nk_ctx *nc, int64_t i)
         return 0;
     }
     nk_frame *f = &nc->frames[nc->depth - 1];
+    /* every iteration asks with the next index; another index means the
+     * caller is an enclosing loop and this one was left early */
+    if (!nc->status && i != f->i + 1)
+        fail_left_loop(nc, f);
     if (nc->status || i >= f->n) {
         memcpy(nc->top, f->mark, sizeof nc->top);
         nc->depth--;
@@ -558,6 +584,21 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i)
 }
 
 /* ---- the trace entry point */
+
+/* The location of the kernel's last instruction, or of its last allocation
+ * when it has none: where to report what is missing at the end. */
+static nk_loc last_call(nk_ctx *nc, nk_loc dflt)
+{
+    const nk_program *p = nc->p;
+    uint32_t li;
+    if (p->ninstr)
+        li = p->instrs[p->ninstr - 1].loc;
+    else if (p->nbufs > (uint32_t)p->ninputs + 1)
+        li = p->bufs[p->nbufs - 1].loc;
+    else
+        return dflt;
+    return (nk_loc){p->files[p->locs[li].file], p->locs[li].line};
+}
 
 int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs, const nk_options *opts,
              nk_program **out, char *err, size_t errlen)
@@ -612,18 +653,11 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     }
     p->ninputs = nargs;
     fn(nc, targs, nargs);
-    if (!nc->status && nc->depth > 0) {
-        nk_frame *f = &nc->frames[nc->depth - 1];
-        nk_loc l = {"?", 0};
-        if (f->loop) {
-            nk_locinfo *li = &p->locs[p->loops[f->loop - 1].loc];
-            l = (nk_loc){p->files[li->file], li->line};
-        }
-        nk__fail(nc, l, NK_ELOOP, "the kernel left this loop with break, return or goto; traced loops must run "
-                 "to the end");
-    }
+    if (!nc->status && nc->depth > 0)
+        fail_left_loop(nc, &nc->frames[nc->depth - 1]);
     if (!nc->status && p->noutputs == 0)
-        nk__fail(nc, here, NK_EINVAL, "the kernel returned no output (call nk_return on an HBM tensor)");
+        nk__fail(nc, last_call(nc, here), NK_EINVAL, "the kernel returned no output: it ends after this call "
+                 "without nk_return of an HBM tensor created with nk_ndarray(..., NK_SHARED_HBM)");
     rc = nc->status;
     if (rc) {
         if (err)
