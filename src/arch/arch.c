@@ -1,10 +1,17 @@
 /*
  * arch.c - the built-in target tables.
  *
- * Sources (see docs/timing-model.md for the full list):
- *   [A2]    Trainium/Inferentia2 architecture guide (NeuronCore-v2)
- *   [A3]    Trainium2 architecture guide (NeuronCore-v3)
- *   [ALLOC] NKI direct allocation guide
+ * Sources (full titles in docs/timing-model.md):
+ *   [A2]     Trainium/Inferentia2 architecture guide (NeuronCore-v2)
+ *   [A3]     Trainium2 architecture guide (NeuronCore-v3)
+ *   [PG]     NKI performance guide
+ *   [DMA]    NKI DMA overview
+ *   [DMAbw]  NKI DMA bandwidth guide
+ *   [ISA-old] legacy nki.isa docstrings (per-instruction cost estimates)
+ *   [ALLOC]  NKI direct allocation guide
+ *   [PM]     NKI programming model, memory hierarchy
+ * A value marked "assumed" has no published figure; the comment says why it
+ * was chosen. Loading a target from a file lives in arch_file.c.
  */
 #include "arch.h"
 
@@ -23,6 +30,40 @@ static const nk_arch targets[] = {
         .default_bufs = 2,  /* assumed: double buffering, the guide's usual example */
         .vector_fmax_sbuf = 65536,            /* [A2] 64K elements from SBUF */
         .vector_fmax_psum = 4096,             /* [A2] 4K elements from PSUM */
+
+        .pe_ghz = 2.8,                        /* [A2] engine table */
+        .dve_ghz = 1.12,                      /* [A2] */
+        .act_ghz = 1.4,                       /* [A2] */
+        .pool_ghz = 1.4,                      /* [A2] */
+
+        .pe_mm_init_cycles = 64,              /* [A2][PG] MM_INIT_LATENCY on NeuronCore-v2 */
+        .pe_fp32_factor = 4.0,                /* [A2][ISA-old] fp32 about 4x; 23 vs 92 TFLOPS */
+        .pe_fp32_transpose_factor = 4.0,      /* [A2] a PE transpose is a matmul with identity */
+        .pe_ls_speedup = 4.0,                 /* [A2][PG] LoadStationary up to 4x faster than MM */
+
+        .min_ii_cycles = 64,                  /* [ISA-old] MIN_II roughly 64 engine cycles */
+        .static_overhead_cycles = 100,        /* [A2][PG] static instruction overhead ~100 cycles */
+        .sram_access_cycles = 60,             /* [A2] tensor access start ~60 cycles */
+        .pool_fixed_cycles = 150,             /* [ISA-old] iota / affine_select: 150 + N */
+        .stride_penalty_bytes = 16,           /* [A2] innermost stride over 16 B ... */
+        .stride_penalty_factor = 2.0,         /* [A2] ... gets half the bandwidth */
+        .dve_fast16_factor = 1.0,             /* [A3] the 16-bit performance mode is new in v3 */
+        .dve_fast16_copy_factor = 1.0,        /* [A3] idem */
+        .sbuf_dve_pool_exclusive = 1,         /* [A2] Vector and GpSimd cannot share SBUF */
+        .psum_dve_act_exclusive = 1,          /* [A2] Vector and Scalar cannot share PSUM */
+        .sem_latency_ns = 50.0, /* assumed: no published figure for engine-to-engine
+                                   semaphores; same order as one SRAM access start
+                                   (60 cycles at 1.12-1.4 GHz [A2]) */
+
+        .dma_engines = 16,                    /* [A2][DMA] */
+        .dma_queues = 16,                     /* [DMA] 16 queues per engine */
+        .dma_engine_gbps = 17.0,              /* [DMAbw] 17 B/ns per engine, 272 GB/s per core */
+        .dma_latency_ns = 1300.0,             /* [DMAbw] semaphore to DMA start ~1300 ns */
+        .dma_eff_half_bytes = 256.0, /* assumed: [DMAbw] calls < 256 B per partition severely
+                                        overhead-bound and >= 4 KiB saturating; 256 B as the
+                                        50% point gives 89% at 2 KiB and 94% at 4 KiB */
+        .hbm_gbps = 410.0,                    /* [A2] 820 GB/s per device of 2 cores (derived) */
+        .host_gbps = 16.0,                    /* [PM] host link about 16 GB/s */
     },
     {
         .name = "trn2",
@@ -36,6 +77,36 @@ static const nk_arch targets[] = {
         .default_bufs = 2,  /* assumed, as trn1 */
         .vector_fmax_sbuf = 65536,            /* assumed: as v2 [A2] */
         .vector_fmax_psum = 4096,             /* assumed: as v2 [A2] */
+
+        .pe_ghz = 2.4,                        /* [A3] engine table */
+        .dve_ghz = 0.96,                      /* [A3] */
+        .act_ghz = 1.2,                       /* [A3] */
+        .pool_ghz = 1.2,                      /* [A3] */
+
+        .pe_mm_init_cycles = 64,              /* assumed: v2 figure [A2]; none published for v3 */
+        .pe_fp32_factor = 4.0,                /* [A3] 20 fp32 vs 79 bf16 dense TFLOPS */
+        .pe_fp32_transpose_factor = 2.0,      /* [A3] transpose mode: 2x faster fp32 transpose */
+        .pe_ls_speedup = 4.0,                 /* assumed: v2 fast weight load [A2] */
+
+        .min_ii_cycles = 64,                  /* assumed: v2 [ISA-old] */
+        .static_overhead_cycles = 100,        /* assumed: v2 [A2][PG] */
+        .sram_access_cycles = 60,             /* assumed: v2 [A2] */
+        .pool_fixed_cycles = 150,             /* assumed: v2 [ISA-old] */
+        .stride_penalty_bytes = 16,           /* assumed: v2 [A2] */
+        .stride_penalty_factor = 2.0,         /* assumed: v2 [A2] */
+        .dve_fast16_factor = 2.0,             /* [A3] Vector performance mode: 2x ... */
+        .dve_fast16_copy_factor = 4.0,        /* [A3] ... 4x for contiguous SBUF copy/tensor_scalar */
+        .sbuf_dve_pool_exclusive = 0,         /* [A3] lifted in v3 */
+        .psum_dve_act_exclusive = 0,          /* [A3] lifted in v3 */
+        .sem_latency_ns = 50.0,               /* assumed, as trn1 */
+
+        .dma_engines = 16,                    /* [A3][DMA] */
+        .dma_queues = 16,                     /* [DMA] */
+        .dma_engine_gbps = 23.0,              /* [DMAbw] 23 B/ns per engine, 368 GB/s per core */
+        .dma_latency_ns = 1300.0,             /* [DMAbw] */
+        .dma_eff_half_bytes = 256.0,          /* assumed, as trn1 */
+        .hbm_gbps = 375.0,                    /* [A3] 3 TB/s per device of 8 cores (derived) */
+        .host_gbps = 16.0,                    /* [PM] assumed unchanged */
     },
 };
 

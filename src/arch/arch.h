@@ -3,12 +3,17 @@
  *
  * Each constant cites its source in arch.c (keys in docs/timing-model.md) or
  * says "assumed" and why. Tracing reads the capacities; the timing model reads
- * the rest.
+ * the rest. A modified target can be loaded from a text file (see
+ * nk_arch_load_file) to ask "what if" questions of the timing model.
  */
 #ifndef NK_ARCH_H
 #define NK_ARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#define NK_ARCH_MAX_DMA_ENGINES 64
+#define NK_ARCH_MAX_DMA_QUEUES 64
 
 typedef struct nk_arch {
     char name[16];             /* "trn1", "trn2" */
@@ -23,9 +28,51 @@ typedef struct nk_arch {
     int default_bufs;          /* buffers per tile in affine loops (assumed) */
     int64_t vector_fmax_sbuf;  /* free elements per Vector instruction from SBUF */
     int64_t vector_fmax_psum;  /* ... from PSUM */
+
+    /* clocks, GHz (cycles per ns) */
+    double pe_ghz, dve_ghz, act_ghz, pool_ghz;
+
+    /* Tensor engine: matmul = LoadStationary (LS) + MultiplyMoving (MM) */
+    int pe_mm_init_cycles;     /* MM_INIT_LATENCY: II floor of an MM with a full stationary */
+    double pe_fp32_factor;     /* cost multiplier of fp32 matmuls (quarter speed) */
+    double pe_fp32_transpose_factor; /* ... of fp32 transposes on the PE */
+    double pe_ls_speedup;      /* fast weight load: LS this much faster than an MM of equal free size */
+
+    /* Vector / Scalar / GpSimd */
+    int min_ii_cycles;         /* MIN_II of the legacy cost table */
+    int static_overhead_cycles;/* per instruction; overlaps the previous one's streaming if independent */
+    int sram_access_cycles;    /* starting an SBUF/PSUM access: the write must land before readers */
+    int pool_fixed_cycles;     /* fixed part of iota / affine_select (150 + N) */
+    int stride_penalty_bytes;  /* innermost stride above this many bytes ... */
+    double stride_penalty_factor; /* ... multiplies the streaming time by this */
+    double dve_fast16_factor;  /* Vector 16-bit performance mode (1 = none) */
+    double dve_fast16_copy_factor; /* ... for contiguous SBUF copy / tensor_scalar */
+    int sbuf_dve_pool_exclusive;   /* Vector and GpSimd cannot access SBUF at once */
+    int psum_dve_act_exclusive;    /* Vector and Scalar cannot access PSUM at once */
+    double sem_latency_ns;     /* cross-engine semaphore: producer done to consumer start */
+
+    /* DMA and host */
+    int dma_engines;           /* per NeuronCore */
+    int dma_queues;            /* per DMA engine */
+    double dma_engine_gbps;    /* GB/s (bytes per ns) per engine with large buffers */
+    double dma_latency_ns;     /* trigger (semaphore) to the DMA starting */
+    double dma_eff_half_bytes; /* contiguous bytes per DMA buffer at 50% efficiency */
+    double hbm_gbps;           /* HBM bandwidth available to one NeuronCore */
+    double host_gbps;          /* host <-> device link */
 } nk_arch;
 
-/* The built-in target of that name, or NULL. */
+/* The built-in target of that name ("" or NULL: trn1), or NULL. */
 const nk_arch *nk_arch_get(const char *name);
+
+/* Loads a target from a text file: a first setting `base = trn1` (or trn2),
+ * then `key = value` lines; `#` starts a comment. Keys are the field names of
+ * nk_arch (and `name`). Unknown keys, bad values and repeated keys fail with
+ * "path:line: message" in err. On failure *arch is unchanged. */
+int nk_arch_load_file(const char *path, nk_arch *arch, char *err, size_t errlen);
+/* Same, from text already in memory; `where` names it in messages. */
+int nk_arch_load_text(const char *text, const char *where, nk_arch *arch, char *err, size_t errlen);
+/* The target in the file format above (every key, with its meaning); the
+ * caller frees *text. */
+int nk_arch_format(const nk_arch *arch, char **text);
 
 #endif

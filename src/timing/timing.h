@@ -63,6 +63,10 @@ typedef struct nk_timeline {
     double *instr_end;      /* per instruction: latest end of its events */
     nk_counter *counters;
     uint32_t ncounters;
+    /* added after the first version of this contract */
+    char target[16];        /* the target table it was timed on */
+    double active_ns[NK_ENGINE_COUNT]; /* per engine: union of its event intervals;
+                                          NK_ENGINE_DMA: union of the xfers */
 } nk_timeline;
 
 /* Times program p on target arch (NULL: the program's own target). */

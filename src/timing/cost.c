@@ -1,0 +1,255 @@
+/*
+ * cost.c - what one instruction costs: the documented formulas.
+ *
+ * Vector/Scalar/GpSimd instructions follow the legacy cost table [ISA-old]
+ * (N = free elements per partition, MIN_II about 64 cycles) with a static
+ * overhead [A2][PG], the strided-access penalty [A2] and, on NeuronCore-v3,
+ * the Vector engine's 16-bit performance mode [A3]. Tensor engine
+ * instructions are LoadStationary + MultiplyMoving with the initiation
+ * interval max(min(MM_INIT_LATENCY, stationary free), moving free), fp32 at a
+ * quarter speed and fast weight load [A2][PG][ISA-old]. The constants come
+ * from the target table (src/arch).
+ */
+#include "timing/model.h"
+
+static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+/* Innermost free dimension that moves (size > 1); -1 if none. */
+static int inner_dim(const nk_tensor *t)
+{
+    int first = t->mem == NK_SHARED_HBM ? 0 : 1;
+    for (int d = t->ndim - 1; d >= first; d--)
+        if (t->shape[d] > 1)
+            return d;
+    return -1;
+}
+
+static int contiguous_inner(const nk_tensor *t)
+{
+    int d = inner_dim(t);
+    return d < 0 || t->stride[d] == 1;
+}
+
+/* Strided SBUF/PSUM access gets part of the bandwidth [A2]. */
+static int strided(const nk_arch *a, const nk_tensor *t)
+{
+    int d = inner_dim(t);
+    return d >= 0 && t->stride[d] * nk_dtype_size(t->dtype) > a->stride_penalty_bytes;
+}
+
+/* The on-chip operands of an instruction. */
+static int operands(const nk_instr *in, const nk_tensor **ts)
+{
+    int n = 0;
+    ts[n++] = &in->dst;
+    if (in->dst2.buf)
+        ts[n++] = &in->dst2;
+    for (int k = 0; k < in->nsrc && k < 3; k++)
+        if (in->src[k].buf)
+            ts[n++] = &in->src[k];
+    return n;
+}
+
+/* A legacy table entry: cycles = max(floor, work) + extra. */
+typedef struct tcost {
+    double work, floor, extra;
+} tcost;
+
+static int alu_is(int op, int a, int b, int c) { return op == a || op == b || op == c; }
+
+static tcost table_entry(const nk_arch *a, const nk_instr *in)
+{
+    double mii = a->min_ii_cycles;
+    double n = (double)nk__free_size(in->nsrc ? &in->src[0] : &in->dst);
+    tcost t = {n, mii, 0};
+    switch (in->op) {
+    case NK_OP_ACTIVATION:
+        if (in->flags & NK_IF_REDUCE)
+            t.extra = mii; /* activation_reduce: + MIN_II */
+        break;
+    case NK_OP_TENSOR_TENSOR: {
+        const nk_tensor *x = &in->src[0], *y = &in->src[1];
+        int one_psum = x->mem == NK_PSUM || y->mem == NK_PSUM;
+        int bf16_fast = x->dtype == NK_BF16 && y->dtype == NK_BF16 && in->dst.dtype == NK_BF16 &&
+                        alu_is(in->alu0, NK_ALU_ADD, NK_ALU_MULTIPLY, NK_ALU_SUBTRACT);
+        if (!one_psum && !bf16_fast)
+            t.work = 2 * n;
+        break;
+    }
+    case NK_OP_TENSOR_REDUCE:
+        t.floor = 0; /* the table gives N or N/2 without a MIN_II floor */
+        if (in->src[0].dtype == NK_BF16 && (in->alu0 == NK_ALU_ADD || in->alu0 == NK_ALU_MAX))
+            t.work = n / 2;
+        break;
+    case NK_OP_MEMSET:
+        if (in->imm0 == 0.0 && is16f(in->dst.dtype))
+            t.work = n / 2;
+        break;
+    case NK_OP_IOTA:
+    case NK_OP_AFFINE_SELECT:
+        t.floor = 0;
+        t.extra = a->pool_fixed_cycles; /* 150 + N */
+        break;
+    default: /* tensor_scalar, tensor_copy, Vector transpose: max(MIN_II, N) */
+        break;
+    }
+    return t;
+}
+
+double nk__time_table_cycles(const nk_arch *a, const nk_instr *in)
+{
+    tcost t = table_entry(a, in);
+    return dmax(t.floor, t.work) + t.extra;
+}
+
+/* Vector engine 16-bit performance mode on NeuronCore-v3 [A3]. */
+static double dve_speedup(const nk_arch *a, const nk_instr *in)
+{
+    const nk_tensor *s = &in->src[0], *d = &in->dst;
+    if (in->engine != NK_ENGINE_VECTOR)
+        return 1;
+    if (in->op == NK_OP_TENSOR_COPY || in->op == NK_OP_TENSOR_SCALAR) {
+        if (!is16f(s->dtype) || !is16f(d->dtype))
+            return 1;
+        int contig = contiguous_inner(s) && contiguous_inner(d);
+        int npsum = (s->mem == NK_PSUM) + (d->mem == NK_PSUM);
+        if (npsum == 0)
+            return contig ? a->dve_fast16_copy_factor : a->dve_fast16_factor;
+        return npsum == 1 && contig ? a->dve_fast16_factor : 1;
+    }
+    if (in->op == NK_OP_TENSOR_TENSOR) {
+        const nk_tensor *t = &in->src[1];
+        if (s->mem == NK_SBUF && t->mem == NK_SBUF && is16f(s->dtype) && is16f(t->dtype) && is16f(d->dtype))
+            return a->dve_fast16_factor;
+    }
+    return 1;
+}
+
+static int engine_ok(const nk_instr *in)
+{
+    unsigned e = 1u << in->engine;
+    unsigned V = 1u << NK_ENGINE_VECTOR, S = 1u << NK_ENGINE_SCALAR, G = 1u << NK_ENGINE_GPSIMD;
+    unsigned T = 1u << NK_ENGINE_TENSOR;
+    switch (in->op) {
+    case NK_OP_MATMUL: return e & T;
+    case NK_OP_TRANSPOSE: return e & (T | V);
+    case NK_OP_ACTIVATION: return e & S;
+    case NK_OP_TENSOR_TENSOR: return e & (V | G);
+    case NK_OP_TENSOR_SCALAR:
+    case NK_OP_TENSOR_COPY: return e & (V | S | G);
+    case NK_OP_TENSOR_REDUCE: return e & V;
+    case NK_OP_MEMSET: return e & (V | G);
+    case NK_OP_IOTA:
+    case NK_OP_AFFINE_SELECT: return e & G;
+    default: return 0;
+    }
+}
+
+static double clock_ghz(const nk_arch *a, int engine)
+{
+    switch (engine) {
+    case NK_ENGINE_TENSOR: return a->pe_ghz;
+    case NK_ENGINE_VECTOR: return a->dve_ghz;
+    case NK_ENGINE_SCALAR: return a->act_ghz;
+    default: return a->pool_ghz;
+    }
+}
+
+/* LoadStationary + MultiplyMoving of a matmul or a PE transpose (a matmul
+ * with the identity as moving operand: stationary [P, F], moving N = P). */
+static void pe_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
+{
+    const nk_tensor *st = &in->src[0];
+    double m = (double)nk__free_size(st), n, f;
+    if (in->op == NK_OP_MATMUL) {
+        n = (double)nk__free_size(&in->src[1]);
+        f = st->dtype == NK_F32 ? a->pe_fp32_factor : 1;
+    } else {
+        n = st->shape[0];
+        f = st->dtype == NK_F32 ? a->pe_fp32_transpose_factor : 1;
+    }
+    double init = a->pe_mm_init_cycles;
+    double mm = dmax(m < init ? m : init, n) * f;
+    double ls = m / a->pe_ls_speedup * f;
+    if (in->op == NK_OP_MATMUL && strided(a, &in->src[1]))
+        mm *= a->stride_penalty_factor;
+    if (strided(a, st))
+        ls *= a->stride_penalty_factor;
+    c->ls_ns = ls / a->pe_ghz;
+    c->stream_ns = mm / a->pe_ghz;
+    c->fixed_ns = 0; /* pipelined: LS/MM pairs stream back to back [A2] */
+    c->write_ns = a->sram_access_cycles / a->pe_ghz;
+}
+
+int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
+{
+    if (in->engine >= NK_ENGINE_DMA || !engine_ok(in))
+        return NK_EINVAL;
+    const nk_tensor *ts[5];
+    int nt = operands(in, ts), str = 0;
+    c->sbuf = c->psum = 0;
+    for (int k = 0; k < nt; k++) {
+        c->sbuf |= ts[k]->mem == NK_SBUF;
+        c->psum |= ts[k]->mem == NK_PSUM;
+        str |= strided(a, ts[k]);
+    }
+    if (in->engine == NK_ENGINE_TENSOR) {
+        pe_cost(a, in, c);
+        return 0;
+    }
+    double ghz = clock_ghz(a, in->engine);
+    tcost t = table_entry(a, in);
+    double work = t.work * (str ? a->stride_penalty_factor : 1) / dve_speedup(a, in);
+    c->ls_ns = 0;
+    c->stream_ns = (dmax(t.floor, work) + t.extra) / ghz;
+    /* iota / affine_select: the documented 150 + N already holds the fixed part */
+    int pool_fixed = in->op == NK_OP_IOTA || in->op == NK_OP_AFFINE_SELECT;
+    c->fixed_ns = pool_fixed ? 0 : a->static_overhead_cycles / ghz;
+    c->write_ns = a->sram_access_cycles / ghz;
+    return 0;
+}
+
+/* Contiguous bytes along the free dims (dims 1..) of a view. */
+static uint64_t contig_bytes(const nk_tensor *t)
+{
+    int64_t run = 1;
+    for (int d = t->ndim - 1; d >= 1; d--) {
+        if (t->shape[d] == 1)
+            continue;
+        if (t->stride[d] != run)
+            break;
+        run *= t->shape[d];
+    }
+    return (uint64_t)run * (uint64_t)nk_dtype_size(t->dtype);
+}
+
+int nk__time_dma_plan(const nk_arch *a, const nk_instr *in, nk_dma_plan *plan)
+{
+    const nk_tensor *tile, *hbm;
+    if (in->engine != NK_ENGINE_DMA)
+        return NK_EINVAL;
+    if (in->op == NK_OP_LOAD) {
+        tile = &in->dst;
+        hbm = &in->src[0];
+    } else if (in->op == NK_OP_STORE) {
+        tile = &in->src[0];
+        hbm = &in->dst;
+    } else {
+        return NK_EINVAL;
+    }
+    if (tile->mem == NK_SHARED_HBM || hbm->mem != NK_SHARED_HBM || tile->ndim < 1)
+        return NK_EINVAL;
+    plan->partitions = tile->shape[0] > 0 ? (uint32_t)tile->shape[0] : 0;
+    plan->part_bytes = (uint64_t)nk__free_size(tile) * (uint64_t)nk_dtype_size(tile->dtype);
+    uint64_t ct = contig_bytes(tile), ch = contig_bytes(hbm);
+    plan->chunk_bytes = ct < ch ? ct : ch;
+    if (plan->chunk_bytes > plan->part_bytes)
+        plan->chunk_bytes = plan->part_bytes;
+    plan->engines = plan->partitions < (uint32_t)a->dma_engines ? plan->partitions : (uint32_t)a->dma_engines;
+    if (plan->part_bytes == 0)
+        plan->engines = 0;
+    double b = (double)plan->chunk_bytes;
+    plan->efficiency = b > 0 ? b / (b + a->dma_eff_half_bytes) : 0;
+    return 0;
+}

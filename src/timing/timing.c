@@ -1,0 +1,836 @@
+/*
+ * timing.c - a discrete-event model of one NeuronCore running a compiled
+ * program.
+ *
+ * Each compute engine runs its instructions in program order. An instruction
+ * starts when its engine is free and its dependencies have completed (plus a
+ * semaphore latency when the producer ran elsewhere). Vector/Scalar/GpSimd
+ * instructions pass a fixed stage (static overhead) and a streaming stage, so
+ * an independent instruction's overhead hides behind the previous one's
+ * streaming; the Tensor engine runs LoadStationary and MultiplyMoving with
+ * the next weights loading in the background. On targets that have them,
+ * Vector/GpSimd SBUF and Vector/Scalar PSUM accesses take turns.
+ *
+ * A load or store splits into one descriptor per DMA engine (partitions
+ * spread evenly), each put on the instruction's queue of that engine. An
+ * engine moves one descriptor at a time, in order within a queue, serving
+ * its queues round-robin; all engines together share the HBM bandwidth.
+ *
+ * The simulation pops the earliest ready engine from a heap; every decision
+ * is made in time order, so shared resources are granted first come, first
+ * served. Memory: arrays sized up front, nothing allocated per instruction.
+ */
+#include "timing/timing.h"
+#include "timing/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct hent {
+    double t;
+    uint32_t id; /* compute engine, or NK_ENGINE_COUNT + DMA engine */
+} hent;
+
+/* A load/store as the DMA engines see it: one descriptor per engine used,
+ * engines e0, e0 + 1, ... (mod the engine count), partitions spread evenly. */
+typedef struct dmainfo {
+    double rate;         /* bytes per ns of one engine at this efficiency */
+    uint64_t part_bytes; /* bytes per partition */
+    uint32_t parts;      /* partitions */
+    uint16_t queue;
+    uint8_t e0, neng, store;
+} dmainfo;
+
+typedef struct engine {
+    uint32_t off, end, cur;          /* its instructions: stream[off..end) */
+    double fixed_free, stream_free;  /* Vector/Scalar/GpSimd stages */
+    double ls_free, mm_free, mm_start; /* Tensor engine */
+    int queued;
+} engine;
+
+typedef struct dmaeng {
+    double busy, next_ev;
+    uint64_t nonempty; /* queues with descriptors left (bit q) */
+    uint32_t rr;       /* next queue to serve */
+} dmaeng;
+
+typedef struct sim {
+    const nk_program *p;
+    const nk_arch *a;
+    nk_timeline *tl;
+    uint32_t n;
+    uint32_t *rem;      /* dependencies not yet resolved */
+    uint32_t *succ_off, *succ;
+    uint32_t *stream;   /* instruction ids grouped by engine */
+    double *ready;      /* compute: earliest start from dependencies; DMA: start of transfers */
+    double *aux;        /* Tensor engine: LS readiness; DMA: trigger time */
+    double *done;       /* output visible (DMA: last transfer end) */
+    nk_cost *cost;
+    engine e[NK_ENGINE_DMA];
+    double lock_sbuf, lock_psum;
+    uint32_t ne, nq;
+    dmainfo *dma;       /* per instruction (DMA ones) */
+    uint32_t *fifo, *fifo_off, *fifo_cur; /* instruction ids by (engine, queue) */
+    uint32_t *left;     /* DMA: descriptors not started */
+    dmaeng d[NK_ARCH_MAX_DMA_ENGINES];
+    double hbm_free;
+    hent *heap;
+    uint32_t nheap, cap_heap;
+    uint32_t committed;
+    int rc;
+} sim;
+
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+/* ---- heap of (time, id), earliest first; ties by id for determinism */
+
+static int hless(hent a, hent b) { return a.t < b.t || (a.t == b.t && a.id < b.id); }
+
+static void heap_push(sim *s, double t, uint32_t id)
+{
+    if (s->nheap == s->cap_heap) {
+        uint32_t cap = s->cap_heap ? s->cap_heap * 2 : 256;
+        hent *h = realloc(s->heap, cap * sizeof *h);
+        if (!h) {
+            s->rc = NK_ENOMEM;
+            return;
+        }
+        s->heap = h;
+        s->cap_heap = cap;
+    }
+    uint32_t i = s->nheap++;
+    hent x = {t, id};
+    while (i > 0 && hless(x, s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = x;
+}
+
+static hent heap_pop(sim *s)
+{
+    hent top = s->heap[0], x = s->heap[--s->nheap];
+    uint32_t i = 0, n = s->nheap;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && hless(s->heap[c + 1], s->heap[c]))
+            c++;
+        if (!hless(s->heap[c], x))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n)
+        s->heap[i] = x;
+    return top;
+}
+
+/* ---- memory regions, to tell which dependency feeds which operand */
+
+typedef struct region {
+    uint32_t key; /* 0 SBUF, 1 PSUM, 2 + buffer id for HBM */
+    int32_t p0, p1;
+    int64_t b0, b1;
+} region;
+
+static region region_of(const nk_program *p, const nk_tensor *t)
+{
+    region r;
+    int64_t lo, hi, es = nk_dtype_size(t->dtype);
+    nk__extent(t, &lo, &hi);
+    if (t->mem == NK_SHARED_HBM) {
+        r.key = 2 + t->buf;
+        r.p0 = 0;
+        r.p1 = 1;
+        r.b0 = lo * es;
+        r.b1 = (hi + 1) * es;
+    } else {
+        int64_t base = p->bufs[t->buf].addr;
+        r.key = t->mem == NK_SBUF ? 0 : 1;
+        r.p0 = t->part0;
+        r.p1 = t->part0 + t->shape[0];
+        r.b0 = base + lo * es;
+        r.b1 = base + (hi + 1) * es;
+    }
+    return r;
+}
+
+static int overlap(region a, region b)
+{
+    return a.key == b.key && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
+}
+
+/* Does instruction w write memory that t covers? */
+static int writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t)
+{
+    region r = region_of(p, t);
+    if (overlap(region_of(p, &w->dst), r))
+        return 1;
+    return w->dst2.buf && overlap(region_of(p, &w->dst2), r);
+}
+
+/* Does instruction r read anything instruction w writes? */
+static int reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w)
+{
+    for (int k = 0; k < r->nsrc && k < 3; k++)
+        if (r->src[k].buf && writes_into(p, w, &r->src[k]))
+            return 1;
+    return 0;
+}
+
+/* ---- events */
+
+static void add_event(sim *s, uint32_t i, int kind, double start, double end)
+{
+    const nk_instr *in = &s->p->instrs[i];
+    nk_timeline *tl = s->tl;
+    tl->events[tl->nevents++] = (nk_event){i, in->engine, (uint8_t)kind, in->queue, start, end};
+}
+
+static void on_resolved(sim *s, uint32_t i);
+
+/* Instruction j has its completion time: pass it on to its successors. */
+static void propagate(sim *s, uint32_t j)
+{
+    const nk_program *p = s->p;
+    const nk_instr *pj = &p->instrs[j];
+    s->committed++;
+    for (uint32_t k = s->succ_off[j]; k < s->succ_off[j + 1]; k++) {
+        uint32_t i = s->succ[k];
+        const nk_instr *pi = &p->instrs[i];
+        if (pi->engine == NK_ENGINE_DMA) {
+            s->ready[i] = dmax(s->ready[i], s->done[j]); /* the trigger; latency added on resolve */
+        } else if (pi->engine == pj->engine) {
+            /* in order on one engine: only a read of the output waits for its write;
+               the Tensor engine's PSUM writes are ordered by its pipeline */
+            if (pi->engine != NK_ENGINE_TENSOR && reads_output(p, pi, pj))
+                s->ready[i] = dmax(s->ready[i], s->done[j]);
+        } else {
+            double t = s->done[j] + s->a->sem_latency_ns;
+            s->ready[i] = dmax(s->ready[i], t);
+            if (pi->engine == NK_ENGINE_TENSOR && writes_into(p, pj, &pi->src[0]))
+                s->aux[i] = dmax(s->aux[i], t);
+        }
+        if (--s->rem[i] == 0)
+            on_resolved(s, i);
+    }
+}
+
+/* ---- compute engines */
+
+static void push_engine(sim *s, int e)
+{
+    engine *E = &s->e[e];
+    if (E->queued || E->cur >= E->end || s->rem[s->stream[E->cur]])
+        return;
+    uint32_t h = s->stream[E->cur];
+    double t = e == NK_ENGINE_TENSOR ? dmax(dmax(s->aux[h], E->ls_free), E->mm_start)
+                                     : dmax(s->ready[h], E->fixed_free);
+    E->queued = 1;
+    heap_push(s, t, (uint32_t)e);
+}
+
+static void commit_tensor(sim *s, engine *E, uint32_t h)
+{
+    const nk_cost *c = &s->cost[h];
+    double ls = dmax(dmax(s->aux[h], E->ls_free), E->mm_start); /* one weight buffer in the background */
+    double ls_end = ls + c->ls_ns;
+    double mm = dmax(dmax(ls_end, E->mm_free), s->ready[h]);
+    double mm_end = mm + c->stream_ns;
+    E->ls_free = ls_end;
+    E->mm_free = mm_end;
+    E->mm_start = mm;
+    s->done[h] = mm_end + c->write_ns;
+    add_event(s, h, NK_EV_LOAD_STATIONARY, ls, ls_end);
+    add_event(s, h, NK_EV_MULTIPLY_MOVING, mm, mm_end);
+    s->tl->instr_start[h] = ls;
+    s->tl->instr_end[h] = mm_end;
+}
+
+static void commit_stream(sim *s, int e, engine *E, uint32_t h)
+{
+    const nk_cost *c = &s->cost[h];
+    const nk_arch *a = s->a;
+    double f = dmax(s->ready[h], E->fixed_free);
+    double st = dmax(f + c->fixed_ns, E->stream_free);
+    int lock_s = a->sbuf_dve_pool_exclusive && c->sbuf && (e == NK_ENGINE_VECTOR || e == NK_ENGINE_GPSIMD);
+    int lock_p = a->psum_dve_act_exclusive && c->psum && (e == NK_ENGINE_VECTOR || e == NK_ENGINE_SCALAR);
+    if (lock_s)
+        st = dmax(st, s->lock_sbuf);
+    if (lock_p)
+        st = dmax(st, s->lock_psum);
+    double end = st + c->stream_ns;
+    /* the bar: the fixed stage right before streaming, after the previous bar */
+    double bar = dmax(dmax(st - c->fixed_ns, f), E->stream_free);
+    E->fixed_free = st;
+    E->stream_free = end;
+    if (lock_s)
+        s->lock_sbuf = end;
+    if (lock_p)
+        s->lock_psum = end;
+    s->done[h] = end + c->write_ns;
+    add_event(s, h, NK_EV_INSTR, bar, end);
+    s->tl->instr_start[h] = bar;
+    s->tl->instr_end[h] = end;
+}
+
+static void commit_compute(sim *s, int e)
+{
+    engine *E = &s->e[e];
+    E->queued = 0;
+    uint32_t h = s->stream[E->cur++];
+    if (e == NK_ENGINE_TENSOR)
+        commit_tensor(s, E, h);
+    else
+        commit_stream(s, e, E, h);
+    propagate(s, h);
+    push_engine(s, e);
+}
+
+/* ---- DMA */
+
+static void wake(sim *s, uint32_t e, double t)
+{
+    dmaeng *D = &s->d[e];
+    t = dmax(t, D->busy);
+    if (t < D->next_ev) {
+        D->next_ev = t;
+        heap_push(s, t, NK_ENGINE_COUNT + e);
+    }
+}
+
+static void commit_dma(sim *s, uint32_t i)
+{
+    double trig = s->aux[i];
+    add_event(s, i, NK_EV_DMA_ISSUE, trig, s->done[i]);
+    s->tl->instr_start[i] = trig;
+    s->tl->instr_end[i] = s->done[i];
+    propagate(s, i);
+}
+
+static void dma_resolved(sim *s, uint32_t i)
+{
+    s->aux[i] = s->ready[i];
+    s->ready[i] += s->a->dma_latency_ns;
+    if (s->left[i] == 0) {
+        s->done[i] = s->ready[i];
+        commit_dma(s, i);
+        return;
+    }
+    for (uint32_t k = 0; k < s->dma[i].neng; k++)
+        wake(s, (s->dma[i].e0 + k) % s->ne, s->ready[i]);
+}
+
+/* Starts the descriptor of DMA instruction i on engine e at time t. */
+static void start_desc(sim *s, uint32_t e, uint32_t i, double t)
+{
+    const dmainfo *m = &s->dma[i];
+    uint32_t k = (e + s->ne - m->e0) % s->ne, parts = m->parts / m->neng + (k < m->parts % m->neng);
+    uint64_t bytes = (uint64_t)parts * m->part_bytes;
+    s->hbm_free = dmax(s->hbm_free, t) + (double)bytes / s->a->hbm_gbps;
+    double end = dmax(t + (double)bytes / m->rate, s->hbm_free);
+    nk_timeline *tl = s->tl;
+    tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
+    s->d[e].busy = end;
+    s->done[i] = dmax(s->done[i], end);
+    if (--s->left[i] == 0)
+        commit_dma(s, i);
+}
+
+/* The head of queue q on engine e, if it may start at t: 1 started, 0 not
+ * ready (*soonest lowered to when it will be), -1 not resolved yet. */
+static int try_queue(sim *s, uint32_t e, uint32_t q, double t, double *soonest)
+{
+    dmaeng *D = &s->d[e];
+    uint32_t slot = e * s->nq + q;
+    uint32_t i = s->fifo[s->fifo_cur[slot]];
+    if (s->rem[i])
+        return -1;
+    if (s->ready[i] > t) {
+        *soonest = s->ready[i] < *soonest ? s->ready[i] : *soonest;
+        return 0;
+    }
+    if (++s->fifo_cur[slot] == s->fifo_off[slot + 1])
+        D->nonempty &= ~(1ull << q);
+    D->rr = q + 1 == s->nq ? 0 : q + 1;
+    start_desc(s, e, i, t);
+    return 1;
+}
+
+/* Engine e may start a descriptor at t: serve its queues round-robin from
+ * rr, in order within each queue. */
+static void dma_event(sim *s, uint32_t e, double t)
+{
+    dmaeng *D = &s->d[e];
+    if (t != D->next_ev)
+        return; /* superseded by an earlier wake */
+    D->next_ev = INFINITY;
+    double soonest = INFINITY;
+    uint64_t from_rr = D->nonempty & (~0ull << D->rr);
+    uint64_t pass[2] = {from_rr, D->nonempty & ~from_rr};
+    for (int k = 0; k < 2; k++)
+        for (uint64_t m = pass[k]; m; m &= m - 1) {
+            if (try_queue(s, e, (uint32_t)__builtin_ctzll(m), t, &soonest) == 1) {
+                wake(s, e, D->busy);
+                return;
+            }
+        }
+    if (soonest < INFINITY)
+        wake(s, e, soonest);
+}
+
+static void on_resolved(sim *s, uint32_t i)
+{
+    int e = s->p->instrs[i].engine;
+    if (e == NK_ENGINE_DMA)
+        dma_resolved(s, i);
+    else
+        push_engine(s, e);
+}
+
+/* ---- setup */
+
+static int check_program(const nk_program *p)
+{
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (in->engine >= NK_ENGINE_COUNT || (uint64_t)in->dep_off + in->ndep > p->ndeps)
+            return NK_EINVAL;
+        for (uint32_t k = 0; k < in->ndep; k++)
+            if (p->deps[in->dep_off + k] >= i) /* dependencies point backwards */
+                return NK_EINVAL;
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++)
+            if (ts[k]->buf >= p->nbufs || (ts[k]->buf && ts[k]->mem != NK_SHARED_HBM && ts[k]->ndim < 1))
+                return NK_EINVAL;
+    }
+    return 0;
+}
+
+static int build_graph(sim *s)
+{
+    const nk_program *p = s->p;
+    s->succ = malloc(((size_t)p->ndeps + 1) * sizeof *s->succ);
+    if (!s->succ)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const nk_instr *in = &p->instrs[i];
+        s->rem[i] = in->ndep;
+        for (uint32_t k = 0; k < in->ndep; k++)
+            s->succ_off[p->deps[in->dep_off + k] + 1]++;
+    }
+    for (uint32_t i = 0; i < s->n; i++)
+        s->succ_off[i + 1] += s->succ_off[i];
+    uint32_t *fill = s->left; /* borrowed as a cursor; reset by plan_dma */
+    memcpy(fill, s->succ_off, s->n * sizeof *fill);
+    for (uint32_t i = 0; i < s->n; i++) {
+        const nk_instr *in = &p->instrs[i];
+        for (uint32_t k = 0; k < in->ndep; k++)
+            s->succ[fill[p->deps[in->dep_off + k]]++] = i;
+    }
+    uint32_t cnt[NK_ENGINE_COUNT] = {0}, off = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        cnt[p->instrs[i].engine]++;
+    for (int e = 0; e < NK_ENGINE_DMA; e++) {
+        s->e[e].off = s->e[e].cur = s->e[e].end = off;
+        off += cnt[e];
+    }
+    for (uint32_t i = 0; i < s->n; i++) {
+        int e = p->instrs[i].engine;
+        if (e != NK_ENGINE_DMA)
+            s->stream[s->e[e].end++] = i;
+    }
+    return 0;
+}
+
+static int cost_all(sim *s)
+{
+    for (uint32_t i = 0; i < s->n; i++) {
+        const nk_instr *in = &s->p->instrs[i];
+        if (in->engine == NK_ENGINE_DMA)
+            continue;
+        int rc = nk__time_cost(s->a, in, &s->cost[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Every load/store: its descriptors, and per-(engine, queue) FIFOs of
+ * instruction ids in program order (one descriptor per engine and
+ * instruction, so the id says which descriptor it is). */
+static int plan_dma(sim *s)
+{
+    const nk_program *p = s->p;
+    size_t nslot = (size_t)s->ne * s->nq;
+    uint64_t total = 0;
+    uint32_t rot = 0;
+    s->fifo_off = calloc(nslot + 1, sizeof *s->fifo_off);
+    s->fifo_cur = calloc(nslot, sizeof *s->fifo_cur);
+    if (!s->fifo_off || !s->fifo_cur)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const nk_instr *in = &p->instrs[i];
+        s->left[i] = 0;
+        if (in->engine != NK_ENGINE_DMA)
+            continue;
+        nk_dma_plan pl;
+        if (nk__time_dma_plan(s->a, in, &pl))
+            return NK_EINVAL;
+        uint16_t q = (uint16_t)(in->queue % s->nq);
+        s->dma[i] = (dmainfo){s->a->dma_engine_gbps * pl.efficiency, pl.part_bytes, pl.partitions, in->queue,
+                              (uint8_t)rot, (uint8_t)pl.engines, in->op == NK_OP_STORE};
+        s->left[i] = pl.engines;
+        for (uint32_t k = 0; k < pl.engines; k++)
+            s->fifo_off[((rot + k) % s->ne) * s->nq + q + 1]++;
+        rot = (rot + pl.engines) % s->ne;
+        total += pl.engines;
+    }
+    if (total > UINT32_MAX)
+        return NK_ELIMIT;
+    s->fifo = malloc((total ? total : 1) * sizeof *s->fifo);
+    s->tl->xfers = malloc((total ? total : 1) * sizeof *s->tl->xfers);
+    if (!s->fifo || !s->tl->xfers)
+        return NK_ENOMEM;
+    for (size_t k = 0; k < nslot; k++)
+        s->fifo_off[k + 1] += s->fifo_off[k];
+    memcpy(s->fifo_cur, s->fifo_off, nslot * sizeof *s->fifo_cur);
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (p->instrs[i].engine != NK_ENGINE_DMA)
+            continue;
+        const dmainfo *m = &s->dma[i];
+        for (uint32_t k = 0; k < m->neng; k++)
+            s->fifo[s->fifo_cur[((m->e0 + k) % s->ne) * s->nq + m->queue % s->nq]++] = i;
+    }
+    memcpy(s->fifo_cur, s->fifo_off, nslot * sizeof *s->fifo_cur);
+    for (uint32_t e = 0; e < s->ne; e++)
+        for (uint32_t q = 0; q < s->nq; q++)
+            if (s->fifo_off[e * s->nq + q + 1] > s->fifo_off[e * s->nq + q])
+                s->d[e].nonempty |= 1ull << q;
+    return 0;
+}
+
+static int run(sim *s)
+{
+    for (int e = 0; e < NK_ARCH_MAX_DMA_ENGINES; e++)
+        s->d[e].next_ev = INFINITY;
+    for (uint32_t i = 0; i < s->n && !s->rc; i++)
+        if (s->rem[i] == 0)
+            on_resolved(s, i);
+    while (s->nheap && !s->rc) {
+        hent h = heap_pop(s);
+        if (h.id < NK_ENGINE_DMA)
+            commit_compute(s, (int)h.id);
+        else
+            dma_event(s, h.id - NK_ENGINE_COUNT, h.t);
+    }
+    if (s->rc)
+        return s->rc;
+    return s->committed == s->n ? 0 : NK_EINVAL;
+}
+
+/* ---- results: order, totals, active time, counters */
+
+static int cmp_event(const void *x, const void *y)
+{
+    const nk_event *a = x, *b = y;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->instr != b->instr)
+        return a->instr < b->instr ? -1 : 1;
+    return (int)a->kind - (int)b->kind;
+}
+
+static void active_times(nk_timeline *tl)
+{
+    double s0[NK_ENGINE_COUNT], e0[NK_ENGINE_COUNT];
+    for (int e = 0; e < NK_ENGINE_COUNT; e++) {
+        s0[e] = e0[e] = -1;
+        tl->active_ns[e] = 0;
+    }
+    for (uint32_t k = 0; k < tl->nevents; k++) {
+        const nk_event *ev = &tl->events[k];
+        int e = ev->engine;
+        if (e == NK_ENGINE_DMA)
+            continue;
+        if (ev->start > e0[e]) {
+            tl->active_ns[e] += e0[e] - s0[e];
+            s0[e] = ev->start;
+        }
+        e0[e] = dmax(e0[e], ev->end);
+    }
+    for (uint32_t k = 0; k < tl->nxfers; k++) {
+        const nk_dma_xfer *x = &tl->xfers[k];
+        int e = NK_ENGINE_DMA;
+        if (x->start > e0[e]) {
+            tl->active_ns[e] += e0[e] - s0[e];
+            s0[e] = x->start;
+        }
+        e0[e] = dmax(e0[e], x->end);
+    }
+    for (int e = 0; e < NK_ENGINE_COUNT; e++)
+        tl->active_ns[e] += e0[e] - s0[e];
+}
+
+static int new_counter(nk_counter *c, const char *name, const char *unit, uint32_t n)
+{
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->unit, sizeof c->unit, "%s", unit);
+    c->n = 0;
+    c->t = malloc((n ? n : 1) * sizeof *c->t);
+    c->value = malloc((n ? n : 1) * sizeof *c->value);
+    return c->t && c->value ? 0 : NK_ENOMEM;
+}
+
+/* DMA throughput averaged over equal bins; its integral is the bytes moved. */
+static int dma_throughput(nk_timeline *tl, nk_counter *c)
+{
+    enum { NBINS = 2000 };
+    if (!(tl->total_ns > 0) || !tl->nxfers) { /* nothing moves: zero from the start */
+        if (new_counter(c, "dma_throughput", "GB/s", 1))
+            return NK_ENOMEM;
+        c->t[0] = c->value[0] = 0;
+        c->n = 1;
+        return 0;
+    }
+    uint32_t nb = NBINS;
+    if (new_counter(c, "dma_throughput", "GB/s", nb + 1))
+        return NK_ENOMEM;
+    double w = tl->total_ns / nb;
+    memset(c->value, 0, (nb + 1) * sizeof *c->value);
+    for (uint32_t k = 0; k < tl->nxfers; k++) {
+        const nk_dma_xfer *x = &tl->xfers[k];
+        double len = x->end - x->start;
+        if (len <= 0)
+            continue;
+        double rate = (double)x->bytes / len;
+        uint32_t b0 = (uint32_t)(x->start / w), b1 = (uint32_t)(x->end / w);
+        if (b1 >= nb)
+            b1 = nb - 1;
+        if (b0 > b1)
+            b0 = b1;
+        for (uint32_t b = b0; b <= b1; b++) {
+            double lo = dmax(x->start, b * w), hi = b == nb - 1 ? x->end : fmin(x->end, (b + 1) * w);
+            if (hi > lo)
+                c->value[b] += rate * (hi - lo);
+        }
+    }
+    for (uint32_t b = 0; b < nb; b++) {
+        c->t[b] = b * w;
+        c->value[b] /= w; /* bytes per ns = GB/s */
+    }
+    c->t[nb] = tl->total_ns;
+    c->value[nb] = 0;
+    c->n = nb + 1;
+    return 0;
+}
+
+typedef struct mpoint {
+    double t, delta;
+} mpoint;
+
+static int cmp_mpoint(const void *x, const void *y)
+{
+    const mpoint *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->delta > b->delta) - (a->delta < b->delta); /* frees first */
+}
+
+/* Bytes of tiles in `mem` alive over time: from first write to last use. */
+static int tile_bytes(const nk_program *p, const nk_timeline *tl, int mem, const char *name, nk_counter *c)
+{
+    double *first = malloc(p->nbufs * sizeof *first), *last = malloc(p->nbufs * sizeof *last);
+    mpoint *pt = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *pt);
+    int rc = NK_ENOMEM;
+    if (!first || !last || !pt)
+        goto out;
+    for (uint32_t b = 0; b < p->nbufs; b++) {
+        first[b] = INFINITY;
+        last[b] = -INFINITY;
+    }
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        const nk_tensor *w[2] = {&in->dst, &in->dst2};
+        for (int k = 0; k < 2; k++)
+            if (w[k]->buf && w[k]->mem == mem) {
+                first[w[k]->buf] = fmin(first[w[k]->buf], tl->instr_start[i]);
+                last[w[k]->buf] = dmax(last[w[k]->buf], tl->instr_end[i]);
+            }
+        for (int k = 0; k < in->nsrc && k < 3; k++)
+            if (in->src[k].buf && in->src[k].mem == mem)
+                last[in->src[k].buf] = dmax(last[in->src[k].buf], tl->instr_end[i]);
+    }
+    size_t np = 0;
+    for (uint32_t b = 1; b < p->nbufs; b++) {
+        const nk_bufinfo *bi = &p->bufs[b];
+        if (bi->mem != mem || first[b] == INFINITY)
+            continue;
+        double bytes = (double)bi->bytes * (double)bi->shape[0];
+        pt[np++] = (mpoint){first[b], bytes};
+        pt[np++] = (mpoint){last[b], -bytes};
+    }
+    qsort(pt, np, sizeof *pt, cmp_mpoint);
+    if ((rc = new_counter(c, name, "bytes", (uint32_t)np + 1)))
+        goto out;
+    double v = 0;
+    c->t[0] = 0;
+    c->value[0] = 0;
+    c->n = 1;
+    for (size_t k = 0; k < np; k++) {
+        v += pt[k].delta;
+        if (c->t[c->n - 1] == pt[k].t)
+            c->value[c->n - 1] = v;
+        else {
+            c->t[c->n] = pt[k].t;
+            c->value[c->n++] = v;
+        }
+    }
+    rc = 0;
+out:
+    free(first);
+    free(last);
+    free(pt);
+    return rc;
+}
+
+static double host_ns(const nk_program *p, const uint32_t *ids, int n, double gbps)
+{
+    double bytes = 0;
+    for (int i = 0; i < n; i++)
+        bytes += (double)p->bufs[ids[i]].bytes;
+    return bytes / gbps;
+}
+
+static int finish(sim *s)
+{
+    nk_timeline *tl = s->tl;
+    const nk_program *p = s->p;
+    qsort(tl->events, tl->nevents, sizeof *tl->events, cmp_event);
+    for (uint32_t i = 0; i < s->n; i++)
+        tl->total_ns = dmax(tl->total_ns, tl->instr_end[i]);
+    tl->host_in_ns = host_ns(p, p->input_buf, p->ninputs, s->a->host_gbps);
+    tl->host_out_ns = host_ns(p, p->output_buf, p->noutputs, s->a->host_gbps);
+    active_times(tl);
+    tl->counters = calloc(3, sizeof *tl->counters);
+    if (!tl->counters)
+        return NK_ENOMEM;
+    tl->ncounters = 3;
+    int rc = dma_throughput(tl, &tl->counters[0]);
+    if (!rc)
+        rc = tile_bytes(p, tl, NK_SBUF, "sbuf_bytes", &tl->counters[1]);
+    if (!rc)
+        rc = tile_bytes(p, tl, NK_PSUM, "psum_bytes", &tl->counters[2]);
+    return rc;
+}
+
+static int alloc_sim(sim *s)
+{
+    size_t n = s->n ? s->n : 1;
+    nk_timeline *tl = s->tl;
+    uint32_t nev = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        nev += s->p->instrs[i].engine == NK_ENGINE_TENSOR ? 2 : 1;
+    s->rem = malloc(n * sizeof *s->rem);
+    s->succ_off = calloc(n + 1, sizeof *s->succ_off);
+    s->stream = malloc(n * sizeof *s->stream);
+    s->ready = calloc(n, sizeof *s->ready);
+    s->aux = calloc(n, sizeof *s->aux);
+    s->done = calloc(n, sizeof *s->done);
+    s->cost = malloc(n * sizeof *s->cost);
+    s->left = malloc(n * sizeof *s->left);
+    s->dma = calloc(n, sizeof *s->dma);
+    tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
+    tl->instr_start = calloc(n, sizeof(double));
+    tl->instr_end = calloc(n, sizeof(double));
+    if (!s->rem || !s->succ_off || !s->stream || !s->ready || !s->aux || !s->done || !s->cost || !s->left ||
+        !s->dma || !tl->events || !tl->instr_start || !tl->instr_end)
+        return NK_ENOMEM;
+    return 0;
+}
+
+static void free_sim(sim *s)
+{
+    free(s->rem);
+    free(s->succ_off);
+    free(s->succ);
+    free(s->stream);
+    free(s->ready);
+    free(s->aux);
+    free(s->done);
+    free(s->cost);
+    free(s->left);
+    free(s->dma);
+    free(s->fifo);
+    free(s->fifo_off);
+    free(s->fifo_cur);
+    free(s->heap);
+}
+
+int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
+{
+    if (!out)
+        return NK_EINVAL;
+    *out = NULL;
+    if (!p)
+        return NK_EINVAL;
+    if (!arch)
+        arch = p->arch ? p->arch : nk_arch_get(p->target);
+    if (!arch)
+        return NK_ENOTFOUND;
+    if (arch->dma_engines < 1 || arch->dma_engines > NK_ARCH_MAX_DMA_ENGINES || arch->dma_queues < 1 ||
+        arch->dma_queues > NK_ARCH_MAX_DMA_QUEUES)
+        return NK_EINVAL;
+    int rc = check_program(p);
+    if (rc)
+        return rc;
+    sim s;
+    memset(&s, 0, sizeof s);
+    s.p = p;
+    s.a = arch;
+    s.n = p->ninstr;
+    s.ne = (uint32_t)arch->dma_engines;
+    s.nq = (uint32_t)arch->dma_queues;
+    s.tl = calloc(1, sizeof *s.tl);
+    if (!s.tl)
+        return NK_ENOMEM;
+    snprintf(s.tl->target, sizeof s.tl->target, "%s", arch->name);
+    rc = alloc_sim(&s);
+    if (!rc)
+        rc = build_graph(&s);
+    if (!rc)
+        rc = cost_all(&s);
+    if (!rc)
+        rc = plan_dma(&s);
+    if (!rc)
+        rc = run(&s);
+    if (!rc)
+        rc = finish(&s);
+    free_sim(&s);
+    if (rc) {
+        nk_timeline_free(s.tl);
+        return rc;
+    }
+    *out = s.tl;
+    return 0;
+}
+
+void nk_timeline_free(nk_timeline *tl)
+{
+    if (!tl)
+        return;
+    for (uint32_t i = 0; i < tl->ncounters; i++) {
+        free(tl->counters[i].t);
+        free(tl->counters[i].value);
+    }
+    free(tl->counters);
+    free(tl->events);
+    free(tl->xfers);
+    free(tl->instr_start);
+    free(tl->instr_end);
+    free(tl);
+}
