@@ -8,6 +8,7 @@
 #include "nkint.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 static const struct {
@@ -131,19 +132,19 @@ static float decode(const fmt *f, uint32_t code)
 }
 
 static float tab_e4m3[256], tab_e4m3fn[256], tab_e5m2[256];
-static int tables_ready;
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
-static void init_tables(void)
+static void fill_tables(void)
 {
-    if (tables_ready)
-        return;
     for (uint32_t c = 0; c < 256; c++) {
         tab_e4m3[c] = decode(&E4M3, c);
         tab_e4m3fn[c] = decode(&E4M3FN, c);
         tab_e5m2[c] = decode(&E5M2, c);
     }
-    tables_ready = 1; /* idempotent: racing initialisers write the same values */
 }
+
+/* Once per process: runs may execute on several threads at a time. */
+static void init_tables(void) { pthread_once(&tables_once, fill_tables); }
 
 static inline uint16_t f32_to_bf16(float x)
 {

@@ -4,15 +4,28 @@
  * On-chip memories are real byte arrays laid out as the hardware's
  * partitions, so multi-buffered tiles alias exactly as they do on the chip.
  * Instructions run in program order, which every dependency respects.
- * Engines read operands converted to fp32, compute in fp32 and round to the
- * destination dtype (round to nearest even); PSUM accumulates in fp32;
- * matmul goes through BLAS (sgemm), single-threaded for bit-identical
- * results from run to run.
+ *
+ * Numerics follow the engines' documented data paths:
+ *   - arithmetic: operands converted to fp32, math in fp32, the result
+ *     rounded to the destination dtype (round to nearest even);
+ *   - bitvec operators (bitwise and/or/xor) work on the integer values
+ *     themselves, never through fp32;
+ *   - tensor_copy on the Vector or GpSimd engine is bit-accurate when source
+ *     and destination dtypes match, an fp32 cast otherwise; the Scalar engine
+ *     always goes through fp32;
+ *   - activation functions are evaluated to within about one fp32 ulp
+ *     (exp, log, sin, cos through the fp32 libm routines, the composite
+ *     functions in double), then rounded once to fp32;
+ *   - PSUM accumulates in fp32; matmul goes through BLAS (sgemm),
+ *     single-threaded for bit-identical results from run to run.
+ * Dispatch on the operator or function happens once per row or per
+ * instruction, never per element, so the inner loops vectorize.
  */
 #include "nkint.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,32 +45,67 @@ typedef struct exec {
     void *const *hbm;
     uint8_t *mem[3]; /* NK_SBUF, NK_PSUM */
     int64_t pbytes[3];
-    float *f[5];     /* scratch */
-    size_t fcap[5];
 } exec;
 
-static _Thread_local struct arena {
+enum { NSCRATCH = 6 };
+
+/* Memories and scratch of one thread, kept between runs and freed when the
+ * thread exits. */
+typedef struct arena {
     uint8_t *sbuf, *psum;
     size_t sbuf_size, psum_size;
-    float *f[5];
-    size_t fcap[5];
-} arena;
+    void *s[NSCRATCH];
+    size_t cap[NSCRATCH]; /* bytes */
+} arena_t;
 
-static float *scratch(exec *x, int i, size_t n)
+static _Thread_local arena_t *arena; /* the calling thread's, set by nk_execute */
+static pthread_key_t arena_key;
+static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
+static int arena_key_ok;
+
+static void arena_free(void *p)
 {
-    if (arena.fcap[i] < n) {
-        size_t cap = arena.fcap[i] ? arena.fcap[i] : 4096;
-        while (cap < n)
+    arena_t *a = p;
+    free(a->sbuf);
+    free(a->psum);
+    for (int i = 0; i < NSCRATCH; i++)
+        free(a->s[i]);
+    free(a);
+}
+
+static void arena_key_init(void) { arena_key_ok = pthread_key_create(&arena_key, arena_free) == 0; }
+
+static arena_t *thread_arena(void)
+{
+    if (arena)
+        return arena;
+    pthread_once(&arena_once, arena_key_init);
+    arena_t *a = calloc(1, sizeof *a);
+    if (!a || !arena_key_ok || pthread_setspecific(arena_key, a)) {
+        free(a);
+        return NULL;
+    }
+    return arena = a;
+}
+
+/* Scratch slot i with room for `bytes` bytes (kept between runs). */
+static void *scratch_bytes(int i, size_t bytes)
+{
+    if (arena->cap[i] < bytes) {
+        size_t cap = arena->cap[i] ? arena->cap[i] : 16384;
+        while (cap < bytes)
             cap *= 2;
-        float *q = realloc(arena.f[i], cap * sizeof(float));
+        void *q = realloc(arena->s[i], cap);
         if (!q)
             return NULL;
-        arena.f[i] = q;
-        arena.fcap[i] = cap;
+        arena->s[i] = q;
+        arena->cap[i] = cap;
     }
-    x->f[i] = arena.f[i];
-    return arena.f[i];
+    return arena->s[i];
 }
+
+static float *scratch(int i, size_t n) { return scratch_bytes(i, n * sizeof(float)); }
+static int64_t *scratch_i64(int i, size_t n) { return scratch_bytes(i, n * sizeof(int64_t)); }
 
 static bview view_of(const exec *x, const nk_tensor *t)
 {
@@ -92,138 +140,366 @@ static bview view_of(const exec *x, const nk_tensor *t)
 
 static int64_t vnumel(const bview *v) { return v->shape[0] * v->shape[1] * v->shape[2] * v->shape[3]; }
 
+/* Visits the innermost rows of a view in row-major order: ROW is the row's
+ * first byte, the row has v->shape[3] elements v->bstride[3] bytes apart. */
+#define FOR_ROWS(v, ROW)                                                                        \
+    for (int64_t a_ = 0; a_ < (v)->shape[0]; a_++)                                              \
+        for (int64_t b_ = 0; b_ < (v)->shape[1]; b_++)                                          \
+            for (int64_t c_ = 0; c_ < (v)->shape[2]; c_++)                                      \
+                for (uint8_t *ROW = (v)->base + a_ * (v)->bstride[0] + b_ * (v)->bstride[1] +   \
+                                    c_ * (v)->bstride[2], *once_ = ROW; once_; once_ = NULL)
+
+/* ---- strided rows: packed through a small buffer so conversions run in bulk */
+
+enum { CHUNK = 256 };
+
+static void pack(uint8_t *dst, const uint8_t *src, int64_t bstride, int es, int64_t n)
+{
+    switch (es) {
+    case 1: for (int64_t i = 0; i < n; i++) dst[i] = src[i * bstride]; break;
+    case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + 2 * i, src + i * bstride, 2); break;
+    default: for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * i, src + i * bstride, 4); break;
+    }
+}
+
+static void unpack(uint8_t *dst, int64_t bstride, const uint8_t *src, int es, int64_t n)
+{
+    switch (es) {
+    case 1: for (int64_t i = 0; i < n; i++) dst[i * bstride] = src[i]; break;
+    case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + i * bstride, src + 2 * i, 2); break;
+    default: for (int64_t i = 0; i < n; i++) memcpy(dst + i * bstride, src + 4 * i, 4); break;
+    }
+}
+
 /* Reads a view into out[] (row-major), converting to fp32. */
 static void gather(const bview *v, float *out)
 {
-    int64_t n3 = v->shape[3];
-    for (int64_t a = 0; a < v->shape[0]; a++)
-        for (int64_t b = 0; b < v->shape[1]; b++)
-            for (int64_t c = 0; c < v->shape[2]; c++) {
-                const uint8_t *row = v->base + a * v->bstride[0] + b * v->bstride[1] + c * v->bstride[2];
-                if (v->bstride[3] == v->es) {
-                    nk_convert_to_f32(v->dt, row, out, (size_t)n3);
-                } else {
-                    for (int64_t i = 0; i < n3; i++)
-                        nk_convert_to_f32(v->dt, row + i * v->bstride[3], out + i, 1);
-                }
-                out += n3;
+    int64_t n = v->shape[3];
+    uint8_t buf[CHUNK * 4];
+    FOR_ROWS(v, row) {
+        if (v->bstride[3] == v->es) {
+            nk_convert_to_f32(v->dt, row, out, (size_t)n);
+        } else {
+            for (int64_t i = 0; i < n; i += CHUNK) {
+                int64_t m = n - i < CHUNK ? n - i : CHUNK;
+                pack(buf, row + i * v->bstride[3], v->bstride[3], v->es, m);
+                nk_convert_to_f32(v->dt, buf, out + i, (size_t)m);
             }
+        }
+        out += n;
+    }
 }
 
 /* Writes in[] (row-major fp32) into a view, rounding to its dtype. */
 static void scatter(const bview *v, const float *in)
 {
-    int64_t n3 = v->shape[3];
-    for (int64_t a = 0; a < v->shape[0]; a++)
-        for (int64_t b = 0; b < v->shape[1]; b++)
-            for (int64_t c = 0; c < v->shape[2]; c++) {
-                uint8_t *row = v->base + a * v->bstride[0] + b * v->bstride[1] + c * v->bstride[2];
-                if (v->bstride[3] == v->es) {
-                    nk_convert_from_f32(v->dt, in, row, (size_t)n3);
-                } else {
-                    for (int64_t i = 0; i < n3; i++)
-                        nk_convert_from_f32(v->dt, in + i, row + i * v->bstride[3], 1);
+    int64_t n = v->shape[3];
+    uint8_t buf[CHUNK * 4];
+    FOR_ROWS(v, row) {
+        if (v->bstride[3] == v->es) {
+            nk_convert_from_f32(v->dt, in, row, (size_t)n);
+        } else {
+            for (int64_t i = 0; i < n; i += CHUNK) {
+                int64_t m = n - i < CHUNK ? n - i : CHUNK;
+                nk_convert_from_f32(v->dt, in + i, buf, (size_t)m);
+                unpack(row + i * v->bstride[3], v->bstride[3], buf, v->es, m);
+            }
+        }
+        in += n;
+    }
+}
+
+/* Raw bytes of a view, row-major, into out. */
+static void gather_bytes(const bview *v, uint8_t *out)
+{
+    int64_t n = v->shape[3], es = v->es;
+    FOR_ROWS(v, row) {
+        if (v->bstride[3] == es)
+            memcpy(out, row, (size_t)(n * es));
+        else
+            pack(out, row, v->bstride[3], v->es, n);
+        out += n * es;
+    }
+}
+
+static void scatter_bytes(const bview *v, const uint8_t *in)
+{
+    int64_t n = v->shape[3], es = v->es;
+    FOR_ROWS(v, row) {
+        if (v->bstride[3] == es)
+            memcpy(row, in, (size_t)(n * es));
+        else
+            unpack(row, v->bstride[3], in, v->es, n);
+        in += n * es;
+    }
+}
+
+/* ---- integer values (bitvec operators, iota, integer memset) */
+
+/* A double to an integer range: round half to even, saturate, NaN to 0. */
+static int64_t d2i(double d, int64_t lo, int64_t hi)
+{
+    if (d != d)
+        return 0;
+    double r = nearbyint(d);
+    if (r <= (double)lo)
+        return lo;
+    if (r >= (double)hi)
+        return hi;
+    return (int64_t)r;
+}
+
+static void int_range(nk_dtype dt, int64_t *lo, int64_t *hi)
+{
+    switch (dt) {
+    case NK_I8: *lo = INT8_MIN; *hi = INT8_MAX; break;
+    case NK_I16: *lo = INT16_MIN; *hi = INT16_MAX; break;
+    case NK_I32: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    case NK_U8: *lo = 0; *hi = UINT8_MAX; break;
+    case NK_U16: *lo = 0; *hi = UINT16_MAX; break;
+    case NK_U32: *lo = 0; *hi = UINT32_MAX; break;
+    default: *lo = INT64_MIN; *hi = INT64_MAX; break;
+    }
+}
+
+/* Integer values of an integer view (sign- or zero-extended), row-major. */
+static void gather_i64(const bview *v, int64_t *out)
+{
+    int64_t n = v->shape[3], bs = v->bstride[3];
+    FOR_ROWS(v, row) {
+        switch (v->dt) {
+        case NK_I8: for (int64_t i = 0; i < n; i++) { int8_t e; memcpy(&e, row + i * bs, 1); out[i] = e; } break;
+        case NK_I16: for (int64_t i = 0; i < n; i++) { int16_t e; memcpy(&e, row + i * bs, 2); out[i] = e; } break;
+        case NK_I32: for (int64_t i = 0; i < n; i++) { int32_t e; memcpy(&e, row + i * bs, 4); out[i] = e; } break;
+        case NK_U8: for (int64_t i = 0; i < n; i++) out[i] = row[i * bs]; break;
+        case NK_U16: for (int64_t i = 0; i < n; i++) { uint16_t e; memcpy(&e, row + i * bs, 2); out[i] = e; } break;
+        case NK_U32: for (int64_t i = 0; i < n; i++) { uint32_t e; memcpy(&e, row + i * bs, 4); out[i] = e; } break;
+        default: /* a float view: its values rounded to integers */
+            for (int64_t i = 0; i < n; i++) {
+                float f;
+                nk_convert_to_f32(v->dt, row + i * bs, &f, 1);
+                out[i] = d2i(f, INT64_MIN, INT64_MAX);
+            }
+            break;
+        }
+        out += n;
+    }
+}
+
+/* Writes integer values into a view. Integer dtypes keep the low bits when
+ * wrap (bit patterns) or saturate otherwise (value casts); float dtypes
+ * round through fp32. */
+static void scatter_i64(const bview *v, const int64_t *in, int wrap)
+{
+    int64_t n = v->shape[3], bs = v->bstride[3], lo, hi;
+    int_range(v->dt, &lo, &hi);
+    float fbuf[CHUNK];
+    uint8_t bbuf[CHUNK * 4];
+    FOR_ROWS(v, row) {
+        for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
+            int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+            const int64_t *src = in + i0;
+            if (!nk_dtype_is_float(v->dt)) {
+                for (int64_t i = 0; i < m; i++) {
+                    int64_t e = wrap ? src[i] : src[i] < lo ? lo : src[i] > hi ? hi : src[i];
+                    uint32_t u = (uint32_t)(uint64_t)e; /* little-endian low bytes */
+                    if (v->es == 1)
+                        bbuf[i] = (uint8_t)u;
+                    else if (v->es == 2) {
+                        uint16_t h = (uint16_t)u;
+                        memcpy(bbuf + 2 * i, &h, 2);
+                    } else
+                        memcpy(bbuf + 4 * i, &u, 4);
                 }
-                in += n3;
+            } else {
+                for (int64_t i = 0; i < m; i++)
+                    fbuf[i] = (float)src[i];
+                nk_convert_from_f32(v->dt, fbuf, bbuf, (size_t)m);
+            }
+            unpack(row + i0 * bs, bs, bbuf, v->es, m);
+        }
+        in += n;
+    }
+}
+
+/* Byte copy between views of the same shape and dtype in different memories
+ * (they cannot overlap): row by row, no staging. */
+static void copy_direct(const bview *d, const bview *s)
+{
+    int64_t n = s->shape[3], es = s->es, ss = s->bstride[3], ds = d->bstride[3];
+    for (int64_t a = 0; a < s->shape[0]; a++)
+        for (int64_t b = 0; b < s->shape[1]; b++)
+            for (int64_t c = 0; c < s->shape[2]; c++) {
+                const uint8_t *sr = s->base + a * s->bstride[0] + b * s->bstride[1] + c * s->bstride[2];
+                uint8_t *dr = d->base + a * d->bstride[0] + b * d->bstride[1] + c * d->bstride[2];
+                if (ss == es && ds == es)
+                    memcpy(dr, sr, (size_t)(n * es));
+                else if (ss == es)
+                    unpack(dr, ds, sr, s->es, n);
+                else if (ds == es)
+                    pack(dr, sr, ss, s->es, n);
+                else
+                    for (int64_t i = 0; i < n; i++)
+                        memcpy(dr + i * ds, sr + i * ss, (size_t)es);
             }
 }
 
-/* DMA: byte copy between two views of the same shape and dtype. The source
- * is staged so overlapping views copy as if read before written. */
-static int dma_copy(exec *x, const bview *dst, const bview *src)
+static int same_shape(const bview *a, const bview *b)
 {
-    int64_t n = vnumel(src), es = src->es;
-    uint8_t *tmp = (uint8_t *)scratch(x, 4, (size_t)(n * es + 3) / 4);
+    for (int i = 0; i < NK_MAXDIM; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
+/* DMA: byte copy between two views of the same element count and dtype. The
+ * source is staged so overlapping views copy as if read before written. */
+static int copy_bytes(const bview *dst, const bview *src)
+{
+    uint8_t *tmp = scratch_bytes(5, (size_t)(vnumel(src) * src->es));
     if (!tmp)
         return NK_ENOMEM;
-    uint8_t *o = tmp;
-    for (int64_t a = 0; a < src->shape[0]; a++)
-        for (int64_t b = 0; b < src->shape[1]; b++)
-            for (int64_t c = 0; c < src->shape[2]; c++) {
-                const uint8_t *row = src->base + a * src->bstride[0] + b * src->bstride[1] + c * src->bstride[2];
-                if (src->bstride[3] == es) {
-                    memcpy(o, row, (size_t)(src->shape[3] * es));
-                    o += src->shape[3] * es;
-                } else {
-                    for (int64_t i = 0; i < src->shape[3]; i++, o += es)
-                        memcpy(o, row + i * src->bstride[3], (size_t)es);
-                }
-            }
-    o = tmp;
-    for (int64_t a = 0; a < dst->shape[0]; a++)
-        for (int64_t b = 0; b < dst->shape[1]; b++)
-            for (int64_t c = 0; c < dst->shape[2]; c++) {
-                uint8_t *row = dst->base + a * dst->bstride[0] + b * dst->bstride[1] + c * dst->bstride[2];
-                if (dst->bstride[3] == es) {
-                    memcpy(row, o, (size_t)(dst->shape[3] * es));
-                    o += dst->shape[3] * es;
-                } else {
-                    for (int64_t i = 0; i < dst->shape[3]; i++, o += es)
-                        memcpy(row + i * dst->bstride[3], o, (size_t)es);
-                }
-            }
+    gather_bytes(src, tmp);
+    scatter_bytes(dst, tmp);
     return 0;
 }
 
-/* ---- element functions */
+/* ---- activation functions: one loop per function, in place */
 
-static float act(nk_act f, float v)
-{
-    switch (f) {
-    case NK_ACT_COPY: return v;
-    case NK_ACT_EXP: return expf(v);
-    case NK_ACT_LOG: return logf(v);
-    case NK_ACT_SQRT: return sqrtf(v);
-    case NK_ACT_RSQRT: return 1.0f / sqrtf(v);
-    case NK_ACT_TANH: return tanhf(v);
-    case NK_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
-    case NK_ACT_RELU: return v > 0.0f ? v : 0.0f;
-    case NK_ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case NK_ACT_GELU_APPRX_TANH:
-        return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    case NK_ACT_SILU: return v / (1.0f + expf(-v));
-    case NK_ACT_SQUARE: return v * v;
-    case NK_ACT_ABS: return fabsf(v);
-    case NK_ACT_RECIPROCAL: return 1.0f / v;
-    case NK_ACT_SIGN: return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v;
-    case NK_ACT_SOFTPLUS: return v > 20.0f ? v : log1pf(expf(v));
-    case NK_ACT_ERF: return erff(v);
-    case NK_ACT_SIN: return sinf(v);
-    case NK_ACT_COS: return cosf(v);
-    case NK_ACT_ARCTAN: return atanf(v);
-    case NK_ACT_MISH: return v * tanhf(v > 20.0f ? v : log1pf(expf(v)));
-    default: return NAN;
+/* v[i] = f(v[i] * scale + bias), the affine part in fp32: the product
+ * rounds before the bias is added. */
+typedef void (*act_fn)(float *v, int64_t n, float scale, float bias);
+
+#define ACT_LOOP(name, expr)                                                                    \
+    static void name(float *v, int64_t n, float scale, float bias)                              \
+    {                                                                                           \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            float t = v[i] * scale;                                                             \
+            float x = t + bias;                                                                 \
+            double d = x;                                                                       \
+            (void)d;                                                                            \
+            v[i] = (float)(expr);                                                               \
+        }                                                                                       \
     }
+
+/* x * gate(x) functions (gelu, silu, mish) give their limit 0 at -inf
+ * rather than -inf * 0. */
+static double softplus(double d) { return d > 0 ? d + log1p(exp(-d)) : log1p(exp(d)); }
+
+ACT_LOOP(act_copy, x)
+ACT_LOOP(act_exp, expf(x))
+ACT_LOOP(act_log, logf(x))
+ACT_LOOP(act_sqrt, sqrtf(x))
+ACT_LOOP(act_rsqrt, 1.0 / sqrt(d))
+ACT_LOOP(act_tanh, tanh(d))
+ACT_LOOP(act_sigmoid, 1.0 / (1.0 + exp(-d)))
+ACT_LOOP(act_relu, x > 0.0f ? x : x != x ? x : 0.0f)
+ACT_LOOP(act_gelu, d == -INFINITY ? -0.0 : 0.5 * d * erfc(-d * 0.70710678118654752440))
+/* 0.5 * (1 + tanh(z)) written as 1 / (1 + exp(-2z)): no cancellation for x < 0 */
+ACT_LOOP(act_gelu_tanh, d == -INFINITY ? -0.0
+                        : d / (1.0 + exp(-2.0 * 0.79788456080286535588 * (d + 0.044715 * d * d * d))))
+ACT_LOOP(act_silu, d == -INFINITY ? -0.0 : d / (1.0 + exp(-d)))
+ACT_LOOP(act_square, x * x)
+ACT_LOOP(act_abs, fabsf(x))
+ACT_LOOP(act_reciprocal, 1.0f / x)
+ACT_LOOP(act_sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x)
+ACT_LOOP(act_softplus, softplus(d))
+ACT_LOOP(act_erf, erf(d))
+ACT_LOOP(act_sin, sinf(x))
+ACT_LOOP(act_cos, cosf(x))
+ACT_LOOP(act_arctan, atan(d))
+ACT_LOOP(act_mish, d == -INFINITY ? -0.0 : d * tanh(softplus(d)))
+
+static const act_fn act_table[NK_ACT_COUNT] = {
+    [NK_ACT_COPY] = act_copy, [NK_ACT_EXP] = act_exp, [NK_ACT_LOG] = act_log,
+    [NK_ACT_SQRT] = act_sqrt, [NK_ACT_RSQRT] = act_rsqrt, [NK_ACT_TANH] = act_tanh,
+    [NK_ACT_SIGMOID] = act_sigmoid, [NK_ACT_RELU] = act_relu, [NK_ACT_GELU] = act_gelu,
+    [NK_ACT_GELU_APPRX_TANH] = act_gelu_tanh, [NK_ACT_SILU] = act_silu, [NK_ACT_SQUARE] = act_square,
+    [NK_ACT_ABS] = act_abs, [NK_ACT_RECIPROCAL] = act_reciprocal, [NK_ACT_SIGN] = act_sign,
+    [NK_ACT_SOFTPLUS] = act_softplus, [NK_ACT_ERF] = act_erf, [NK_ACT_SIN] = act_sin,
+    [NK_ACT_COS] = act_cos, [NK_ACT_ARCTAN] = act_arctan, [NK_ACT_MISH] = act_mish,
+};
+
+/* ---- ALU operators in fp32: one loop per operator */
+
+/* The element expression of an arithmetic operator on floats x, y. Maximum
+ * and minimum return the other operand when one is NaN (IEEE maxNum). */
+#define ALU_CASES(LOOP)                                                                         \
+    case NK_ALU_BYPASS: LOOP(x); break;                                                         \
+    case NK_ALU_ADD: LOOP(x + y); break;                                                        \
+    case NK_ALU_SUBTRACT: LOOP(x - y); break;                                                   \
+    case NK_ALU_MULTIPLY: LOOP(x * y); break;                                                   \
+    case NK_ALU_DIVIDE: LOOP(x / y); break;                                                     \
+    case NK_ALU_MAX: LOOP(fmaxf(x, y)); break;                                                  \
+    case NK_ALU_MIN: LOOP(fminf(x, y)); break;                                                  \
+    case NK_ALU_POW: LOOP(powf(x, y)); break;                                                   \
+    case NK_ALU_IS_EQUAL: LOOP(x == y ? 1.0f : 0.0f); break;                                    \
+    case NK_ALU_NOT_EQUAL: LOOP(x != y ? 1.0f : 0.0f); break;                                   \
+    case NK_ALU_IS_GE: LOOP(x >= y ? 1.0f : 0.0f); break;                                       \
+    case NK_ALU_IS_GT: LOOP(x > y ? 1.0f : 0.0f); break;                                        \
+    case NK_ALU_IS_LE: LOOP(x <= y ? 1.0f : 0.0f); break;                                       \
+    case NK_ALU_IS_LT: LOOP(x < y ? 1.0f : 0.0f); break;                                        \
+    default: LOOP(NAN); break; /* bitvec operators take the integer path */
+
+/* a[i] = a[i] op b[i] */
+static void alu_vv(nk_alu op, float *a, const float *b, int64_t n)
+{
+#define VV(e) for (int64_t i = 0; i < n; i++) { float x = a[i], y = b[i]; (void)x; (void)y; a[i] = (e); }
+    switch (op) { ALU_CASES(VV) }
+#undef VV
 }
 
-static float alu(nk_alu op, float a, float b)
+/* a[i] = a[i] op s, or s op a[i] when rev */
+static void alu_vs(nk_alu op, float *a, float s, int rev, int64_t n)
+{
+#define VS(e) for (int64_t i = 0; i < n; i++) { float x = a[i], y = s; (void)x; (void)y; a[i] = (e); }
+#define SV(e) for (int64_t i = 0; i < n; i++) { float x = s, y = a[i]; (void)x; (void)y; a[i] = (e); }
+    if (rev) {
+        switch (op) { ALU_CASES(SV) }
+    } else {
+        switch (op) { ALU_CASES(VS) }
+    }
+#undef VS
+#undef SV
+}
+
+static int is_bitvec(nk_alu op)
+{
+    return op == NK_ALU_BITWISE_AND || op == NK_ALU_BITWISE_OR || op == NK_ALU_BITWISE_XOR;
+}
+
+/* The integer path: bitvec operators on the values' two's-complement bits;
+ * any other operator (only when mixed with a bitvec one) in double. */
+static int64_t ialu(nk_alu op, int64_t x, int64_t y)
 {
     switch (op) {
-    case NK_ALU_BYPASS: return a;
-    case NK_ALU_ADD: return a + b;
-    case NK_ALU_SUBTRACT: return a - b;
-    case NK_ALU_MULTIPLY: return a * b;
-    case NK_ALU_DIVIDE: return a / b;
-    case NK_ALU_MAX: return a > b ? a : (b == b ? b : a);
-    case NK_ALU_MIN: return a < b ? a : (b == b ? b : a);
-    case NK_ALU_POW: return powf(a, b);
-    case NK_ALU_IS_EQUAL: return a == b;
-    case NK_ALU_NOT_EQUAL: return a != b;
-    case NK_ALU_IS_GE: return a >= b;
-    case NK_ALU_IS_GT: return a > b;
-    case NK_ALU_IS_LE: return a <= b;
-    case NK_ALU_IS_LT: return a < b;
-    case NK_ALU_BITWISE_AND: return (float)((int64_t)a & (int64_t)b);
-    case NK_ALU_BITWISE_OR: return (float)((int64_t)a | (int64_t)b);
-    case NK_ALU_BITWISE_XOR: return (float)((int64_t)a ^ (int64_t)b);
-    default: return NAN;
+    case NK_ALU_BYPASS: return x;
+    case NK_ALU_BITWISE_AND: return x & y;
+    case NK_ALU_BITWISE_OR: return x | y;
+    case NK_ALU_BITWISE_XOR: return x ^ y;
+    default: {
+        float fx = (float)x, fy = (float)y;
+        alu_vs(op, &fx, fy, 0, 1);
+        return d2i(fx, INT64_MIN / 2, INT64_MAX / 2);
+    }
     }
 }
 
-/* Per-partition operand: a column or an immediate. */
+static void ialu_vv(nk_alu op, int64_t *a, const int64_t *b, int64_t n)
+{
+    switch (op) {
+    case NK_ALU_BITWISE_AND: for (int64_t i = 0; i < n; i++) a[i] &= b[i]; break;
+    case NK_ALU_BITWISE_OR: for (int64_t i = 0; i < n; i++) a[i] |= b[i]; break;
+    case NK_ALU_BITWISE_XOR: for (int64_t i = 0; i < n; i++) a[i] ^= b[i]; break;
+    default: for (int64_t i = 0; i < n; i++) a[i] = ialu(op, a[i], b[i]); break;
+    }
+}
+
+/* ---- per-partition operands: a column tile or an immediate */
+
 static int column(exec *x, int slot, const nk_instr *in, int k, int is_t, double imm, int64_t P, const float **out)
 {
-    float *c = scratch(x, slot, (size_t)P);
+    float *c = scratch(slot, (size_t)P);
     if (!c)
         return NK_ENOMEM;
     if (is_t) {
@@ -237,13 +513,30 @@ static int column(exec *x, int slot, const nk_instr *in, int k, int is_t, double
     return 0;
 }
 
+static int column_i64(exec *x, int slot, const nk_instr *in, int k, int is_t, double imm, int64_t P,
+                      const int64_t **out)
+{
+    int64_t *c = scratch_i64(slot, (size_t)P);
+    if (!c)
+        return NK_ENOMEM;
+    if (is_t) {
+        bview v = view_of(x, &in->src[k]);
+        gather_i64(&v, c);
+    } else {
+        for (int64_t p = 0; p < P; p++)
+            c[p] = d2i(imm, INT64_MIN, INT64_MAX);
+    }
+    *out = c;
+    return 0;
+}
+
 /* ---- instructions */
 
 static int run_matmul(exec *x, const nk_instr *in)
 {
     bview st = view_of(x, &in->src[0]), mv = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
     int64_t K = in->src[0].shape[0], M = nk__free_size(&in->src[0]), N = nk__free_size(&in->src[1]);
-    float *a = scratch(x, 0, (size_t)(K * M)), *b = scratch(x, 1, (size_t)(K * N)), *c = scratch(x, 2, (size_t)(M * N));
+    float *a = scratch(0, (size_t)(K * M)), *b = scratch(1, (size_t)(K * N)), *c = scratch(2, (size_t)(M * N));
     if (!a || !b || !c)
         return NK_ENOMEM;
     gather(&st, a);
@@ -257,11 +550,25 @@ static int run_matmul(exec *x, const nk_instr *in)
     return 0;
 }
 
+/* Tensor engine: a matmul with the identity, values through fp32. Vector
+ * engine: moves elements, bit-accurate when the dtypes match. */
 static int run_transpose(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
-    float *a = scratch(x, 0, (size_t)(P * F)), *b = scratch(x, 1, (size_t)(P * F));
+    if (in->engine != NK_ENGINE_TENSOR && s.dt == d.dt) {
+        int es = s.es;
+        uint8_t *a = scratch_bytes(0, (size_t)(P * F * es)), *b = scratch_bytes(1, (size_t)(P * F * es));
+        if (!a || !b)
+            return NK_ENOMEM;
+        gather_bytes(&s, a);
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t f = 0; f < F; f++)
+                memcpy(b + (f * P + p) * es, a + (p * F + f) * es, (size_t)es);
+        scatter_bytes(&d, b);
+        return 0;
+    }
+    float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
     if (!a || !b)
         return NK_ENOMEM;
     gather(&s, a);
@@ -276,21 +583,21 @@ static int run_activation(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
-    float *a = scratch(x, 0, (size_t)(P * F));
+    float *a = scratch(0, (size_t)(P * F));
     const float *bias, *scale;
     if (!a || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &bias) ||
         column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &scale))
         return NK_ENOMEM;
     gather(&s, a);
-    nk_act f = (nk_act)in->func;
-    for (int64_t p = 0; p < P; p++) {
-        float *row = a + p * F, sc = scale[p], bi = bias[p];
-        for (int64_t i = 0; i < F; i++)
-            row[i] = act(f, row[i] * sc + bi);
-    }
+    act_fn f = in->func < NK_ACT_COUNT ? act_table[in->func] : NULL;
+    if (!f)
+        return NK_EINVAL;
+    for (int64_t p = 0; p < P; p++)
+        f(a + p * F, F, scale[p], bias[p]);
     scatter(&d, a);
     if (in->flags & NK_IF_REDUCE) {
-        float *r = scratch(x, 3, (size_t)P);
+        /* add-reduction of the fp32 function values, before the output cast */
+        float *r = scratch(3, (size_t)P);
         if (!r)
             return NK_ENOMEM;
         for (int64_t p = 0; p < P; p++) {
@@ -308,80 +615,170 @@ static int run_activation(exec *x, const nk_instr *in)
 static int run_tensor_tensor(exec *x, const nk_instr *in)
 {
     bview va = view_of(x, &in->src[0]), vb = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
-    size_t n = (size_t)vnumel(&va);
-    float *a = scratch(x, 0, n), *b = scratch(x, 1, n);
+    int64_t n = vnumel(&va);
+    nk_alu op = (nk_alu)in->alu0;
+    if (is_bitvec(op)) {
+        int64_t *a = scratch_i64(0, (size_t)n), *b = scratch_i64(1, (size_t)n);
+        if (!a || !b)
+            return NK_ENOMEM;
+        gather_i64(&va, a);
+        gather_i64(&vb, b);
+        ialu_vv(op, a, b, n);
+        scatter_i64(&d, a, 1);
+        return 0;
+    }
+    float *a = scratch(0, (size_t)n), *b = scratch(1, (size_t)n);
     if (!a || !b)
         return NK_ENOMEM;
     gather(&va, a);
     gather(&vb, b);
-    nk_alu op = (nk_alu)in->alu0;
-    switch (op) { /* the common ones as plain loops the compiler vectorizes */
-    case NK_ALU_ADD: for (size_t i = 0; i < n; i++) a[i] += b[i]; break;
-    case NK_ALU_SUBTRACT: for (size_t i = 0; i < n; i++) a[i] -= b[i]; break;
-    case NK_ALU_MULTIPLY: for (size_t i = 0; i < n; i++) a[i] *= b[i]; break;
-    default: for (size_t i = 0; i < n; i++) a[i] = alu(op, a[i], b[i]); break;
-    }
+    alu_vv(op, a, b, n);
     scatter(&d, a);
+    return 0;
+}
+
+static int run_tensor_scalar_int(exec *x, const nk_instr *in, int64_t P, int64_t F)
+{
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    int64_t *a = scratch_i64(0, (size_t)(P * F));
+    const int64_t *o0, *o1;
+    if (!a || column_i64(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
+        column_i64(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &o1))
+        return NK_ENOMEM;
+    gather_i64(&s, a);
+    nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
+    int r0 = in->flags & NK_IF_REV0, r1 = in->flags & NK_IF_REV1;
+    for (int64_t i = 0; i < P * F; i++) {
+        int64_t p = i / F, v = r0 ? ialu(op0, o0[p], a[i]) : ialu(op0, a[i], o0[p]);
+        a[i] = r1 ? ialu(op1, o1[p], v) : ialu(op1, v, o1[p]);
+    }
+    scatter_i64(&d, a, 1);
     return 0;
 }
 
 static int run_tensor_scalar(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
-    float *a = scratch(x, 0, (size_t)(P * F));
+    nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
+    if (is_bitvec(op0) || is_bitvec(op1))
+        return run_tensor_scalar_int(x, in, P, F);
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    float *a = scratch(0, (size_t)(P * F));
     const float *o0, *o1;
     if (!a || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
         column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &o1))
         return NK_ENOMEM;
     gather(&s, a);
-    nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
     int r0 = in->flags & NK_IF_REV0, r1 = in->flags & NK_IF_REV1;
     for (int64_t p = 0; p < P; p++) {
-        float *row = a + p * F, s0 = o0[p], s1 = o1[p];
-        for (int64_t i = 0; i < F; i++) {
-            float v = r0 ? alu(op0, s0, row[i]) : alu(op0, row[i], s0);
-            if (op1 != NK_ALU_BYPASS)
-                v = r1 ? alu(op1, s1, v) : alu(op1, v, s1);
-            row[i] = v;
-        }
+        alu_vs(op0, a + p * F, o0[p], r0, F);
+        if (op1 != NK_ALU_BYPASS)
+            alu_vs(op1, a + p * F, o1[p], r1, F);
     }
     scatter(&d, a);
     return 0;
 }
 
-static int run_tensor_reduce(exec *x, const nk_instr *in)
+/* Reduction geometry: the free dims padded to 3 as [n0, n1, n2] and the
+ * reduced axis r (0..2) or -1 for all of them. */
+typedef struct rgeom {
+    int64_t n[3];
+    int r;
+    int64_t kept;
+} rgeom;
+
+static rgeom reduce_geom(const nk_instr *in)
 {
     const nk_tensor *t = &in->src[0];
-    bview s = view_of(x, t), d = view_of(x, &in->dst);
-    int64_t P = t->shape[0], F = nk__free_size(t);
-    /* free dims padded to 3: [n1, n2, n3]; reduce axis index r in 0..2 or all */
-    int64_t n[3] = {1, 1, 1};
+    rgeom g = {{1, 1, 1}, -1, 1};
     int nf = t->ndim - 1, pad = 3 - nf;
     for (int i = 0; i < nf; i++)
-        n[pad + i] = t->shape[1 + i];
-    int r = in->axis == -1 ? -1 : pad + in->axis - 1;
-    int64_t kept = r == -1 ? 1 : F / n[r];
-    float *a = scratch(x, 0, (size_t)(P * F)), *o = scratch(x, 1, (size_t)(P * kept));
+        g.n[pad + i] = t->shape[1 + i];
+    g.r = in->axis == -1 ? -1 : pad + in->axis - 1;
+    g.kept = g.r == -1 ? 1 : g.n[0] * g.n[1] * g.n[2] / (g.n[g.r] ? g.n[g.r] : 1);
+    return g;
+}
+
+/* acc op v[0] op v[1] ... in index order: a sequential reduction. */
+static float fold(nk_alu op, float acc, const float *v, int64_t n)
+{
+#define FOLD(e) for (int64_t i = 0; i < n; i++) { float x = acc, y = v[i]; (void)x; (void)y; acc = (e); }
+    switch (op) { ALU_CASES(FOLD) }
+#undef FOLD
+    return acc;
+}
+
+static int64_t ifold(nk_alu op, int64_t acc, const int64_t *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        acc = ialu(op, acc, v[i]);
+    return acc;
+}
+
+/* One partition's row folded into out[kept]. */
+static void reduce_row(nk_alu op, const rgeom *g, const float *row, float *out, float init)
+{
+    int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    if (g->r == -1) {
+        out[0] = fold(op, init, row, n0 * n1 * n2);
+    } else if (g->r == 2) {
+        for (int64_t k = 0; k < n0 * n1; k++)
+            out[k] = fold(op, init, row + k * n2, n2);
+    } else {
+        int64_t inner = g->r == 1 ? n2 : n1 * n2, outer = g->r == 1 ? n0 : 1, len = g->n[g->r];
+        for (int64_t o = 0; o < outer; o++) {
+            float *dst = out + o * inner;
+            for (int64_t k = 0; k < inner; k++)
+                dst[k] = init;
+            for (int64_t j = 0; j < len; j++)
+                alu_vv(op, dst, row + (o * len + j) * inner, inner);
+        }
+    }
+}
+
+static void ireduce_row(nk_alu op, const rgeom *g, const int64_t *row, int64_t *out, int64_t init)
+{
+    int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    if (g->r == -1) {
+        out[0] = ifold(op, init, row, n0 * n1 * n2);
+    } else if (g->r == 2) {
+        for (int64_t k = 0; k < n0 * n1; k++)
+            out[k] = ifold(op, init, row + k * n2, n2);
+    } else {
+        int64_t inner = g->r == 1 ? n2 : n1 * n2, outer = g->r == 1 ? n0 : 1, len = g->n[g->r];
+        for (int64_t o = 0; o < outer; o++) {
+            int64_t *dst = out + o * inner;
+            for (int64_t k = 0; k < inner; k++)
+                dst[k] = init;
+            for (int64_t j = 0; j < len; j++)
+                ialu_vv(op, dst, row + (o * len + j) * inner, inner);
+        }
+    }
+}
+
+static int run_tensor_reduce(exec *x, const nk_instr *in)
+{
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    rgeom g = reduce_geom(in);
+    nk_alu op = (nk_alu)in->alu0;
+    if (is_bitvec(op)) {
+        int64_t *a = scratch_i64(0, (size_t)(P * F)), *o = scratch_i64(1, (size_t)(P * g.kept));
+        if (!a || !o)
+            return NK_ENOMEM;
+        gather_i64(&s, a);
+        for (int64_t p = 0; p < P; p++)
+            ireduce_row(op, &g, a + p * F, o + p * g.kept, op == NK_ALU_BITWISE_AND ? -1 : 0);
+        scatter_i64(&d, o, 1);
+        return 0;
+    }
+    float *a = scratch(0, (size_t)(P * F)), *o = scratch(1, (size_t)(P * g.kept));
     if (!a || !o)
         return NK_ENOMEM;
     gather(&s, a);
-    nk_alu op = (nk_alu)in->alu0;
-    float ident = op == NK_ALU_MAX ? -INFINITY : op == NK_ALU_MIN ? INFINITY : op == NK_ALU_MULTIPLY ? 1.0f
-                  : op == NK_ALU_BITWISE_AND ? -1.0f : 0.0f;
-    for (int64_t p = 0; p < P; p++) {
-        const float *row = a + p * F;
-        float *out = o + p * kept;
-        for (int64_t k = 0; k < kept; k++)
-            out[k] = ident;
-        int64_t idx = 0;
-        for (int64_t i0 = 0; i0 < n[0]; i0++)
-            for (int64_t i1 = 0; i1 < n[1]; i1++)
-                for (int64_t i2 = 0; i2 < n[2]; i2++, idx++) {
-                    int64_t k = r == -1 ? 0 : r == 0 ? i1 * n[2] + i2 : r == 1 ? i0 * n[2] + i2 : i0 * n[1] + i1;
-                    out[k] = alu(op, out[k], row[idx]);
-                }
-    }
+    float init = op == NK_ALU_MAX ? -INFINITY : op == NK_ALU_MIN ? INFINITY : op == NK_ALU_MULTIPLY ? 1.0f : 0.0f;
+    for (int64_t p = 0; p < P; p++)
+        reduce_row(op, &g, a + p * F, o + p * g.kept, init);
     scatter(&d, o);
     return 0;
 }
@@ -389,7 +786,9 @@ static int run_tensor_reduce(exec *x, const nk_instr *in)
 static int run_copy(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    float *a = scratch(x, 0, (size_t)vnumel(&s));
+    if (s.dt == d.dt && in->engine != NK_ENGINE_SCALAR)
+        return copy_bytes(&d, &s);
+    float *a = scratch(0, (size_t)vnumel(&s));
     if (!a)
         return NK_ENOMEM;
     gather(&s, a);
@@ -397,70 +796,82 @@ static int run_copy(exec *x, const nk_instr *in)
     return 0;
 }
 
+/* Integer tiles take the value itself (rounded half to even, saturated);
+ * float tiles take it rounded to fp32, then to their dtype. */
 static int run_memset(exec *x, const nk_instr *in)
 {
     bview d = view_of(x, &in->dst);
     size_t n = (size_t)vnumel(&d);
-    float *a = scratch(x, 0, n);
+    if (!nk_dtype_is_float(d.dt)) {
+        int64_t *a = scratch_i64(0, n), lo, hi;
+        if (!a)
+            return NK_ENOMEM;
+        int_range(d.dt, &lo, &hi);
+        int64_t v = d2i(in->imm0, lo, hi);
+        for (size_t i = 0; i < n; i++)
+            a[i] = v;
+        scatter_i64(&d, a, 0);
+        return 0;
+    }
+    float *a = scratch(0, n), v = (float)in->imm0;
     if (!a)
         return NK_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        a[i] = (float)in->imm0;
+        a[i] = v;
     scatter(&d, a);
     return 0;
 }
 
 /* Value of an affine expression at every element of t, row-major. */
-static void affine_values(const nk_tensor *t, const nk_affine *e, float *out)
+static void affine_values(const nk_tensor *t, const nk_affine *e, int64_t *out)
 {
-    int64_t n[3] = {1, 1, 1};
-    int32_t cf[3] = {0, 0, 0};
+    int64_t n[3] = {1, 1, 1}, cf[3] = {0, 0, 0};
     for (int i = 1; i < t->ndim; i++) {
         n[i - 1] = t->shape[i];
         cf[i - 1] = e->cf[i - 1];
     }
     for (int64_t p = 0; p < t->shape[0]; p++)
         for (int64_t a = 0; a < n[0]; a++)
-            for (int64_t b = 0; b < n[1]; b++)
+            for (int64_t b = 0; b < n[1]; b++) {
+                int64_t base = (int64_t)e->c + (int64_t)e->cp * p + cf[0] * a + cf[1] * b;
                 for (int64_t c = 0; c < n[2]; c++)
-                    *out++ = (float)((int64_t)e->c + (int64_t)e->cp * p + cf[0] * a + cf[1] * b + cf[2] * c);
+                    *out++ = base + cf[2] * c;
+            }
 }
 
+/* Integer values, exact; a value outside the dtype's range saturates. */
 static int run_iota(exec *x, const nk_instr *in)
 {
     bview d = view_of(x, &in->dst);
-    float *a = scratch(x, 0, (size_t)vnumel(&d));
+    int64_t *a = scratch_i64(0, (size_t)vnumel(&d));
     if (!a)
         return NK_ENOMEM;
     affine_values(&in->dst, &in->aff, a);
-    scatter(&d, a);
+    scatter_i64(&d, a, 0);
     return 0;
 }
 
 static int run_affine_select(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    size_t n = (size_t)vnumel(&s);
-    float *a = scratch(x, 0, n), *e = scratch(x, 1, n);
+    int64_t n = vnumel(&s);
+    float *a = scratch(0, (size_t)n);
+    int64_t *e = scratch_i64(1, (size_t)n);
     if (!a || !e)
         return NK_ENOMEM;
     gather(&s, a);
     affine_values(&in->dst, &in->aff, e);
     float f = (float)in->imm0;
-    for (size_t i = 0; i < n; i++) {
-        float v = e[i];
-        int keep;
-        switch (in->cmp) {
-        case NK_CMP_GE: keep = v >= 0; break;
-        case NK_CMP_GT: keep = v > 0; break;
-        case NK_CMP_EQ: keep = v == 0; break;
-        case NK_CMP_NE: keep = v != 0; break;
-        case NK_CMP_LE: keep = v <= 0; break;
-        default: keep = v < 0; break;
-        }
-        if (!keep)
-            a[i] = f;
+#define SEL(cond) for (int64_t i = 0; i < n; i++) { int64_t v = e[i]; a[i] = (cond) ? a[i] : f; }
+    switch (in->cmp) {
+    case NK_CMP_GE: SEL(v >= 0); break;
+    case NK_CMP_GT: SEL(v > 0); break;
+    case NK_CMP_EQ: SEL(v == 0); break;
+    case NK_CMP_NE: SEL(v != 0); break;
+    case NK_CMP_LE: SEL(v <= 0); break;
+    default: SEL(v < 0); break;
     }
+#undef SEL
     scatter(&d, a);
     return 0;
 }
@@ -471,7 +882,11 @@ static int run_one(exec *x, const nk_instr *in)
     case NK_OP_LOAD:
     case NK_OP_STORE: {
         bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-        return dma_copy(x, &d, &s);
+        if (in->src[0].mem != in->dst.mem && same_shape(&s, &d)) {
+            copy_direct(&d, &s);
+            return 0;
+        }
+        return copy_bytes(&d, &s);
     }
     case NK_OP_MATMUL: return run_matmul(x, in);
     case NK_OP_TRANSPOSE: return run_transpose(x, in);
@@ -513,11 +928,11 @@ int nk_execute(const nk_program *p, void *const *hbm)
     int parts = p->arch->partitions;
     x.pbytes[NK_SBUF] = p->sbuf_peak > 64 ? p->sbuf_peak : 64;
     x.pbytes[NK_PSUM] = p->psum_peak > 64 ? p->psum_peak : 64;
-    if (ensure(&arena.sbuf, &arena.sbuf_size, (size_t)(parts * x.pbytes[NK_SBUF])) ||
-        ensure(&arena.psum, &arena.psum_size, (size_t)(parts * x.pbytes[NK_PSUM])))
+    if (!thread_arena() || ensure(&arena->sbuf, &arena->sbuf_size, (size_t)(parts * x.pbytes[NK_SBUF])) ||
+        ensure(&arena->psum, &arena->psum_size, (size_t)(parts * x.pbytes[NK_PSUM])))
         return NK_ENOMEM;
-    x.mem[NK_SBUF] = arena.sbuf;
-    x.mem[NK_PSUM] = arena.psum;
+    x.mem[NK_SBUF] = arena->sbuf;
+    x.mem[NK_PSUM] = arena->psum;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         int rc = run_one(&x, &p->instrs[i]);
         if (rc)

@@ -265,26 +265,19 @@ int nk__program_bind(const nk_program *p, const nk_array *args, int nargs, nk_ar
 
 void nk__program_unbind(const nk_program *p, void **hbm) { free_scratch(p, hbm, p->nhbm); }
 
-/* The binding table of the calling thread, grown to the largest program. */
-static _Thread_local struct {
-    void **ptrs;
-    size_t cap;
-} binding;
-
+/* The binding table is allocated per run (one allocation, nothing per
+ * instruction): a thread-local cache would leak when its thread exits. */
 int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts)
 {
-    if (binding.cap < p->nbufs) {
-        void **q = realloc(binding.ptrs, p->nbufs * sizeof *q);
-        if (!q)
-            return NK_ENOMEM;
-        binding.ptrs = q;
-        binding.cap = p->nbufs;
+    void **ptrs = calloc(p->nbufs ? p->nbufs : 1, sizeof *ptrs);
+    if (!ptrs)
+        return NK_ENOMEM;
+    int rc = nk__program_bind(p, args, nargs, outs, nouts, ptrs);
+    if (!rc) {
+        rc = nk_execute(p, ptrs);
+        nk__program_unbind(p, ptrs);
     }
-    int rc = nk__program_bind(p, args, nargs, outs, nouts, binding.ptrs);
-    if (rc)
-        return rc;
-    rc = nk_execute(p, binding.ptrs);
-    nk__program_unbind(p, binding.ptrs);
+    free(ptrs);
     return rc;
 }
 
