@@ -2,6 +2,7 @@
 #   make demo   build and run the walkthrough (NKI's profiling example in C)
 #   make test   build and run every test (also under ASan/UBSan)
 #   make bench  speed of the tool itself
+#   make install PREFIX=DIR  nklab, libnklab.a, nklab.h, pkg-config file
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -11,19 +12,19 @@ LDLIBS = -lopenblas -lm -lpthread
 BUILD ?= build
 
 LIB_SRC = $(wildcard src/core/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/exec/*.c src/rt/*.c \
-                     src/timing/*.c src/profile/*.c src/view/*.c src/bench/*.c)
+                     src/timing/*.c src/profile/*.c src/view/*.c src/bench/*.c src/insights/*.c)
 KERN_SRC = $(wildcard kernels/*.c)
 CLI_SRC = $(wildcard src/cli/*.c)
 TESTS ?= $(wildcard tests/unit/test_*.c)
 TEST_SRC = tests/unit/main.c $(TESTS)
 
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/view_assets.o
 KERN_OBJ = $(KERN_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 HDRS = $(wildcard include/*.h src/*.h src/*/*.h kernels/*.h tests/unit/*.h)
 
-.PHONY: all deps demo test test-fast bench clean
+.PHONY: all deps demo test test-fast bench clean install
 all: $(BUILD)/nklab $(BUILD)/test_nklab
 
 deps: $(BUILD)/.deps
@@ -36,6 +37,15 @@ $(BUILD)/%.o: %.c $(HDRS) $(BUILD)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
 
+# The viewer's HTML/CSS/JS, embedded into the library as C arrays.
+VIEW_ASSETS = src/view/assets/viewer.html src/view/assets/viewer.css src/view/assets/viewer.js
+$(BUILD)/gen/view_assets.c: $(VIEW_ASSETS) scripts/embed-assets.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-assets.sh $@ nk__view_asset_html=src/view/assets/viewer.html \
+	    nk__view_asset_css=src/view/assets/viewer.css nk__view_asset_js=src/view/assets/viewer.js
+$(BUILD)/gen/view_assets.o: $(BUILD)/gen/view_assets.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
 $(BUILD)/libnklab.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -47,8 +57,21 @@ $(BUILD)/libnklab_kernels.a: $(KERN_OBJ)
 $(BUILD)/nklab: $(CLI_OBJ) $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
 	$(CC) $(CFLAGS) -rdynamic -o $@ $^ $(LDLIBS) -ldl
 
-$(BUILD)/test_nklab: $(TEST_OBJ) $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
+# The unit tests also cover the CLI's .npy reader and writer.
+$(BUILD)/test_nklab: $(TEST_OBJ) $(BUILD)/src/cli/npy.o $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Helper of the CLI tests: writes random .npy files, computes references,
+# compares with tolerances (its own .npy code, independent of the library).
+$(BUILD)/npytool: tests/cli/npytool.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< -lm
+
+# Benchmarks: each bench/NAME.c is its own program against the libraries.
+BENCH_BIN = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+$(BUILD)/bench/%: bench/%.c $(HDRS) $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a $(LDLIBS)
 
 # The whole suite: unit tests, then the same tests under ASan/UBSan, then the
 # CLI tests; prints "N passed, N failed" last.
@@ -62,8 +85,27 @@ test: $(BUILD)/nklab $(BUILD)/test_nklab
 test-fast: $(BUILD)/test_nklab
 	$(BUILD)/test_nklab
 
+bench: $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
+
+# The walkthrough: NKI's profiling example (exp over [250, 512]) as a C file,
+# run, benchmarked, profiled and summarised with the nklab just built.
 demo: $(BUILD)/nklab
-	@scripts/demo.sh
+	@NK_BUILD=$(BUILD) scripts/demo.sh
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the nklab command, the
+# libraries, the headers (kernels.h as nklab_kernels.h) and a pkg-config file.
+# The installed nklab finds nklab.h for user kernels in <bindir>/../include.
+PREFIX ?= /usr/local
+NK_VERSION_STR = $(shell sed -n 's/^\#define NK_VERSION "\(.*\)"/\1/p' include/nklab.h)
+install: $(BUILD)/nklab $(BUILD)/libnklab.a $(BUILD)/libnklab_kernels.a nklab.pc.in
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BUILD)/nklab $(DESTDIR)$(PREFIX)/bin/nklab
+	install -m 644 $(BUILD)/libnklab.a $(BUILD)/libnklab_kernels.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/nklab.h $(DESTDIR)$(PREFIX)/include/nklab.h
+	install -m 644 kernels/kernels.h $(DESTDIR)$(PREFIX)/include/nklab_kernels.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(NK_VERSION_STR)|g' nklab.pc.in \
+	    >$(DESTDIR)$(PREFIX)/lib/pkgconfig/nklab.pc
 
 clean:
 	rm -rf build

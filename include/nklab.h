@@ -444,6 +444,141 @@ void nk_program_free(nk_program *p); /* only for programs from nk_program_load *
 /* Writes a human-readable listing of the program (one instruction a line). */
 int nk_program_dump(const nk_program *p, char **text);
 
+/* ---------------------------------------------------------------- profiles */
+
+/* A profile: a compiled program, its modelled timeline (every instruction on
+ * every engine and DMA queue) and the kernel's source text, in one
+ * self-contained versioned file (.nkp). Capturing one times the program on
+ * the model; nothing is executed. */
+typedef struct nk_profile nk_profile;
+struct nk_arch;
+
+/* Times p on arch (NULL: the program's own target) and records the source
+ * files it names. Free with nk_profile_free. */
+int nk_profile_capture(const nk_program *p, const struct nk_arch *arch, nk_profile **out);
+/* Writes atomically: a temporary file in the same directory, fsync, rename. */
+int nk_profile_write(const nk_profile *pr, const char *path);
+/* Reads and checks a profile; a corrupt, truncated, foreign or newer file
+ * fails with a message in err. */
+int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen);
+void nk_profile_free(nk_profile *pr);
+const nk_program *nk_profile_program(const nk_profile *pr);
+
+/* Summary metrics of a profile, named as in the Neuron profiler. Times in
+ * seconds, percentages 0..100 of total_time, sizes in bytes. */
+typedef struct nk_metrics {
+    double total_time;                /* kernel start to the last event's end */
+    double event_count;               /* bars on the timeline */
+    double total_active_time_percent; /* some engine or DMA busy */
+    double tensor_engine_instruction_count, tensor_engine_active_time, tensor_engine_active_time_percent;
+    double vector_engine_instruction_count, vector_engine_active_time, vector_engine_active_time_percent;
+    double scalar_engine_instruction_count, scalar_engine_active_time, scalar_engine_active_time_percent;
+    double gpsimd_engine_instruction_count, gpsimd_engine_active_time, gpsimd_engine_active_time_percent;
+    double sync_engine_instruction_count, sync_engine_active_time, sync_engine_active_time_percent;
+    double dma_active_time_percent;   /* some DMA transfer in flight */
+    double dma_transfer_count, dma_transfer_total_bytes, dma_transfer_average_bytes;
+    double dma_queue_count;
+    double hbm_read_bytes, hbm_write_bytes, sbuf_read_bytes, sbuf_write_bytes;
+    double psum_read_bytes, psum_write_bytes;
+    double hardware_flops;            /* 2*K*M*N per matmul, and PE transposes */
+    double hfu_estimated_percent;     /* hardware FLOPs against the target's peak */
+    double mfu_estimated_percent;     /* matmul FLOPs against the target's peak */
+    double mbu_estimated_percent;     /* HBM bytes per second against HBM bandwidth */
+    double mm_arithmetic_intensity;   /* matmul FLOPs per HBM byte */
+    double peak_flops_bandwidth_ratio;/* peak FLOP/s over HBM bytes/s: the ridge point */
+    double matmul_instruction_count;
+} nk_metrics;
+
+int nk_profile_metrics(const nk_profile *pr, nk_metrics *m);
+/* A metric by its name; NK_ENOTFOUND for an unknown name. */
+int nk_metrics_get(const nk_metrics *m, const char *name, double *value);
+/* The metric names in summary order, and their units ("s", "%", "bytes"...). */
+int nk_metrics_count(void);
+const char *nk_metrics_name(int i);
+const char *nk_metrics_unit(int i);
+/* `nklab summary`: aligned text with units, or one JSON object holding
+ * exactly the metrics. label names the profile in the text (may be NULL). */
+int nk_profile_summary(const nk_profile *pr, const char *label, int json, char **text);
+
+/* ---- insights (docs/insights.md) */
+
+/* `nklab insights`: what limits the kernel, in words. The text report has the
+ * engines used and their overlap, the critical path, idle time by cause,
+ * roofline, DMA transfer sizes and time per source line, then every finding
+ * ranked by the time at stake, with evidence, source lines and a suggestion;
+ * json = 1 gives the findings as a JSON array of objects instead. The caller
+ * frees *text. */
+int nk_profile_insights(const nk_profile *pr, int json, char **text);
+/* `nklab diff`: profiles a and b side by side (deltas are b - a); names label
+ * them (may be NULL). The caller frees *text. */
+int nk_profile_diff(const nk_profile *a, const char *name_a, const nk_profile *b, const char *name_b,
+                    char **text);
+
+/* ---------------------------------------------------------------- bench */
+
+/*
+ * Benchmarking a kernel as `nki.benchmark` does: compile once, warm-up
+ * iterations, timed iterations, latency percentiles.
+ *
+ * Two latencies per iteration, in nanoseconds:
+ *   NC (device): the modelled device time of the compiled program (the
+ *     timeline's total_ns). Timing never depends on values, so it is computed
+ *     once per program and is the same in every iteration.
+ *   E2E (end to end): the measured host dispatch of that iteration (cached
+ *     program lookup, argument binding and unbinding) + the modelled copies of
+ *     the inputs to the device and of the outputs back (host_in_ns,
+ *     host_out_ns) + the device time. Its spread is the dispatch's.
+ * Executing the program on the host (the functional simulation) is not part
+ * of either latency: it stands in for the device, whose time is modelled.
+ */
+typedef enum nk_latency { NK_LATENCY_E2E = 0, NK_LATENCY_NC = 1 } nk_latency;
+
+typedef struct nk_bench_options {
+    int warmup;  /* untimed iterations before the timed ones, >= 0 */
+    int iters;   /* timed iterations, >= 1 */
+    int execute; /* 1: compute the values every iteration; 0: dispatch and timing only */
+    /* When set, called after every iteration with done = 1 .. warmup + iters. */
+    void (*progress)(void *user, int done, int total);
+    void *user;
+} nk_bench_options;
+
+/* warmup 10, iters 100, execute 1, no progress callback. */
+nk_bench_options nk_bench_defaults(void);
+
+typedef struct nk_bench_result {
+    int warmup, iters, executed;
+    char target[16];
+    double compile_ns;     /* measured trace + schedule of the first call; 0 when already cached */
+    double device_ns;      /* NC latency: modelled device time */
+    double host_in_ns;     /* modelled host -> device copy of the inputs */
+    double host_out_ns;    /* modelled device -> host copy of the outputs */
+    double *dispatch_ns;   /* iters entries, in iteration order: measured host dispatch */
+    double *e2e_ns;        /* iters entries, in iteration order: E2E latency */
+    double *e2e_sorted_ns; /* the same, ascending */
+    double exec_ns;        /* measured host execution, mean per timed iteration (0 if not executed) */
+    double wall_s;         /* wall-clock seconds of the timed loop */
+    double user_s, sys_s;  /* CPU seconds of this process during the timed loop (getrusage) */
+    size_t ninstr;         /* instructions of the program */
+} nk_bench_result;
+
+/* Benchmarks kernel k on args (compiled for opts, which may be NULL; bo NULL
+ * means nk_bench_defaults()). On a kernel error returns its status and
+ * nk_kernel_error(k) holds "file:line: message"; NK_EINVAL for bad options.
+ * On success fill *res; free it with nk_bench_result_free. */
+int nk_bench(nk_kernel *k, const nk_array *args, int nargs, const nk_options *opts, const nk_bench_options *bo,
+             nk_bench_result *res);
+void nk_bench_result_free(nk_bench_result *res);
+
+/* The p-th percentile (0 <= p <= 100) of a latency, in microseconds, by
+ * linear interpolation between the closest ranks: with the n samples sorted
+ * ascending x[0..n-1], h = (n - 1) p / 100, the value is
+ * x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h]) (numpy's default).
+ * p 0 is the minimum, 100 the maximum. NaN for p outside [0, 100], an unknown
+ * latency or an empty result. */
+double nk_bench_latency_percentile(const nk_bench_result *res, nk_latency which, double p);
+/* Mean of a latency in microseconds (NaN for an empty result). */
+double nk_bench_latency_mean(const nk_bench_result *res, nk_latency which);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nklab needs to build and test, if missing.
-# Usage: scripts/install-deps.sh [build|test]
+# Usage: scripts/install-deps.sh [build|test|browser]
+#   browser: what tests/browser/run.sh needs (headless Chromium, node, npm)
 set -euo pipefail
 want=(libopenblas-dev)
 if [ "${1:-build}" = test ]; then
-    want+=(libclang-rt-14-dev clang)
+    want+=(libclang-rt-14-dev clang pkg-config)
+fi
+if [ "${1:-build}" = browser ]; then
+    want+=(chromium)
+    # node and npm from any source will do (some machines ship their own)
+    { command -v node && command -v npm; } >/dev/null || want+=(nodejs npm)
 fi
 missing=()
 for p in "${want[@]}"; do

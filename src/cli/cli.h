@@ -29,11 +29,21 @@ int nk_cmd_kernels(int argc, char **argv);
 void nk_help_kernels(void);
 int nk_cmd_run(int argc, char **argv);
 void nk_help_run(void);
+int nk_cmd_bench(int argc, char **argv);
+void nk_help_bench(void);
+int nk_cmd_profile(int argc, char **argv);
+void nk_help_profile(void);
 int nk_cmd_view(int argc, char **argv);
 void nk_help_view(void);
 int nk_cmd_timeline(int argc, char **argv);
 void nk_help_timeline(void);
 int nk_cmd_export(int argc, char **argv);
 void nk_help_export(void);
+int nk_cmd_insights(int argc, char **argv);
+void nk_help_insights(void);
+int nk_cmd_diff(int argc, char **argv);
+void nk_help_diff(void);
+int nk_cmd_summary(int argc, char **argv);
+void nk_help_summary(void);
 
 #endif

@@ -9,10 +9,16 @@
 
 static const nk_command commands[] = {
     {"kernels", "list the built-in kernels with their argument shapes and dtypes", nk_cmd_kernels, nk_help_kernels},
-    {"run", "run a kernel on .npy inputs and write its outputs as .npy", nk_cmd_run, nk_help_run},
+    {"run", "run a kernel (built-in or FILE.c:FUNCTION) on .npy or generated inputs", nk_cmd_run, nk_help_run},
+    {"bench", "benchmark a kernel: warm-up, timed iterations, latency percentiles", nk_cmd_bench, nk_help_bench},
+    {"profile", "run a kernel once and write its profile (.nkp)", nk_cmd_profile, nk_help_profile},
     {"view", "write a profile as a self-contained HTML viewer page", nk_cmd_view, nk_help_view},
     {"timeline", "print a profile's per-engine timeline in the terminal", nk_cmd_timeline, nk_help_timeline},
     {"export", "export a profile as Perfetto/Chrome trace JSON, JSON or CSV", nk_cmd_export, nk_help_export},
+    {"insights", "explain what limits a kernel, with evidence, source lines and suggestions", nk_cmd_insights,
+     nk_help_insights},
+    {"diff", "compare two profiles: time, engines, opcodes, source lines, findings", nk_cmd_diff, nk_help_diff},
+    {"summary", "print a profile's summary metrics (text or --json)", nk_cmd_summary, nk_help_summary},
 };
 
 int nk_cli_error(int code, const char *fmt, ...)
@@ -32,7 +38,12 @@ static void usage(FILE *f)
     fprintf(f, "usage: nklab COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n`nklab COMMAND --help` describes a command.\n"
+    fprintf(f, "\nexamples:\n"
+               "  nklab kernels\n"
+               "  nklab run tensor_exp --in x.npy --out y.npy\n"
+               "  nklab bench examples/tensor_exp.c:tensor_exp --random in=250x512:float32\n"
+               "  nklab profile tensor_exp -o exp.nkp && nklab summary exp.nkp\n"
+               "\n`nklab COMMAND --help` describes a command; docs/cli.md all of them.\n"
                "exit codes: 0 success, 1 the operation failed, 2 bad command line\n");
 }
 

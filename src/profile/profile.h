@@ -4,13 +4,15 @@
  * self-contained versioned file (.nkp).
  *
  * This header is the contract between the profile (src/profile), the viewer
- * and exporters (src/view), insights and the CLI.
+ * and exporters (src/view), insights and the CLI. The file layout is in
+ * docs/file-formats.md.
  */
 #ifndef NK_PROFILE_H
 #define NK_PROFILE_H
 
 #include "nkint.h"
 #include "timing/timing.h"
+#include "sched/program_io.h"
 
 typedef struct nk_source {
     char *path;  /* as recorded in the program's files[] (same index) */
@@ -23,15 +25,41 @@ typedef struct nk_profile {
     nk_source *sources;    /* prog->nfiles entries */
     char nklab_version[16];
     double created_unix;   /* seconds since the epoch at capture */
+    /* added after the first version of this contract */
+    nk_arch arch;          /* the target table the timeline was computed on (a
+                              copy: it may be a modified target, not prog->arch) */
 } nk_profile;
 
 /* Captures a profile of p: copies the program, times it on arch (NULL: the
- * program's target) and reads the source files it names. */
+ * program's target) and reads the source files it names. The creation time
+ * is the clock's, or NK_PROFILE_FIXED_TIME (seconds) when that is set, for
+ * reproducible files. */
 int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **out);
-/* Writes atomically (temporary file + rename). */
+/* Writes atomically (temporary file + fsync + rename). */
 int nk_profile_write(const nk_profile *pr, const char *path);
 /* Strict reader: a corrupt, truncated or foreign file fails with a message. */
 int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen);
 void nk_profile_free(nk_profile *pr);
+
+/* ---- below: for the file's own tests, the fuzzer and tools */
+
+/* The whole file (header and sections) into w. */
+int nk__profile_encode(const nk_profile *pr, nk_wr *w);
+/* A whole file's bytes: header, checksum, then the sections. */
+int nk__profile_decode(const uint8_t *data, size_t n, nk_profile **out, char *err, size_t errlen);
+/* The sections alone (what follows the header), past the checksum: lets a
+ * fuzzer reach every check behind it. */
+int nk__profile_decode_content(nk_rd *r, nk_profile **out);
+/* What the reader trusts about a timeline, given its program and target. */
+int nk__timeline_check(const nk_timeline *tl, const nk_program *p, const nk_arch *arch, char *err,
+                       size_t errlen);
+/* Reads the source text of each of the program's files into pr->sources. */
+int nk__profile_read_sources(nk_profile *pr);
+
+/* ---- metrics (metrics.c): names as in the Neuron profiler's summary */
+
+enum { NK_MK_COUNT = 0, NK_MK_TIME, NK_MK_PERCENT, NK_MK_BYTES, NK_MK_FLOPS, NK_MK_RATIO };
+/* Kind of metric i (NK_MK_*), for formatting; -1 when out of range. */
+int nk__metric_kind(int i);
 
 #endif

@@ -68,5 +68,6 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     printf("%d passed, %d failed\n", passed, failed);
+    fflush(stdout); /* before any exit-time sanitizer report */
     return failed ? 1 : 0;
 }

@@ -1,0 +1,58 @@
+/*
+ * cmd_summary.c - `nklab summary P.nkp [--json]`: the profile's summary
+ * metrics, as aligned text with units or as one JSON object.
+ */
+#include "args.h"
+
+#include "profile/profile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nk_help_summary(void)
+{
+    printf("usage: nklab summary PROFILE.nkp [--json]\n\n"
+           "Prints the profile's summary metrics, named as in the Neuron profiler:\n"
+           "total_time, per-engine instruction counts and active time, DMA transfers\n"
+           "and queues, HBM/SBUF/PSUM traffic, FLOPs and the utilisation estimates\n"
+           "(hfu, mfu against the target's peak FLOPs, mbu against its HBM bandwidth),\n"
+           "arithmetic intensity against the ridge point (peak_flops_bandwidth_ratio).\n"
+           "docs/file-formats.md defines each metric.\n\n"
+           "  --json   one JSON object whose keys are exactly the metric names\n"
+           "           (times in seconds, percentages 0..100, sizes in bytes)\n\n"
+           "exit codes: 0 success, 1 unreadable profile, 2 bad command line\n");
+}
+
+int nk_cmd_summary(int argc, char **argv)
+{
+    const char *in = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) {
+            json = 1;
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1])
+            return nk_cli_error(NK_EXIT_USAGE, "summary: unknown option '%s' (see nklab summary --help)", argv[i]);
+        if (in)
+            return nk_cli_error(NK_EXIT_USAGE, "summary: one profile at a time ('%s' and '%s')", in, argv[i]);
+        in = argv[i];
+    }
+    if (!in)
+        return nk_cli_error(NK_EXIT_USAGE, "summary: which profile? (nklab summary PROFILE.nkp)");
+    char err[256];
+    nk_profile *pr;
+    if (nk_profile_read(in, &pr, err, sizeof err))
+        return nk_cli_error(NK_EXIT_FAIL, "summary: %s: %s", in, err);
+    char *text = NULL;
+    int rc = nk_profile_summary(pr, in, json, &text);
+    int code = NK_EXIT_OK;
+    if (rc)
+        code = nk_cli_error(NK_EXIT_FAIL, "summary: %s", nk_strerror(rc));
+    else
+        fputs(text, stdout);
+    free(text);
+    nk_profile_free(pr);
+    return code;
+}

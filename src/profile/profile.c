@@ -1,0 +1,547 @@
+/*
+ * profile.c - capturing a profile, and its file (.nkp): one container
+ * (header, checksum) holding the sections META (nklab version, creation
+ * time), ARCH (the target table, as text), PROG (the program's own
+ * sections), TIME (the timeline) and SRCS (the kernel's source texts).
+ *
+ * The reader is strict: it checks the header and checksum, then decodes each
+ * section with every count bounded by the bytes left, validates the program
+ * (nk__program_check) and the timeline against it (nk__timeline_check), so
+ * the viewer, exporters and insights can index without checking.
+ */
+#include "profile/profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MAX_ARCH_TEXT (64u << 10)
+
+/* ================================================================ capture */
+
+static double now_unix(void)
+{
+    const char *fixed = getenv("NK_PROFILE_FIXED_TIME");
+    if (fixed && *fixed) {
+        char *end;
+        double t = strtod(fixed, &end);
+        if (!*end && isfinite(t))
+            return t;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A source file's text, or NULL when it cannot be read, is not a regular
+ * file, is too large or holds NUL bytes (not text). */
+static char *read_source(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct stat st;
+    char *s = NULL;
+    if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size <= (off_t)NK_IO_MAX_TEXT) {
+        size_t n = (size_t)st.st_size;
+        s = malloc(n + 1);
+        if (s && (fread(s, 1, n, f) != n || memchr(s, 0, n))) {
+            free(s);
+            s = NULL;
+        }
+        if (s)
+            s[n] = 0;
+    }
+    fclose(f);
+    return s;
+}
+
+int nk__profile_read_sources(nk_profile *pr)
+{
+    const nk_program *p = pr->prog;
+    pr->sources = calloc(p->nfiles ? p->nfiles : 1, sizeof *pr->sources);
+    if (!pr->sources)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < p->nfiles; i++) {
+        if (!(pr->sources[i].path = strdup(p->files[i])))
+            return NK_ENOMEM;
+        pr->sources[i].text = read_source(p->files[i]);
+    }
+    return 0;
+}
+
+int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **out)
+{
+    *out = NULL;
+    if (!p)
+        return NK_EINVAL;
+    if (!arch)
+        arch = p->arch ? p->arch : nk_arch_get(p->target);
+    if (!arch)
+        return NK_ENOTFOUND;
+    nk_profile *pr = calloc(1, sizeof *pr);
+    if (!pr)
+        return NK_ENOMEM;
+    pr->arch = *arch;
+    snprintf(pr->nklab_version, sizeof pr->nklab_version, "%s", NK_VERSION);
+    pr->created_unix = now_unix();
+    int rc = nk__program_copy(p, &pr->prog);
+    if (!rc)
+        rc = nk_time_program(pr->prog, &pr->arch, &pr->tl);
+    if (!rc)
+        rc = nk__timeline_check(pr->tl, pr->prog, &pr->arch, NULL, 0);
+    if (!rc)
+        rc = nk__profile_read_sources(pr);
+    if (rc) {
+        nk_profile_free(pr);
+        return rc;
+    }
+    *out = pr;
+    return 0;
+}
+
+void nk_profile_free(nk_profile *pr)
+{
+    if (!pr)
+        return;
+    if (pr->sources && pr->prog)
+        for (uint32_t i = 0; i < pr->prog->nfiles; i++) {
+            free(pr->sources[i].path);
+            free(pr->sources[i].text);
+        }
+    free(pr->sources);
+    nk_timeline_free(pr->tl);
+    nk__program_destroy(pr->prog);
+    free(pr);
+}
+
+const nk_program *nk_profile_program(const nk_profile *pr) { return pr ? pr->prog : NULL; }
+
+/* ================================================================ encode */
+
+static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
+{
+    nk__wr_str(w, tl->target);
+    nk__wr_f64(w, tl->total_ns);
+    nk__wr_f64(w, tl->host_in_ns);
+    nk__wr_f64(w, tl->host_out_ns);
+    nk__wr_u32(w, NK_ENGINE_COUNT);
+    for (int e = 0; e < NK_ENGINE_COUNT; e++)
+        nk__wr_f64(w, tl->active_ns[e]);
+    nk__wr_u32(w, tl->nevents);
+    for (uint32_t i = 0; i < tl->nevents; i++) {
+        const nk_event *e = &tl->events[i];
+        nk__wr_u32(w, e->instr);
+        nk__wr_u8(w, e->engine);
+        nk__wr_u8(w, e->kind);
+        nk__wr_u16(w, e->queue);
+        nk__wr_f64(w, e->start);
+        nk__wr_f64(w, e->end);
+    }
+    nk__wr_u32(w, tl->nxfers);
+    for (uint32_t i = 0; i < tl->nxfers; i++) {
+        const nk_dma_xfer *x = &tl->xfers[i];
+        nk__wr_u32(w, x->instr);
+        nk__wr_u16(w, x->queue);
+        nk__wr_u8(w, x->dma_engine);
+        nk__wr_u8(w, x->to_hbm);
+        nk__wr_u32(w, x->partitions);
+        nk__wr_u64(w, x->bytes);
+        nk__wr_f64(w, x->start);
+        nk__wr_f64(w, x->end);
+    }
+    nk__wr_u32(w, ninstr);
+    for (uint32_t i = 0; i < ninstr; i++) {
+        nk__wr_f64(w, tl->instr_start[i]);
+        nk__wr_f64(w, tl->instr_end[i]);
+    }
+    nk__wr_u32(w, tl->ncounters);
+    for (uint32_t i = 0; i < tl->ncounters; i++) {
+        const nk_counter *c = &tl->counters[i];
+        nk__wr_str(w, c->name);
+        nk__wr_str(w, c->unit);
+        nk__wr_u32(w, c->n);
+        for (uint32_t k = 0; k < c->n; k++) {
+            nk__wr_f64(w, c->t[k]);
+            nk__wr_f64(w, c->value[k]);
+        }
+    }
+}
+
+int nk__profile_encode(const nk_profile *pr, nk_wr *w)
+{
+    if (!pr || !pr->prog || !pr->tl)
+        return NK_EINVAL;
+    char *arch_text = NULL;
+    int rc = nk_arch_format(&pr->arch, &arch_text);
+    if (rc)
+        return rc;
+    nk__file_begin(w, NK_MAGIC_PROFILE);
+    size_t s = nk__wr_begin(w, "META");
+    nk__wr_str(w, pr->nklab_version);
+    nk__wr_f64(w, pr->created_unix);
+    nk__wr_end(w, s);
+    s = nk__wr_begin(w, "ARCH");
+    nk__wr_str(w, arch_text);
+    nk__wr_end(w, s);
+    free(arch_text);
+    s = nk__wr_begin(w, "PROG");
+    rc = nk__program_encode(pr->prog, w);
+    nk__wr_end(w, s);
+    s = nk__wr_begin(w, "TIME");
+    put_timeline(w, pr->tl, pr->prog->ninstr);
+    nk__wr_end(w, s);
+    s = nk__wr_begin(w, "SRCS");
+    nk__wr_u32(w, pr->prog->nfiles);
+    for (uint32_t i = 0; i < pr->prog->nfiles; i++) {
+        const char *text = pr->sources ? pr->sources[i].text : NULL;
+        nk__wr_u8(w, text != NULL);
+        if (text)
+            nk__wr_str(w, text);
+    }
+    nk__wr_end(w, s);
+    nk__file_finish(w);
+    return rc ? rc : w->oom ? NK_ENOMEM : 0;
+}
+
+int nk_profile_write(const nk_profile *pr, const char *path)
+{
+    if (!path)
+        return NK_EINVAL;
+    nk_wr w = {0};
+    int rc = nk__profile_encode(pr, &w);
+    if (!rc)
+        rc = nk__file_write_atomic(path, w.p, w.n);
+    nk__wr_free(&w);
+    return rc;
+}
+
+/* ================================================================ decode */
+
+static int get_meta(nk_rd *r, nk_profile *pr)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "META", &s))
+        return r->rc;
+    nk__rd_str_into(&s, pr->nklab_version, sizeof pr->nklab_version, "nklab version");
+    pr->created_unix = nk__rd_f64(&s);
+    if (!s.rc && !isfinite(pr->created_unix))
+        nk__rd_fail(&s, NK_EFORMAT, "creation time is not a finite number");
+    return r->rc = nk__rd_end(&s);
+}
+
+static int get_arch(nk_rd *r, nk_profile *pr)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "ARCH", &s))
+        return r->rc;
+    char *text = nk__rd_str(&s, MAX_ARCH_TEXT, "target table");
+    if (text) {
+        char msg[256];
+        int rc = nk_arch_load_text(text, "target table", &pr->arch, msg, sizeof msg);
+        if (rc)
+            nk__rd_fail(&s, NK_EFORMAT, "%s", msg);
+        free(text);
+    }
+    return r->rc = nk__rd_end(&s);
+}
+
+static int get_prog(nk_rd *r, nk_profile *pr)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "PROG", &s))
+        return r->rc;
+    if (!nk__program_decode(&s, &pr->prog))
+        nk__rd_end(&s);
+    return r->rc = s.rc;
+}
+
+static void get_events(nk_rd *s, nk_timeline *tl)
+{
+    tl->nevents = nk__rd_count(s, 24, "events");
+    if (s->rc || !(tl->events = calloc(tl->nevents ? tl->nevents : 1, sizeof *tl->events))) {
+        tl->nevents = 0;
+        nk__rd_fail(s, NK_ENOMEM, "out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < tl->nevents; i++) {
+        nk_event *e = &tl->events[i];
+        e->instr = nk__rd_u32(s);
+        e->engine = nk__rd_u8(s);
+        e->kind = nk__rd_u8(s);
+        e->queue = nk__rd_u16(s);
+        e->start = nk__rd_f64(s);
+        e->end = nk__rd_f64(s);
+    }
+}
+
+static void get_xfers(nk_rd *s, nk_timeline *tl)
+{
+    tl->nxfers = nk__rd_count(s, 36, "DMA transfers");
+    if (s->rc || !(tl->xfers = calloc(tl->nxfers ? tl->nxfers : 1, sizeof *tl->xfers))) {
+        tl->nxfers = 0;
+        nk__rd_fail(s, NK_ENOMEM, "out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < tl->nxfers; i++) {
+        nk_dma_xfer *x = &tl->xfers[i];
+        x->instr = nk__rd_u32(s);
+        x->queue = nk__rd_u16(s);
+        x->dma_engine = nk__rd_u8(s);
+        x->to_hbm = nk__rd_u8(s);
+        x->partitions = nk__rd_u32(s);
+        x->bytes = nk__rd_u64(s);
+        x->start = nk__rd_f64(s);
+        x->end = nk__rd_f64(s);
+    }
+}
+
+static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
+{
+    uint32_t n = nk__rd_count(s, 16, "instruction spans");
+    if (!s->rc && n != ninstr)
+        nk__rd_fail(s, NK_EFORMAT, "%u instruction spans for %u instructions", n, ninstr);
+    if (s->rc)
+        return;
+    tl->instr_start = calloc(n ? n : 1, sizeof(double));
+    tl->instr_end = calloc(n ? n : 1, sizeof(double));
+    if (!tl->instr_start || !tl->instr_end) {
+        nk__rd_fail(s, NK_ENOMEM, "out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        tl->instr_start[i] = nk__rd_f64(s);
+        tl->instr_end[i] = nk__rd_f64(s);
+    }
+}
+
+static void get_counters(nk_rd *s, nk_timeline *tl)
+{
+    uint32_t n = nk__rd_count(s, 12, "counters");
+    if (s->rc)
+        return;
+    if (!(tl->counters = calloc(n ? n : 1, sizeof *tl->counters))) {
+        nk__rd_fail(s, NK_ENOMEM, "out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < n && !s->rc; i++) {
+        nk_counter *c = &tl->counters[i];
+        tl->ncounters = i + 1; /* so nk_timeline_free releases what is read */
+        nk__rd_str_into(s, c->name, sizeof c->name, "counter name");
+        nk__rd_str_into(s, c->unit, sizeof c->unit, "counter unit");
+        c->n = nk__rd_count(s, 16, "counter samples");
+        if (s->rc)
+            break;
+        c->t = malloc((c->n ? c->n : 1) * sizeof(double));
+        c->value = malloc((c->n ? c->n : 1) * sizeof(double));
+        if (!c->t || !c->value) {
+            nk__rd_fail(s, NK_ENOMEM, "out of memory");
+            break;
+        }
+        for (uint32_t k = 0; k < c->n; k++) {
+            c->t[k] = nk__rd_f64(s);
+            c->value[k] = nk__rd_f64(s);
+        }
+    }
+}
+
+static int get_time(nk_rd *r, nk_profile *pr)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "TIME", &s))
+        return r->rc;
+    nk_timeline *tl = pr->tl = calloc(1, sizeof *tl);
+    if (!tl)
+        return r->rc = nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    nk__rd_str_into(&s, tl->target, sizeof tl->target, "target name");
+    tl->total_ns = nk__rd_f64(&s);
+    tl->host_in_ns = nk__rd_f64(&s);
+    tl->host_out_ns = nk__rd_f64(&s);
+    uint32_t ne = nk__rd_u32(&s);
+    if (!s.rc && ne != NK_ENGINE_COUNT)
+        nk__rd_fail(&s, NK_EFORMAT, "%u engine rows, expected %d", ne, NK_ENGINE_COUNT);
+    for (int e = 0; e < NK_ENGINE_COUNT; e++)
+        tl->active_ns[e] = nk__rd_f64(&s);
+    if (!s.rc)
+        get_events(&s, tl);
+    if (!s.rc)
+        get_xfers(&s, tl);
+    if (!s.rc)
+        get_spans(&s, tl, pr->prog->ninstr);
+    if (!s.rc)
+        get_counters(&s, tl);
+    if (nk__rd_end(&s))
+        return r->rc = s.rc;
+    char msg[256];
+    int rc = nk__timeline_check(tl, pr->prog, &pr->arch, msg, sizeof msg);
+    if (rc)
+        nk__rd_fail(&s, rc, "%s", msg);
+    return r->rc = s.rc;
+}
+
+static int get_sources(nk_rd *r, nk_profile *pr)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "SRCS", &s))
+        return r->rc;
+    const nk_program *p = pr->prog;
+    uint32_t n = nk__rd_count(&s, 1, "sources");
+    if (!s.rc && n != p->nfiles)
+        nk__rd_fail(&s, NK_EFORMAT, "%u sources for %u files", n, p->nfiles);
+    if (!s.rc && !(pr->sources = calloc(n ? n : 1, sizeof *pr->sources)))
+        nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n && !s.rc; i++) {
+        if (!(pr->sources[i].path = strdup(p->files[i]))) {
+            nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+            break;
+        }
+        uint8_t present = nk__rd_u8(&s);
+        if (!s.rc && present > 1)
+            nk__rd_fail(&s, NK_EFORMAT, "source %u: presence flag %u", i, present);
+        if (present == 1)
+            pr->sources[i].text = nk__rd_str(&s, NK_IO_MAX_TEXT, "source text");
+    }
+    return r->rc = nk__rd_end(&s);
+}
+
+int nk__profile_decode_content(nk_rd *r, nk_profile **out)
+{
+    *out = NULL;
+    nk_profile *pr = calloc(1, sizeof *pr);
+    if (!pr)
+        return nk__rd_fail(r, NK_ENOMEM, "out of memory");
+    if (get_meta(r, pr) || get_arch(r, pr) || get_prog(r, pr) || get_time(r, pr) || get_sources(r, pr) ||
+        nk__rd_end(r)) {
+        nk_profile_free(pr);
+        return r->rc;
+    }
+    *out = pr;
+    return 0;
+}
+
+int nk__profile_decode(const uint8_t *data, size_t n, nk_profile **out, char *err, size_t errlen)
+{
+    nk_rd r;
+    *out = NULL;
+    int rc = nk__file_open(data, n, NK_MAGIC_PROFILE, "profile", &r, err, errlen);
+    return rc ? rc : nk__profile_decode_content(&r, out);
+}
+
+int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen)
+{
+    uint8_t *data = NULL;
+    size_t n = 0;
+    *out = NULL;
+    if (!path)
+        return NK_EINVAL;
+    int rc = nk__file_read_all(path, &data, &n, err, errlen);
+    if (!rc)
+        rc = nk__profile_decode(data, n, out, err, errlen);
+    free(data);
+    return rc;
+}
+
+/* ================================================================ check */
+
+static int tbad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int tbad(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return NK_EFORMAT;
+}
+
+/* A time inside the kernel: finite, from 0 to the end (with rounding slack). */
+static int in_kernel(double t, double total)
+{
+    return isfinite(t) && t >= 0 && t <= total + total * 1e-12 + 1e-9;
+}
+
+static int check_events(const nk_timeline *tl, const nk_program *p, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < tl->nevents; i++) {
+        const nk_event *e = &tl->events[i];
+        if (e->instr >= p->ninstr || e->engine >= NK_ENGINE_COUNT || e->kind >= NK_EV_KIND_COUNT ||
+            e->queue >= NK_ARCH_MAX_DMA_QUEUES)
+            return tbad(err, errlen, "event %u: instruction %u, engine %u, kind %u or queue %u out of range", i,
+                        e->instr, e->engine, e->kind, e->queue);
+        if (!in_kernel(e->start, tl->total_ns) || !in_kernel(e->end, tl->total_ns) || e->end < e->start)
+            return tbad(err, errlen, "event %u: times %g..%g outside 0..%g ns", i, e->start, e->end, tl->total_ns);
+        if (i && e->start < tl->events[i - 1].start)
+            return tbad(err, errlen, "event %u: not sorted by start", i);
+    }
+    return 0;
+}
+
+static int check_xfers(const nk_timeline *tl, const nk_program *p, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < tl->nxfers; i++) {
+        const nk_dma_xfer *x = &tl->xfers[i];
+        if (x->instr >= p->ninstr)
+            return tbad(err, errlen, "DMA transfer %u: instruction %u out of range", i, x->instr);
+        int op = p->instrs[x->instr].op;
+        if ((op != NK_OP_LOAD && op != NK_OP_STORE) || x->to_hbm != (op == NK_OP_STORE))
+            return tbad(err, errlen, "DMA transfer %u: instruction %u is a %s, direction %u", i, x->instr,
+                        nk_op_name(op), x->to_hbm);
+        if (x->queue >= NK_ARCH_MAX_DMA_QUEUES || x->dma_engine >= NK_ARCH_MAX_DMA_ENGINES ||
+            x->partitions < 1 || x->partitions > NK_PMAX ||
+            x->bytes > (uint64_t)NK_IO_MAX_HBM_BYTES)
+            return tbad(err, errlen, "DMA transfer %u: queue %u, engine %u, partitions %u or bytes %llu out of range",
+                        i, x->queue, x->dma_engine, x->partitions, (unsigned long long)x->bytes);
+        if (!in_kernel(x->start, tl->total_ns) || !in_kernel(x->end, tl->total_ns) || x->end < x->start)
+            return tbad(err, errlen, "DMA transfer %u: times %g..%g outside 0..%g ns", i, x->start, x->end,
+                        tl->total_ns);
+        if (i && x->start < tl->xfers[i - 1].start)
+            return tbad(err, errlen, "DMA transfer %u: not sorted by start", i);
+    }
+    return 0;
+}
+
+static int check_counters(const nk_timeline *tl, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < tl->ncounters; i++) {
+        const nk_counter *c = &tl->counters[i];
+        if (!c->name[0] || !memchr(c->name, 0, sizeof c->name) || !memchr(c->unit, 0, sizeof c->unit))
+            return tbad(err, errlen, "counter %u: empty or unterminated name or unit", i);
+        for (uint32_t k = 0; k < c->n; k++)
+            if (!isfinite(c->t[k]) || !isfinite(c->value[k]) || (k && c->t[k] < c->t[k - 1]))
+                return tbad(err, errlen, "counter %s: sample %u not finite or out of time order", c->name, k);
+    }
+    return 0;
+}
+
+int nk__timeline_check(const nk_timeline *tl, const nk_program *p, const nk_arch *a, char *err, size_t errlen)
+{
+    if (!tl || !p || !a)
+        return tbad(err, errlen, "no timeline, program or target");
+    double T = tl->total_ns;
+    if (!isfinite(T) || T < 0 || !isfinite(tl->host_in_ns) || tl->host_in_ns < 0 || !isfinite(tl->host_out_ns) ||
+        tl->host_out_ns < 0)
+        return tbad(err, errlen, "total %g ns or host copies %g/%g ns not finite and non-negative", T, tl->host_in_ns,
+                    tl->host_out_ns);
+    if (!memchr(tl->target, 0, sizeof tl->target))
+        return tbad(err, errlen, "target name not terminated");
+    for (int e = 0; e < NK_ENGINE_COUNT; e++)
+        if (!in_kernel(tl->active_ns[e], T))
+            return tbad(err, errlen, "active time %g ns of engine %s outside 0..%g ns", tl->active_ns[e],
+                        nk_engine_name((nk_engine)e), T);
+    int rc = check_events(tl, p, err, errlen);
+    if (!rc)
+        rc = check_xfers(tl, p, err, errlen);
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++)
+        if (!in_kernel(tl->instr_start[i], T) || !in_kernel(tl->instr_end[i], T) ||
+            tl->instr_end[i] < tl->instr_start[i])
+            rc = tbad(err, errlen, "instruction %u: span %g..%g outside 0..%g ns", i, tl->instr_start[i],
+                      tl->instr_end[i], T);
+    if (!rc)
+        rc = check_counters(tl, err, errlen);
+    return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * summary.c - `nklab summary`: the metrics of a profile as aligned text with
+ * units, or as one JSON object whose keys are exactly the metric names.
+ */
+#include "profile/profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A time in seconds scaled to the unit that suits the kernel's length. */
+static void fmt_time(nk_text *t, double s, double scale_s)
+{
+    static const struct { double f; const char *u; } units[] = {{1e9, "ns"}, {1e6, "us"}, {1e3, "ms"}, {1, "s"}};
+    int k = scale_s < 1e-6 ? 0 : scale_s < 1e-3 ? 1 : scale_s < 1 ? 2 : 3;
+    nk_text_printf(t, "%14.3f %s", s * units[k].f, units[k].u);
+}
+
+/* 1536 -> "   (1.50 KiB)"; nothing below one base unit */
+static void human(char *buf, size_t n, double v, const char *const *units, double base)
+{
+    int k = 0;
+    while (fabs(v) >= base && units[k + 1]) {
+        v /= base;
+        k++;
+    }
+    if (k)
+        snprintf(buf, n, "   (%.2f %s)", v, units[k]);
+    else
+        buf[0] = 0;
+}
+
+static void fmt_value(nk_text *t, int kind, double v, double total_s)
+{
+    static const char *const bytes[] = {"B", "KiB", "MiB", "GiB", "TiB", NULL};
+    static const char *const flops[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", NULL};
+    char h[48];
+    switch (kind) {
+    case NK_MK_TIME: fmt_time(t, v, total_s); break;
+    case NK_MK_PERCENT: nk_text_printf(t, "%14.2f %%", v); break;
+    case NK_MK_BYTES:
+        human(h, sizeof h, v, bytes, 1024);
+        nk_text_printf(t, "%14.0f B%s", v, h);
+        break;
+    case NK_MK_FLOPS:
+        human(h, sizeof h, v, flops, 1000);
+        nk_text_printf(t, "%14.0f FLOP%s", v, h);
+        break;
+    case NK_MK_RATIO: nk_text_printf(t, "%14.2f FLOP/B", v); break;
+    default: nk_text_printf(t, "%14.0f", v); break;
+    }
+}
+
+/* Section headings before the metric at that index. */
+static const char *heading(const char *name)
+{
+    if (!strcmp(name, "total_time"))
+        return "time";
+    if (!strcmp(name, "tensor_engine_instruction_count"))
+        return "engines";
+    if (!strcmp(name, "dma_active_time_percent"))
+        return "DMA";
+    if (!strcmp(name, "hbm_read_bytes"))
+        return "memory traffic";
+    if (!strcmp(name, "hardware_flops"))
+        return "compute";
+    return NULL;
+}
+
+static void summary_text(nk_text *t, const nk_profile *pr, const char *label, const nk_metrics *m)
+{
+    const nk_program *p = pr->prog;
+    char when[64] = "?";
+    time_t secs = (time_t)floor(pr->created_unix);
+    struct tm tm;
+    if (gmtime_r(&secs, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    if (label)
+        nk_text_printf(t, "profile       %s\n", label);
+    nk_text_printf(t, "kernel        %s\n", p->kernel);
+    nk_text_printf(t, "target        %s (program traced for %s)\n", pr->arch.name, p->target);
+    nk_text_printf(t, "instructions  %u\n", p->ninstr);
+    nk_text_printf(t, "captured      %s by nklab %s\n", when, pr->nklab_version);
+    double s;
+    for (int i = 0; i < nk_metrics_count(); i++) {
+        const char *name = nk_metrics_name(i), *h = heading(name);
+        if (h)
+            nk_text_printf(t, "\n%s\n", h);
+        nk_metrics_get(m, name, &s);
+        nk_text_printf(t, "  %-34s", name);
+        fmt_value(t, nk__metric_kind(i), s, m->total_time);
+        nk_text_printf(t, "\n");
+    }
+}
+
+static void summary_json(nk_text *t, const nk_metrics *m)
+{
+    nk_text_printf(t, "{");
+    for (int i = 0; i < nk_metrics_count(); i++) {
+        double v;
+        nk_metrics_get(m, nk_metrics_name(i), &v);
+        if (!isfinite(v))
+            v = 0; /* JSON has no NaN or infinity; the metrics guard against both */
+        int kind = nk__metric_kind(i);
+        int integral = kind == NK_MK_COUNT || kind == NK_MK_FLOPS || (kind == NK_MK_BYTES && v == floor(v));
+        nk_text_printf(t, "%s\"%s\": ", i ? ", " : "", nk_metrics_name(i));
+        if (integral)
+            nk_text_printf(t, "%.0f", v);
+        else
+            nk_text_printf(t, "%.9g", v);
+    }
+    nk_text_printf(t, "}\n");
+}
+
+int nk_profile_summary(const nk_profile *pr, const char *label, int json, char **text)
+{
+    *text = NULL;
+    nk_metrics m;
+    int rc = nk_profile_metrics(pr, &m);
+    if (rc)
+        return rc;
+    nk_text t = {0};
+    if (json)
+        summary_json(&t, &m);
+    else
+        summary_text(&t, pr, label, &m);
+    if (t.oom || !t.s) {
+        nk_text_free(&t);
+        return NK_ENOMEM;
+    }
+    *text = t.s;
+    return 0;
+}

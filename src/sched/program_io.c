@@ -1,0 +1,1470 @@
+/*
+ * program_io.c - the program file: byte-level writer and reader, the file
+ * container shared with profiles, the program's encoder and its strict
+ * decoder and validator, and the human-readable listing.
+ *
+ * Every field is written explicitly little-endian, never as a raw struct, so
+ * files are independent of the compiler's layout. The decoder trusts
+ * nothing: each count is checked against the bytes left before anything is
+ * allocated, each index against its table, each enum against its range, and
+ * the decoded program is validated as a whole (nk__program_check) before any
+ * later stage sees it.
+ */
+#include "sched/program_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ================================================================ writer */
+
+static void wr_reserve(nk_wr *w, size_t n)
+{
+    if (w->oom || w->n + n <= w->cap)
+        return;
+    size_t cap = w->cap ? w->cap : 4096;
+    while (cap < w->n + n) {
+        if (cap > SIZE_MAX / 2) {
+            w->oom = 1;
+            return;
+        }
+        cap *= 2;
+    }
+    uint8_t *p = realloc(w->p, cap);
+    if (!p) {
+        w->oom = 1;
+        return;
+    }
+    w->p = p;
+    w->cap = cap;
+}
+
+void nk__wr_bytes(nk_wr *w, const void *b, size_t n)
+{
+    wr_reserve(w, n);
+    if (w->oom || !n)
+        return;
+    memcpy(w->p + w->n, b, n);
+    w->n += n;
+}
+
+static void wr_le(nk_wr *w, uint64_t v, int bytes)
+{
+    uint8_t b[8];
+    for (int i = 0; i < bytes; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    nk__wr_bytes(w, b, (size_t)bytes);
+}
+
+void nk__wr_u8(nk_wr *w, uint8_t v) { wr_le(w, v, 1); }
+void nk__wr_u16(nk_wr *w, uint16_t v) { wr_le(w, v, 2); }
+void nk__wr_u32(nk_wr *w, uint32_t v) { wr_le(w, v, 4); }
+void nk__wr_u64(nk_wr *w, uint64_t v) { wr_le(w, v, 8); }
+void nk__wr_i32(nk_wr *w, int32_t v) { wr_le(w, (uint32_t)v, 4); }
+void nk__wr_i64(nk_wr *w, int64_t v) { wr_le(w, (uint64_t)v, 8); }
+
+void nk__wr_f64(nk_wr *w, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    wr_le(w, u, 8);
+}
+
+void nk__wr_str(nk_wr *w, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    nk__wr_u32(w, (uint32_t)n);
+    nk__wr_bytes(w, s, n);
+}
+
+size_t nk__wr_begin(nk_wr *w, const char tag[4])
+{
+    nk__wr_bytes(w, tag, 4);
+    size_t at = w->n;
+    nk__wr_u64(w, 0);
+    return at;
+}
+
+static void put_le_at(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void nk__wr_end(nk_wr *w, size_t at)
+{
+    if (!w->oom)
+        put_le_at(w->p + at, (uint64_t)(w->n - at - 8), 8);
+}
+
+void nk__wr_free(nk_wr *w)
+{
+    free(w->p);
+    memset(w, 0, sizeof *w);
+}
+
+/* ================================================================ reader */
+
+void nk__rd_init(nk_rd *r, const void *p, size_t n, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->p = p;
+    r->n = n;
+    r->err = err;
+    r->errlen = errlen;
+    if (err && errlen)
+        err[0] = 0;
+}
+
+int nk__rd_fail(nk_rd *r, int rc, const char *fmt, ...)
+{
+    if (r->rc)
+        return r->rc;
+    r->rc = rc;
+    if (r->err && r->errlen) {
+        int k = 0;
+        if (r->ctx[0])
+            k = snprintf(r->err, r->errlen, "%s: ", r->ctx);
+        if (k < 0 || (size_t)k >= r->errlen)
+            k = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err + k, r->errlen - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+/* The next n bytes, or NULL (and a recorded error) when fewer are left. */
+static const uint8_t *rd_take(nk_rd *r, size_t n)
+{
+    if (r->rc)
+        return NULL;
+    if (n > r->n - r->pos) {
+        nk__rd_fail(r, NK_EFORMAT, "truncated: %zu bytes needed at offset %zu, %zu left", n, r->pos,
+                    r->n - r->pos);
+        return NULL;
+    }
+    const uint8_t *b = r->p + r->pos;
+    r->pos += n;
+    return b;
+}
+
+static uint64_t rd_le(nk_rd *r, int bytes)
+{
+    const uint8_t *b = rd_take(r, (size_t)bytes);
+    uint64_t v = 0;
+    if (!b)
+        return 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t)b[i] << (8 * i);
+    return v;
+}
+
+uint8_t nk__rd_u8(nk_rd *r) { return (uint8_t)rd_le(r, 1); }
+uint16_t nk__rd_u16(nk_rd *r) { return (uint16_t)rd_le(r, 2); }
+uint32_t nk__rd_u32(nk_rd *r) { return (uint32_t)rd_le(r, 4); }
+uint64_t nk__rd_u64(nk_rd *r) { return rd_le(r, 8); }
+int32_t nk__rd_i32(nk_rd *r) { return (int32_t)(uint32_t)rd_le(r, 4); }
+int64_t nk__rd_i64(nk_rd *r) { return (int64_t)rd_le(r, 8); }
+
+double nk__rd_f64(nk_rd *r)
+{
+    uint64_t u = rd_le(r, 8);
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static const uint8_t *rd_strbytes(nk_rd *r, size_t max, const char *what, uint32_t *len)
+{
+    uint32_t n = nk__rd_u32(r);
+    if (r->rc)
+        return NULL;
+    if (n > max) {
+        nk__rd_fail(r, NK_EFORMAT, "%s: length %u exceeds %zu", what, n, max);
+        return NULL;
+    }
+    const uint8_t *b = rd_take(r, n);
+    if (b && memchr(b, 0, n)) {
+        nk__rd_fail(r, NK_EFORMAT, "%s: contains a NUL byte", what);
+        return NULL;
+    }
+    *len = n;
+    return b;
+}
+
+char *nk__rd_str(nk_rd *r, size_t max, const char *what)
+{
+    uint32_t n = 0;
+    const uint8_t *b = rd_strbytes(r, max, what, &n);
+    if (!b)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        nk__rd_fail(r, NK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    memcpy(s, b, n);
+    s[n] = 0;
+    return s;
+}
+
+int nk__rd_str_into(nk_rd *r, char *dst, size_t cap, const char *what)
+{
+    uint32_t n = 0;
+    const uint8_t *b = rd_strbytes(r, cap - 1, what, &n);
+    if (!b)
+        return r->rc;
+    memcpy(dst, b, n);
+    dst[n] = 0;
+    return 0;
+}
+
+uint32_t nk__rd_count(nk_rd *r, size_t min_each, const char *what)
+{
+    uint32_t n = nk__rd_u32(r);
+    if (r->rc)
+        return 0;
+    if (min_each && n > (r->n - r->pos) / min_each) {
+        nk__rd_fail(r, NK_EFORMAT, "%s: count %u needs at least %zu bytes, %zu left", what, n,
+                    (size_t)n * min_each, r->n - r->pos);
+        return 0;
+    }
+    return n;
+}
+
+static void tag_str(char out[5], const uint8_t *t)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = t[i] >= 0x20 && t[i] < 0x7f ? (char)t[i] : '?';
+    out[4] = 0;
+}
+
+int nk__rd_section(nk_rd *r, const char tag[4], nk_rd *sub)
+{
+    const uint8_t *t = rd_take(r, 4);
+    uint64_t len = nk__rd_u64(r);
+    if (r->rc)
+        return r->rc;
+    if (memcmp(t, tag, 4)) {
+        char got[5];
+        tag_str(got, t);
+        return nk__rd_fail(r, NK_EFORMAT, "expected section %.4s, found '%s'", tag, got);
+    }
+    if (len > r->n - r->pos)
+        return nk__rd_fail(r, NK_EFORMAT, "section %.4s: length %llu exceeds the %zu bytes left", tag,
+                           (unsigned long long)len, r->n - r->pos);
+    nk__rd_init(sub, r->p + r->pos, (size_t)len, r->err, r->errlen);
+    size_t k = strnlen(r->ctx, sizeof r->ctx - 6);
+    memcpy(sub->ctx, r->ctx, k);
+    if (k)
+        sub->ctx[k++] = '/';
+    memcpy(sub->ctx + k, tag, 4);
+    sub->ctx[k + 4] = 0;
+    r->pos += (size_t)len;
+    return 0;
+}
+
+int nk__rd_end(nk_rd *r)
+{
+    if (!r->rc && r->pos != r->n)
+        nk__rd_fail(r, NK_EFORMAT, "%zu unexpected bytes after the last field", r->n - r->pos);
+    return r->rc;
+}
+
+/* ================================================================ files */
+
+uint64_t nk__checksum(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64-bit offset basis */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull; /* FNV 64-bit prime */
+    return h;
+}
+
+void nk__file_begin(nk_wr *w, const char magic[8])
+{
+    nk__wr_bytes(w, magic, 8);
+    nk__wr_u32(w, NK_FORMAT_VERSION);
+    nk__wr_u32(w, 0); /* flags: none defined */
+    nk__wr_u64(w, 0); /* content length, patched by finish */
+    nk__wr_u64(w, 0); /* checksum */
+}
+
+void nk__file_finish(nk_wr *w)
+{
+    if (w->oom || w->n < NK_FILE_HEADER_BYTES)
+        return;
+    size_t len = w->n - NK_FILE_HEADER_BYTES;
+    put_le_at(w->p + 16, (uint64_t)len, 8);
+    put_le_at(w->p + 24, nk__checksum(w->p + NK_FILE_HEADER_BYTES, len), 8);
+}
+
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+int nk__file_open(const uint8_t *data, size_t n, const char magic[8], const char *what, nk_rd *content,
+                  char *err, size_t errlen)
+{
+    if (n == 0)
+        return errf(err, errlen, NK_EFORMAT, "empty file: not an nklab %s", what);
+    if (n < 8 && !memcmp(data, magic, n))
+        return errf(err, errlen, NK_EFORMAT, "truncated: %zu bytes, shorter than the %d-byte header", n,
+                    NK_FILE_HEADER_BYTES);
+    if (n < 8 || memcmp(data, magic, 8)) {
+        if (n >= 8 && !memcmp(data, NK_MAGIC_PROGRAM, 8))
+            return errf(err, errlen, NK_EFORMAT, "not an nklab %s: this is an nklab program file", what);
+        if (n >= 8 && !memcmp(data, NK_MAGIC_PROFILE, 8))
+            return errf(err, errlen, NK_EFORMAT, "not an nklab %s: this is an nklab profile", what);
+        return errf(err, errlen, NK_EFORMAT, "not an nklab %s (wrong magic number)", what);
+    }
+    if (n < NK_FILE_HEADER_BYTES)
+        return errf(err, errlen, NK_EFORMAT, "truncated: %zu bytes, shorter than the %d-byte header", n,
+                    NK_FILE_HEADER_BYTES);
+    nk_rd h;
+    nk__rd_init(&h, data + 8, NK_FILE_HEADER_BYTES - 8, NULL, 0);
+    uint32_t version = nk__rd_u32(&h), flags = nk__rd_u32(&h);
+    uint64_t len = nk__rd_u64(&h), sum = nk__rd_u64(&h);
+    if (version > NK_FORMAT_VERSION)
+        return errf(err, errlen, NK_EVERSION,
+                    "format version %u is newer than this nklab reads (%d); use a newer nklab", version,
+                    NK_FORMAT_VERSION);
+    if (version < 1)
+        return errf(err, errlen, NK_EVERSION, "format version %u is not a valid version", version);
+    if (flags)
+        return errf(err, errlen, NK_EFORMAT, "unknown header flags 0x%x", flags);
+    size_t have = n - NK_FILE_HEADER_BYTES;
+    if (len > have)
+        return errf(err, errlen, NK_EFORMAT, "truncated: the header announces %llu bytes of content, the file "
+                    "holds %zu", (unsigned long long)len, have);
+    if (len < have)
+        return errf(err, errlen, NK_EFORMAT, "%zu bytes of trailing data after the announced %llu bytes of "
+                    "content", have - (size_t)len, (unsigned long long)len);
+    if (nk__checksum(data + NK_FILE_HEADER_BYTES, have) != sum)
+        return errf(err, errlen, NK_EFORMAT, "checksum mismatch: the content is corrupt");
+    nk__rd_init(content, data + NK_FILE_HEADER_BYTES, have, err, errlen);
+    return 0;
+}
+
+int nk__file_read_all(const char *path, uint8_t **data, size_t *n, char *err, size_t errlen)
+{
+    *data = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return errf(err, errlen, NK_EIO, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return errf(err, errlen, NK_EIO, "not a regular file");
+    }
+    if ((uint64_t)st.st_size > ((uint64_t)1 << 34)) {
+        fclose(f);
+        return errf(err, errlen, NK_EFORMAT, "file of %lld bytes is too large", (long long)st.st_size);
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *b = malloc(size ? size : 1);
+    if (!b) {
+        fclose(f);
+        return errf(err, errlen, NK_ENOMEM, "out of memory reading %zu bytes", size);
+    }
+    size_t got = fread(b, 1, size, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || got != size) {
+        free(b);
+        return errf(err, errlen, NK_EIO, "read error");
+    }
+    *data = b;
+    *n = size;
+    return 0;
+}
+
+static int write_full(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Makes the rename durable; best effort (some filesystems refuse). */
+static void sync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+int nk__file_write_atomic(const char *path, const void *data, size_t n)
+{
+    static atomic_uint seq;
+    char tmp[4200];
+    int fd = -1;
+    if (!path || !*path || strlen(path) > 4096)
+        return NK_EINVAL;
+    for (int attempt = 0; attempt < 64 && fd < 0; attempt++) {
+        snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&seq, 1u));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            return NK_EIO;
+    }
+    if (fd < 0)
+        return NK_EIO;
+    int bad = write_full(fd, data, n) || fsync(fd);
+    bad |= close(fd) != 0;
+    if (bad || rename(tmp, path)) {
+        unlink(tmp);
+        return NK_EIO;
+    }
+    sync_dir_of(path);
+    return 0;
+}
+
+/* ================================================================ encode */
+
+static void put_tensor(nk_wr *w, const nk_tensor *t)
+{
+    nk__wr_u32(w, t->buf);
+    if (!t->buf)
+        return;
+    nk__wr_u8(w, t->dtype);
+    nk__wr_u8(w, t->ndim);
+    nk__wr_u8(w, t->mem);
+    nk__wr_u8(w, t->part0);
+    nk__wr_i64(w, t->off);
+    for (int d = 0; d < t->ndim && d < NK_MAXDIM; d++) {
+        nk__wr_i32(w, t->shape[d]);
+        nk__wr_i64(w, t->stride[d]);
+    }
+}
+
+static void put_instr(nk_wr *w, const nk_program *p, const nk_instr *in)
+{
+    nk__wr_u8(w, in->op);
+    nk__wr_u8(w, in->engine);
+    nk__wr_u8(w, in->func);
+    nk__wr_u8(w, in->alu0);
+    nk__wr_u8(w, in->alu1);
+    nk__wr_u8(w, in->cmp);
+    nk__wr_u8(w, (uint8_t)in->axis);
+    nk__wr_u8(w, in->nsrc);
+    nk__wr_u16(w, in->flags);
+    nk__wr_u16(w, in->queue);
+    nk__wr_u32(w, in->loc);
+    nk__wr_u32(w, in->loop);
+    nk__wr_u32(w, in->iter);
+    nk__wr_f64(w, in->imm0);
+    nk__wr_f64(w, in->imm1);
+    nk__wr_i32(w, in->aff.c);
+    nk__wr_i32(w, in->aff.cp);
+    for (int k = 0; k < NK_MAXDIM - 1; k++)
+        nk__wr_i32(w, in->aff.cf[k]);
+    nk__wr_u32(w, in->ndep);
+    for (uint32_t k = 0; k < in->ndep; k++)
+        nk__wr_u32(w, p->deps[in->dep_off + k]);
+    put_tensor(w, &in->dst);
+    put_tensor(w, &in->dst2);
+    for (int k = 0; k < 3; k++)
+        put_tensor(w, &in->src[k]);
+}
+
+static void put_buf(nk_wr *w, const nk_bufinfo *b)
+{
+    nk__wr_u8(w, b->mem);
+    nk__wr_u8(w, b->dtype);
+    nk__wr_u8(w, b->ndim);
+    nk__wr_u8(w, b->role);
+    nk__wr_i32(w, b->index);
+    for (int d = 0; d < b->ndim && d < NK_MAXDIM; d++)
+        nk__wr_i64(w, b->shape[d]);
+    nk__wr_i64(w, b->addr);
+    nk__wr_i64(w, b->bytes);
+    nk__wr_u32(w, b->loc);
+    nk__wr_u32(w, b->loop);
+    nk__wr_u16(w, b->slot);
+    nk__wr_u16(w, b->nslots);
+}
+
+int nk__program_encode(const nk_program *p, nk_wr *w)
+{
+    size_t s = nk__wr_begin(w, "PHDR");
+    nk__wr_str(w, p->kernel);
+    nk__wr_str(w, p->target);
+    nk__wr_u32(w, (uint32_t)p->bufs_default);
+    nk__wr_i64(w, p->sbuf_peak);
+    nk__wr_i64(w, p->psum_peak);
+    nk__wr_u32(w, (uint32_t)p->ninputs);
+    nk__wr_u32(w, (uint32_t)p->noutputs);
+    nk__wr_end(w, s);
+
+    s = nk__wr_begin(w, "FILE");
+    nk__wr_u32(w, p->nfiles);
+    for (uint32_t i = 0; i < p->nfiles; i++)
+        nk__wr_str(w, p->files[i]);
+    nk__wr_end(w, s);
+
+    s = nk__wr_begin(w, "LOCS");
+    nk__wr_u32(w, p->nlocs);
+    for (uint32_t i = 0; i < p->nlocs; i++) {
+        nk__wr_u32(w, p->locs[i].file);
+        nk__wr_i32(w, p->locs[i].line);
+    }
+    nk__wr_end(w, s);
+
+    s = nk__wr_begin(w, "LOOP");
+    nk__wr_u32(w, p->nloops);
+    for (uint32_t i = 0; i < p->nloops; i++) {
+        const nk_loopinfo *l = &p->loops[i];
+        nk__wr_u32(w, l->loc);
+        nk__wr_u32(w, l->parent);
+        nk__wr_i64(w, l->trip);
+        nk__wr_u8(w, l->kind);
+        nk__wr_u8(w, l->bufs);
+        nk__wr_u16(w, l->depth);
+    }
+    nk__wr_end(w, s);
+
+    s = nk__wr_begin(w, "BUFS");
+    nk__wr_u32(w, p->nbufs ? p->nbufs - 1 : 0); /* id 0 is the invalid id, not stored */
+    for (uint32_t b = 1; b < p->nbufs; b++)
+        put_buf(w, &p->bufs[b]);
+    nk__wr_end(w, s);
+
+    s = nk__wr_begin(w, "INST");
+    nk__wr_u32(w, p->ninstr);
+    for (uint32_t i = 0; i < p->ninstr; i++)
+        put_instr(w, p, &p->instrs[i]);
+    nk__wr_end(w, s);
+    return w->oom ? NK_ENOMEM : 0;
+}
+
+/* ================================================================ decode */
+
+/* Minimum encoded sizes, for the counts-versus-bytes checks: a location,
+ * a loop, a rank-1 buffer, an instruction with no dependency and five
+ * absent tensors. */
+enum { MIN_LOC = 8, MIN_LOOP = 20, MIN_BUF = 44, MIN_INSTR = 84 };
+
+static void get_tensor(nk_rd *r, nk_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->buf = nk__rd_u32(r);
+    if (!t->buf)
+        return;
+    t->dtype = nk__rd_u8(r);
+    t->ndim = nk__rd_u8(r);
+    t->mem = nk__rd_u8(r);
+    t->part0 = nk__rd_u8(r);
+    t->off = nk__rd_i64(r);
+    if (r->rc)
+        return;
+    if (t->ndim < 1 || t->ndim > NK_MAXDIM) {
+        nk__rd_fail(r, NK_EFORMAT, "tensor of buffer %u has %u dims (1..%d)", t->buf, t->ndim, NK_MAXDIM);
+        return;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        t->shape[d] = nk__rd_i32(r);
+        t->stride[d] = nk__rd_i64(r);
+    }
+}
+
+static int get_phdr(nk_rd *r, nk_program *p)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "PHDR", &s))
+        return r->rc;
+    nk__rd_str_into(&s, p->kernel, sizeof p->kernel, "kernel name");
+    nk__rd_str_into(&s, p->target, sizeof p->target, "target name");
+    uint32_t bufs = nk__rd_u32(&s);
+    p->sbuf_peak = nk__rd_i64(&s);
+    p->psum_peak = nk__rd_i64(&s);
+    uint32_t nin = nk__rd_u32(&s), nout = nk__rd_u32(&s);
+    if (nk__rd_end(&s))
+        return r->rc = s.rc;
+    if (bufs > NK_IO_MAX_LOOP_BUFS || nin > (1u << 20) || nout > (1u << 20))
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "default bufs %u, inputs %u or outputs %u out of range", bufs,
+                                   nin, nout);
+    p->bufs_default = (int)bufs;
+    p->ninputs = (int)nin;
+    p->noutputs = (int)nout;
+    p->arch = nk_arch_get(p->target);
+    if (!p->target[0] || !p->arch)
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "unknown target '%s'", p->target);
+    return 0;
+}
+
+static int get_files(nk_rd *r, nk_program *p)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "FILE", &s))
+        return r->rc;
+    uint32_t n = nk__rd_count(&s, 4, "files");
+    if (!s.rc && !(p->files = calloc(n ? n : 1, sizeof *p->files)))
+        nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n && !s.rc; i++) {
+        p->files[i] = nk__rd_str(&s, NK_IO_MAX_NAME, "file name");
+        if (p->files[i])
+            p->nfiles = i + 1;
+    }
+    return r->rc = nk__rd_end(&s);
+}
+
+static int get_locs(nk_rd *r, nk_program *p)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "LOCS", &s))
+        return r->rc;
+    uint32_t n = nk__rd_count(&s, MIN_LOC, "locations");
+    if (!s.rc && !(p->locs = calloc(n ? n : 1, sizeof *p->locs)))
+        nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n && !s.rc; i++) {
+        p->locs[i].file = nk__rd_u32(&s);
+        p->locs[i].line = nk__rd_i32(&s);
+    }
+    if (!s.rc)
+        p->nlocs = n;
+    return r->rc = nk__rd_end(&s);
+}
+
+static int get_loops(nk_rd *r, nk_program *p)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "LOOP", &s))
+        return r->rc;
+    uint32_t n = nk__rd_count(&s, MIN_LOOP, "loops");
+    if (!s.rc && !(p->loops = calloc(n ? n : 1, sizeof *p->loops)))
+        nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n && !s.rc; i++) {
+        nk_loopinfo *l = &p->loops[i];
+        l->loc = nk__rd_u32(&s);
+        l->parent = nk__rd_u32(&s);
+        l->trip = nk__rd_i64(&s);
+        l->kind = nk__rd_u8(&s);
+        l->bufs = nk__rd_u8(&s);
+        l->depth = nk__rd_u16(&s);
+    }
+    if (!s.rc)
+        p->nloops = n;
+    return r->rc = nk__rd_end(&s);
+}
+
+static int get_bufs(nk_rd *r, nk_program *p)
+{
+    nk_rd s;
+    if (nk__rd_section(r, "BUFS", &s))
+        return r->rc;
+    uint32_t n = nk__rd_count(&s, MIN_BUF, "buffers");
+    if (!s.rc && !(p->bufs = calloc((size_t)n + 1, sizeof *p->bufs)))
+        nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t i = 1; i <= n && !s.rc; i++) {
+        nk_bufinfo *b = &p->bufs[i];
+        b->mem = nk__rd_u8(&s);
+        b->dtype = nk__rd_u8(&s);
+        b->ndim = nk__rd_u8(&s);
+        b->role = nk__rd_u8(&s);
+        b->index = nk__rd_i32(&s);
+        if (s.rc)
+            break;
+        if (b->ndim < 1 || b->ndim > NK_MAXDIM) {
+            nk__rd_fail(&s, NK_EFORMAT, "buffer %u has %u dims (1..%d)", i, b->ndim, NK_MAXDIM);
+            break;
+        }
+        for (int d = 0; d < b->ndim; d++)
+            b->shape[d] = nk__rd_i64(&s);
+        b->addr = nk__rd_i64(&s);
+        b->bytes = nk__rd_i64(&s);
+        b->loc = nk__rd_u32(&s);
+        b->loop = nk__rd_u32(&s);
+        b->slot = nk__rd_u16(&s);
+        b->nslots = nk__rd_u16(&s);
+    }
+    if (!s.rc)
+        p->nbufs = n + 1;
+    return r->rc = nk__rd_end(&s);
+}
+
+static int get_instrs(nk_rd *r, nk_program *p)
+{
+    nk_rd s;
+    uint32_t capdeps = 0;
+    if (nk__rd_section(r, "INST", &s))
+        return r->rc;
+    uint32_t n = nk__rd_count(&s, MIN_INSTR, "instructions");
+    if (!s.rc && !(p->instrs = calloc(n ? n : 1, sizeof *p->instrs)))
+        nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n && !s.rc; i++) {
+        nk_instr *in = &p->instrs[i];
+        in->op = nk__rd_u8(&s);
+        in->engine = nk__rd_u8(&s);
+        in->func = nk__rd_u8(&s);
+        in->alu0 = nk__rd_u8(&s);
+        in->alu1 = nk__rd_u8(&s);
+        in->cmp = nk__rd_u8(&s);
+        in->axis = (int8_t)nk__rd_u8(&s);
+        in->nsrc = nk__rd_u8(&s);
+        in->flags = nk__rd_u16(&s);
+        in->queue = nk__rd_u16(&s);
+        in->loc = nk__rd_u32(&s);
+        in->loop = nk__rd_u32(&s);
+        in->iter = nk__rd_u32(&s);
+        in->imm0 = nk__rd_f64(&s);
+        in->imm1 = nk__rd_f64(&s);
+        in->aff.c = nk__rd_i32(&s);
+        in->aff.cp = nk__rd_i32(&s);
+        for (int k = 0; k < NK_MAXDIM - 1; k++)
+            in->aff.cf[k] = nk__rd_i32(&s);
+        uint32_t nd = nk__rd_count(&s, 4, "dependencies");
+        if (s.rc)
+            break;
+        if ((uint64_t)p->ndeps + nd > capdeps) {
+            uint64_t cap = capdeps ? capdeps : 256;
+            while (cap < (uint64_t)p->ndeps + nd)
+                cap *= 2;
+            uint32_t *d = cap <= UINT32_MAX ? realloc(p->deps, (size_t)cap * sizeof *d) : NULL;
+            if (!d) {
+                nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+                break;
+            }
+            p->deps = d;
+            capdeps = (uint32_t)cap;
+        }
+        in->dep_off = p->ndeps;
+        in->ndep = nd;
+        for (uint32_t k = 0; k < nd; k++)
+            p->deps[p->ndeps + k] = nk__rd_u32(&s);
+        p->ndeps += nd;
+        get_tensor(&s, &in->dst);
+        get_tensor(&s, &in->dst2);
+        for (int k = 0; k < 3; k++)
+            get_tensor(&s, &in->src[k]);
+        if (!s.rc)
+            p->ninstr = i + 1;
+    }
+    return r->rc = nk__rd_end(&s);
+}
+
+/* Input and output tables and the HBM list, derived from the buffers' roles. */
+static int derive_tables(nk_rd *r, nk_program *p)
+{
+    p->input_buf = calloc((size_t)p->ninputs + 1, sizeof *p->input_buf);
+    p->output_buf = calloc((size_t)p->noutputs + 1, sizeof *p->output_buf);
+    p->hbm_list = calloc(p->nbufs, sizeof *p->hbm_list);
+    if (!p->input_buf || !p->output_buf || !p->hbm_list)
+        return nk__rd_fail(r, NK_ENOMEM, "out of memory");
+    for (uint32_t b = 1; b < p->nbufs; b++) {
+        const nk_bufinfo *bi = &p->bufs[b];
+        if (bi->mem == NK_SHARED_HBM)
+            p->hbm_list[p->nhbm++] = b;
+        int in = bi->role == NK_ROLE_INPUT, out = bi->role == NK_ROLE_OUTPUT;
+        if (!in && !out)
+            continue;
+        int count = in ? p->ninputs : p->noutputs;
+        uint32_t *tab = in ? p->input_buf : p->output_buf;
+        if (bi->index < 0 || bi->index >= count)
+            return nk__rd_fail(r, NK_EFORMAT, "buffer %u: %s index %d out of range (0..%d)", b,
+                               in ? "input" : "output", bi->index, count - 1);
+        if (tab[bi->index])
+            return nk__rd_fail(r, NK_EFORMAT, "buffers %u and %u are both %s %d", tab[bi->index], b,
+                               in ? "input" : "output", bi->index);
+        tab[bi->index] = b;
+    }
+    for (int i = 0; i < p->ninputs; i++)
+        if (!p->input_buf[i])
+            return nk__rd_fail(r, NK_EFORMAT, "no buffer is input %d", i);
+    for (int i = 0; i < p->noutputs; i++)
+        if (!p->output_buf[i])
+            return nk__rd_fail(r, NK_EFORMAT, "no buffer is output %d", i);
+    return 0;
+}
+
+int nk__program_decode(nk_rd *r, nk_program **out)
+{
+    *out = NULL;
+    nk_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return nk__rd_fail(r, NK_ENOMEM, "out of memory");
+    p->owned = 1;
+    if (get_phdr(r, p) || get_files(r, p) || get_locs(r, p) || get_loops(r, p) || get_bufs(r, p) ||
+        get_instrs(r, p) || derive_tables(r, p))
+        goto fail;
+    char msg[384];
+    int rc = nk__program_check(p, msg, sizeof msg);
+    if (rc) {
+        nk__rd_fail(r, rc, "%s", msg);
+        goto fail;
+    }
+    *out = p;
+    return 0;
+fail:
+    nk__program_destroy(p);
+    return r->rc ? r->rc : NK_EFORMAT;
+}
+
+int nk__program_copy(const nk_program *p, nk_program **out)
+{
+    nk_wr w = {0};
+    char err[256];
+    *out = NULL;
+    int rc = nk__program_encode(p, &w);
+    if (!rc) {
+        nk_rd r;
+        nk__rd_init(&r, w.p, w.n, err, sizeof err);
+        rc = nk__program_decode(&r, out);
+        if (!rc)
+            rc = nk__rd_end(&r);
+    }
+    nk__wr_free(&w);
+    return rc;
+}
+
+/* ================================================================ check */
+
+typedef struct chk {
+    const nk_program *p;
+    char *err;
+    size_t errlen;
+} chk;
+
+static int bad(chk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(chk *c, const char *fmt, ...)
+{
+    if (c->err && c->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err, c->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return NK_EFORMAT;
+}
+
+static int64_t peak_of(const nk_program *p, int mem) { return mem == NK_SBUF ? p->sbuf_peak : p->psum_peak; }
+
+/* The tracer places tiles at multiples of this (so every element is aligned
+ * and the executor can use the peak as the partition stride). */
+static int64_t alloc_unit(const nk_program *p, int mem)
+{
+    return mem == NK_PSUM ? p->arch->psum_bank_bytes : p->arch->tile_align;
+}
+
+static int check_header(chk *c)
+{
+    const nk_program *p = c->p;
+    const nk_arch *a = p->arch;
+    if (!memchr(p->kernel, 0, sizeof p->kernel) || !memchr(p->target, 0, sizeof p->target))
+        return bad(c, "kernel or target name not terminated");
+    if (!a || !p->target[0] || strcmp(a->name, p->target))
+        return bad(c, "unknown target '%s' or architecture table not set from it", p->target);
+    if (p->bufs_default < 1 || p->bufs_default > NK_IO_MAX_LOOP_BUFS)
+        return bad(c, "default buffers per tile %d outside 1..%d", p->bufs_default, NK_IO_MAX_LOOP_BUFS);
+    int64_t sbuf_cap = a->sbuf_partition_bytes - a->sbuf_reserved_bytes;
+    if (p->sbuf_peak < 0 || p->sbuf_peak > sbuf_cap)
+        return bad(c, "SBUF peak %lld outside 0..%lld bytes per partition", (long long)p->sbuf_peak,
+                   (long long)sbuf_cap);
+    if (p->psum_peak < 0 || p->psum_peak > a->psum_partition_bytes)
+        return bad(c, "PSUM peak %lld outside 0..%lld bytes per partition", (long long)p->psum_peak,
+                   (long long)a->psum_partition_bytes);
+    if (p->sbuf_peak % alloc_unit(p, NK_SBUF) || p->psum_peak % alloc_unit(p, NK_PSUM))
+        return bad(c, "SBUF peak %lld or PSUM peak %lld not a multiple of the allocation unit (%lld, %lld bytes)",
+                   (long long)p->sbuf_peak, (long long)p->psum_peak, (long long)alloc_unit(p, NK_SBUF),
+                   (long long)alloc_unit(p, NK_PSUM));
+    if (p->ninputs < 0 || p->noutputs < 0 || p->nbufs < 1)
+        return bad(c, "negative input or output count, or no buffer table");
+    for (uint32_t i = 0; i < p->nfiles; i++)
+        if (!p->files[i])
+            return bad(c, "file %u has no name", i);
+    for (uint32_t i = 0; i < p->nlocs; i++)
+        if (p->locs[i].file >= p->nfiles)
+            return bad(c, "location %u: file %u out of range (%u files)", i, p->locs[i].file, p->nfiles);
+    return 0;
+}
+
+static int check_loops(chk *c)
+{
+    const nk_program *p = c->p;
+    for (uint32_t i = 0; i < p->nloops; i++) {
+        const nk_loopinfo *l = &p->loops[i];
+        if (l->loc >= p->nlocs)
+            return bad(c, "loop %u: location %u out of range (%u locations)", i + 1, l->loc, p->nlocs);
+        if (l->parent > i)
+            return bad(c, "loop %u: parent %u is not an earlier loop", i + 1, l->parent);
+        if (l->kind > NK_LOOP_SEQUENTIAL || l->bufs < 1 || l->bufs > NK_IO_MAX_LOOP_BUFS || l->trip < 0 ||
+            l->trip > UINT32_MAX)
+            return bad(c, "loop %u: kind %u, buffers %u or trip count %lld out of range", i + 1, l->kind, l->bufs,
+                       (long long)l->trip);
+        unsigned want = l->parent ? p->loops[l->parent - 1].depth + 1u : 0u;
+        if (l->depth != want)
+            return bad(c, "loop %u: depth %u, expected %u from its parent", i + 1, l->depth, want);
+    }
+    return 0;
+}
+
+static int check_buf(chk *c, uint32_t id)
+{
+    const nk_program *p = c->p;
+    const nk_bufinfo *b = &p->bufs[id];
+    int es = nk_dtype_size((nk_dtype)b->dtype);
+    if (b->mem > NK_PSUM || !es || b->ndim < 1 || b->ndim > NK_MAXDIM || b->role > NK_ROLE_TILE)
+        return bad(c, "buffer %u: memory %u, dtype %u, rank %u or role %u out of range", id, b->mem, b->dtype,
+                   b->ndim, b->role);
+    if ((b->role == NK_ROLE_TILE) != (b->mem != NK_SHARED_HBM))
+        return bad(c, "buffer %u: role %u does not match memory %u", id, b->role, b->mem);
+    if (b->role != NK_ROLE_INPUT && b->role != NK_ROLE_OUTPUT && b->index != -1)
+        return bad(c, "buffer %u: index %d on a buffer that is neither input nor output", id, b->index);
+    if (b->loc >= p->nlocs || b->loop > p->nloops)
+        return bad(c, "buffer %u: location %u or loop %u out of range", id, b->loc, b->loop);
+    int hbm = b->mem == NK_SHARED_HBM;
+    if (hbm ? b->slot || b->nslots > 1 : b->nslots < 1 || b->slot >= b->nslots)
+        return bad(c, "buffer %u: slot %u of %u", id, b->slot, b->nslots);
+    for (int d = b->ndim; d < NK_MAXDIM; d++)
+        if (b->shape[d])
+            return bad(c, "buffer %u: nonzero size on unused axis %d", id, d);
+    int64_t n = es, limit = hbm ? NK_IO_MAX_HBM_BYTES : b->bytes;
+    for (int d = 0; d < b->ndim; d++) {
+        int64_t lo = hbm ? 1 : 0;
+        if (b->shape[d] < lo || b->shape[d] > INT32_MAX)
+            return bad(c, "buffer %u: size %lld on axis %d", id, (long long)b->shape[d], d);
+        if (!hbm && d == 0) {
+            if (b->shape[0] > p->arch->partitions)
+                return bad(c, "buffer %u: %lld partitions, more than %d", id, (long long)b->shape[0],
+                           p->arch->partitions);
+            continue;
+        }
+        if (!hbm && !b->shape[0])
+            break; /* an empty tile (all partitions masked off) holds no bytes */
+        if (b->shape[d] && n > limit / b->shape[d])
+            return bad(c, "buffer %u: %s exceed %lld bytes", id, hbm ? "elements" : "a partition's elements",
+                       (long long)limit);
+        n *= b->shape[d];
+    }
+    if (hbm) {
+        if (b->bytes != n || b->addr)
+            return bad(c, "buffer %u: HBM tensor of %lld bytes records %lld bytes at address %lld", id, (long long)n,
+                       (long long)b->bytes, (long long)b->addr);
+        return 0;
+    }
+    if (b->addr % alloc_unit(p, b->mem))
+        return bad(c, "buffer %u: tile address %lld not a multiple of the %lld-byte allocation unit", id,
+                   (long long)b->addr, (long long)alloc_unit(p, b->mem));
+    /* peak - bytes cannot overflow: the peak is at most a partition, bytes >= 0 */
+    if (b->bytes < 0 || b->addr < 0 || b->addr > peak_of(p, b->mem) - b->bytes)
+        return bad(c, "buffer %u: tile of %lld bytes at %lld outside the %s peak of %lld bytes per partition", id,
+                   (long long)b->bytes, (long long)b->addr, b->mem == NK_SBUF ? "SBUF" : "PSUM",
+                   (long long)peak_of(p, b->mem));
+    return 0;
+}
+
+static int check_io_tables(chk *c)
+{
+    const nk_program *p = c->p;
+    int nin = 0, nout = 0;
+    uint32_t nhbm = 0;
+    for (uint32_t b = 1; b < p->nbufs; b++) {
+        nin += p->bufs[b].role == NK_ROLE_INPUT;
+        nout += p->bufs[b].role == NK_ROLE_OUTPUT;
+        if (p->bufs[b].mem == NK_SHARED_HBM) {
+            if (nhbm >= p->nhbm || p->hbm_list[nhbm] != b)
+                return bad(c, "HBM list does not list buffer %u in order", b);
+            nhbm++;
+        }
+    }
+    if (nhbm != p->nhbm)
+        return bad(c, "HBM list has %u entries for %u HBM buffers", p->nhbm, nhbm);
+    if (nin != p->ninputs || nout != p->noutputs)
+        return bad(c, "%d input and %d output buffers for %d inputs and %d outputs", nin, nout, p->ninputs,
+                   p->noutputs);
+    for (int pass = 0; pass < 2; pass++) {
+        int n = pass ? p->noutputs : p->ninputs;
+        const uint32_t *tab = pass ? p->output_buf : p->input_buf;
+        for (int i = 0; i < n; i++) {
+            uint32_t b = tab[i];
+            int role = pass ? NK_ROLE_OUTPUT : NK_ROLE_INPUT;
+            if (!b || b >= p->nbufs || p->bufs[b].role != role || p->bufs[b].index != i)
+                return bad(c, "%s %d maps to buffer %u, which is not that %s", pass ? "output" : "input", i, b,
+                           pass ? "output" : "input");
+        }
+    }
+    return 0;
+}
+
+/* One operand: buffer, memory, rank, sizes, strides and the bytes it touches
+ * inside its buffer. On success *numel holds its element count. */
+static int check_view(chk *c, uint32_t i, const char *what, const nk_tensor *t, int64_t *numel)
+{
+    const nk_program *p = c->p;
+    if (!t->buf || t->buf >= p->nbufs)
+        return bad(c, "instruction %u: %s: buffer %u out of range (1..%u)", i, what, t->buf, p->nbufs - 1);
+    const nk_bufinfo *b = &p->bufs[t->buf];
+    int es = nk_dtype_size((nk_dtype)t->dtype);
+    if (t->mem != b->mem || t->dtype != b->dtype || t->ndim < 1 || t->ndim > NK_MAXDIM)
+        return bad(c, "instruction %u: %s: memory %u or dtype %u differ from buffer %u's (%u, %u), or rank %u", i,
+                   what, t->mem, t->dtype, t->buf, b->mem, b->dtype, t->ndim);
+    int tile = t->mem != NK_SHARED_HBM;
+    if (t->off < 0 || t->off > NK_IO_MAX_STRIDE || (!tile && t->part0))
+        return bad(c, "instruction %u: %s: offset %lld or first partition %u invalid", i, what, (long long)t->off,
+                   t->part0);
+    int64_t n = 1, span = 0;
+    for (int d = 0; d < NK_MAXDIM; d++) {
+        if (d >= t->ndim) {
+            if (t->shape[d] || t->stride[d])
+                return bad(c, "instruction %u: %s: nonzero size or stride on unused axis %d", i, what, d);
+            continue;
+        }
+        if (t->shape[d] < 1 || t->stride[d] < 0 || t->stride[d] > NK_IO_MAX_STRIDE)
+            return bad(c, "instruction %u: %s: size %d or stride %lld on axis %d invalid", i, what, t->shape[d],
+                       (long long)t->stride[d], d);
+        if (tile && d == 0)
+            continue;
+        int64_t term;
+        if (__builtin_mul_overflow((int64_t)(t->shape[d] - 1), t->stride[d], &term) ||
+            __builtin_add_overflow(span, term, &span) || __builtin_mul_overflow(n, (int64_t)t->shape[d], &n) ||
+            n > NK_IO_MAX_HBM_BYTES)
+            return bad(c, "instruction %u: %s: access pattern too large", i, what);
+    }
+    int64_t hi; /* last element touched, within a partition for tiles */
+    if (__builtin_add_overflow(t->off, span, &hi) || hi >= b->bytes / es)
+        return bad(c, "instruction %u: %s: elements %lld..%lld outside buffer %u of %lld bytes%s", i, what,
+                   (long long)t->off, (long long)hi, t->buf, (long long)b->bytes, tile ? " per partition" : "");
+    if (tile) {
+        if (t->part0 + t->shape[0] > b->shape[0])
+            return bad(c, "instruction %u: %s: partitions %u..%d outside the tile's %lld", i, what, t->part0,
+                       t->part0 + t->shape[0] - 1, (long long)b->shape[0]);
+        if (n > p->arch->sbuf_partition_bytes)
+            return bad(c, "instruction %u: %s: %lld elements per partition", i, what, (long long)n);
+        n *= t->shape[0];
+    } else if (n > b->bytes / es) {
+        return bad(c, "instruction %u: %s: %lld elements in a tensor of %lld bytes", i, what, (long long)n,
+                   (long long)b->bytes);
+    }
+    *numel = n;
+    return 0;
+}
+
+#define E(x) (1u << NK_ENGINE_##x)
+#define F(x) NK_IF_##x
+
+/* Engines and flags each opcode may carry, as the tracer emits them. */
+static const struct {
+    unsigned engines;
+    unsigned flags;
+} op_rules[NK_OP_COUNT] = {
+    [NK_OP_LOAD] = {E(DMA), 0},
+    [NK_OP_STORE] = {E(DMA), 0},
+    [NK_OP_MATMUL] = {E(TENSOR), F(ACCUMULATE)},
+    [NK_OP_TRANSPOSE] = {E(TENSOR) | E(VECTOR), 0},
+    [NK_OP_ACTIVATION] = {E(SCALAR), F(OPND0_T) | F(OPND1_T) | F(REDUCE)},
+    [NK_OP_TENSOR_TENSOR] = {E(VECTOR) | E(GPSIMD), 0},
+    [NK_OP_TENSOR_SCALAR] = {E(VECTOR) | E(SCALAR) | E(GPSIMD), F(REV0) | F(REV1) | F(OPND0_T) | F(OPND1_T)},
+    [NK_OP_TENSOR_REDUCE] = {E(VECTOR), F(KEEPDIMS)},
+    [NK_OP_TENSOR_COPY] = {E(VECTOR) | E(SCALAR) | E(GPSIMD), 0},
+    [NK_OP_MEMSET] = {E(VECTOR) | E(GPSIMD), 0},
+    [NK_OP_IOTA] = {E(GPSIMD), 0},
+    [NK_OP_AFFINE_SELECT] = {E(GPSIMD), 0},
+};
+
+/* Source operands the tracer records per opcode. */
+static int expected_nsrc(const nk_instr *in)
+{
+    switch (in->op) {
+    case NK_OP_MEMSET:
+    case NK_OP_IOTA: return 0;
+    case NK_OP_MATMUL:
+    case NK_OP_TENSOR_TENSOR: return 2;
+    case NK_OP_ACTIVATION:
+    case NK_OP_TENSOR_SCALAR: return (in->flags & NK_IF_OPND1_T) ? 3 : (in->flags & NK_IF_OPND0_T) ? 2 : 1;
+    default: return 1;
+    }
+}
+
+static int src_present(const nk_instr *in, int k)
+{
+    if (k >= in->nsrc)
+        return 0;
+    if (k > 0 && (in->op == NK_OP_ACTIVATION || in->op == NK_OP_TENSOR_SCALAR))
+        return (in->flags & (k == 1 ? NK_IF_OPND0_T : NK_IF_OPND1_T)) != 0;
+    return 1;
+}
+
+static int check_fields(chk *c, uint32_t i, const nk_instr *in)
+{
+    const nk_program *p = c->p;
+    if (in->op >= NK_OP_COUNT)
+        return bad(c, "instruction %u: opcode %u out of range", i, in->op);
+    if (in->engine >= NK_ENGINE_COUNT || !(op_rules[in->op].engines & (1u << in->engine)))
+        return bad(c, "instruction %u: %s cannot run on engine %u", i, nk_op_name(in->op), in->engine);
+    if (in->flags & ~op_rules[in->op].flags)
+        return bad(c, "instruction %u: flags 0x%x invalid for %s", i, in->flags, nk_op_name(in->op));
+    if (in->func >= NK_ACT_COUNT || in->alu0 >= NK_ALU_COUNT || in->alu1 >= NK_ALU_COUNT || in->cmp > NK_CMP_LT ||
+        in->axis < -1 || in->axis >= NK_MAXDIM)
+        return bad(c, "instruction %u: function %u, operator %u/%u, comparison %u or axis %d out of range", i,
+                   in->func, in->alu0, in->alu1, in->cmp, in->axis);
+    if (in->engine == NK_ENGINE_DMA ? in->queue >= NK_IO_DMA_QUEUES : in->queue != 0)
+        return bad(c, "instruction %u: DMA queue %u invalid for engine %s", i, in->queue,
+                   nk_engine_name((nk_engine)in->engine));
+    if (in->loc >= p->nlocs)
+        return bad(c, "instruction %u: location %u out of range (%u locations)", i, in->loc, p->nlocs);
+    if (in->loop > p->nloops || (in->loop && in->iter >= p->loops[in->loop - 1].trip))
+        return bad(c, "instruction %u: loop %u iteration %u out of range", i, in->loop, in->iter);
+    if (in->dep_off > p->ndeps || in->ndep > p->ndeps - in->dep_off)
+        return bad(c, "instruction %u: dependencies %u..+%u outside the %u recorded", i, in->dep_off, in->ndep,
+                   p->ndeps);
+    for (uint32_t k = 0; k < in->ndep; k++) {
+        uint32_t d = p->deps[in->dep_off + k];
+        if (d >= i)
+            return bad(c, "instruction %u: depends on instruction %u, which is not earlier", i, d);
+        if (k && d <= p->deps[in->dep_off + k - 1])
+            return bad(c, "instruction %u: dependencies not strictly increasing", i);
+    }
+    if (in->nsrc != expected_nsrc(in))
+        return bad(c, "instruction %u: %u source operands, %s takes %d", i, in->nsrc, nk_op_name(in->op),
+                   expected_nsrc(in));
+    return 0;
+}
+
+static int is_onchip(const nk_tensor *t) { return t->mem == NK_SBUF || t->mem == NK_PSUM; }
+
+/* Operand memories and the shape relations the executor relies on. */
+static int check_semantics(chk *c, uint32_t i, const nk_instr *in, const int64_t *n)
+{
+    const nk_tensor *d = &in->dst, *s = in->src;
+    const char *op = nk_op_name(in->op);
+    int64_t P = in->nsrc ? s[0].shape[0] : d->shape[0];
+    int64_t F = in->nsrc ? n[2] / P : 0;
+    if (in->op == NK_OP_LOAD || in->op == NK_OP_STORE) {
+        int load = in->op == NK_OP_LOAD;
+        const nk_tensor *h = load ? &s[0] : d, *o = load ? d : &s[0];
+        if (h->mem != NK_SHARED_HBM || o->mem != NK_SBUF)
+            return bad(c, "instruction %u: %s moves between HBM and SBUF", i, op);
+        if (n[0] != n[2] || nk_dtype_size((nk_dtype)d->dtype) != nk_dtype_size((nk_dtype)s[0].dtype))
+            return bad(c, "instruction %u: %s of %lld elements into %lld, or element sizes differ", i, op,
+                       (long long)n[2], (long long)n[0]);
+        return 0;
+    }
+    for (int k = 0; k < 5; k++) {
+        const nk_tensor *t = k == 0 ? d : k == 1 ? &in->dst2 : &s[k - 2];
+        if (t->buf && (!is_onchip(t) || (in->engine == NK_ENGINE_GPSIMD && t->mem == NK_PSUM)))
+            return bad(c, "instruction %u: %s operand in a memory engine %s cannot access", i, op,
+                       nk_engine_name((nk_engine)in->engine));
+    }
+    switch (in->op) {
+    case NK_OP_MATMUL: {
+        int64_t M = n[2] / P, N = n[3] / s[1].shape[0];
+        if (s[0].mem != NK_SBUF || s[1].mem != NK_SBUF || d->mem != NK_PSUM)
+            return bad(c, "instruction %u: nc_matmul reads SBUF and writes PSUM", i);
+        if (s[1].shape[0] != P || M > NK_GEMM_STATIONARY_FMAX || N > NK_GEMM_MOVING_FMAX || d->shape[0] != M ||
+            n[0] != M * N)
+            return bad(c, "instruction %u: nc_matmul sizes K=%lld/%d M=%lld N=%lld do not fit dst of %lld "
+                       "elements", i, (long long)P, s[1].shape[0], (long long)M, (long long)N, (long long)n[0]);
+        return 0;
+    }
+    case NK_OP_TRANSPOSE: {
+        int64_t lim = in->engine == NK_ENGINE_TENSOR ? 128 : 32;
+        if (in->engine == NK_ENGINE_TENSOR && (d->mem != NK_PSUM || s[0].mem != NK_SBUF))
+            return bad(c, "instruction %u: a Tensor-engine transpose reads SBUF and writes PSUM", i);
+        if (P > lim || F > lim || d->shape[0] != F || n[0] != P * F)
+            return bad(c, "instruction %u: transpose of [%lld, %lld] into %lld elements", i, (long long)P,
+                       (long long)F, (long long)n[0]);
+        return 0;
+    }
+    case NK_OP_ACTIVATION:
+    case NK_OP_TENSOR_SCALAR:
+        if (n[0] != n[2])
+            return bad(c, "instruction %u: %s writes %lld elements from %lld", i, op, (long long)n[0],
+                       (long long)n[2]);
+        for (int k = 1; k < 3; k++)
+            if (s[k].buf && n[2 + k] != P)
+                return bad(c, "instruction %u: %s: operand %d has %lld elements, not one per partition (%lld)", i,
+                           op, k, (long long)n[2 + k], (long long)P);
+        if (in->dst2.buf && n[1] != P)
+            return bad(c, "instruction %u: %s: reduction output has %lld elements, not %lld", i, op,
+                       (long long)n[1], (long long)P);
+        return 0;
+    case NK_OP_TENSOR_REDUCE: {
+        if (in->axis == 0 || in->axis >= s[0].ndim)
+            return bad(c, "instruction %u: tensor_reduce axis %d is not a free axis of a %u-dim tile", i,
+                       in->axis, s[0].ndim);
+        int64_t kept = in->axis == -1 ? 1 : F / s[0].shape[in->axis];
+        if (n[0] != P * kept)
+            return bad(c, "instruction %u: tensor_reduce writes %lld elements, expected %lld", i, (long long)n[0],
+                       (long long)(P * kept));
+        return 0;
+    }
+    case NK_OP_TENSOR_TENSOR:
+        if (n[3] != n[2] || n[0] != n[2])
+            return bad(c, "instruction %u: tensor_tensor element counts %lld, %lld -> %lld differ", i,
+                       (long long)n[2], (long long)n[3], (long long)n[0]);
+        return 0;
+    case NK_OP_TENSOR_COPY:
+    case NK_OP_AFFINE_SELECT:
+        if (n[0] != n[2])
+            return bad(c, "instruction %u: %s element counts %lld -> %lld differ", i, op, (long long)n[2],
+                       (long long)n[0]);
+        return 0;
+    default: return 0;
+    }
+}
+
+static int check_instr(chk *c, uint32_t i)
+{
+    const nk_instr *in = &c->p->instrs[i];
+    int rc = check_fields(c, i, in);
+    if (rc)
+        return rc;
+    if (!in->dst.buf)
+        return bad(c, "instruction %u: no destination", i);
+    int want2 = in->op == NK_OP_ACTIVATION && (in->flags & NK_IF_REDUCE);
+    if (!!in->dst2.buf != want2)
+        return bad(c, "instruction %u: second destination %s", i, want2 ? "missing" : "unexpected");
+    int64_t n[5] = {0, 0, 0, 0, 0}; /* dst, dst2, src[0..2] */
+    static const char *names[5] = {"dst", "dst2", "src[0]", "src[1]", "src[2]"};
+    for (int k = 0; k < 5; k++) {
+        const nk_tensor *t = k == 0 ? &in->dst : k == 1 ? &in->dst2 : &in->src[k - 2];
+        int want = k == 0 ? 1 : k == 1 ? want2 : src_present(in, k - 2);
+        if (!want) {
+            if (t->buf)
+                return bad(c, "instruction %u: %s present but unused", i, names[k]);
+            continue;
+        }
+        if ((rc = check_view(c, i, names[k], t, &n[k])))
+            return rc;
+    }
+    return check_semantics(c, i, in, n);
+}
+
+int nk__program_check(const nk_program *p, char *err, size_t errlen)
+{
+    chk c = {p, err, errlen};
+    int rc = check_header(&c);
+    if (!rc)
+        rc = check_loops(&c);
+    for (uint32_t b = 1; !rc && b < p->nbufs; b++)
+        rc = check_buf(&c, b);
+    if (!rc)
+        rc = check_io_tables(&c);
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++)
+        rc = check_instr(&c, i);
+    return rc;
+}
+
+/* ================================================================ files of programs */
+
+int nk_program_save(const nk_program *p, const char *path)
+{
+    if (!p || !path)
+        return NK_EINVAL;
+    nk_wr w = {0};
+    nk__file_begin(&w, NK_MAGIC_PROGRAM);
+    size_t s = nk__wr_begin(&w, "META");
+    nk__wr_str(&w, NK_VERSION);
+    nk__wr_end(&w, s);
+    s = nk__wr_begin(&w, "PROG");
+    int rc = nk__program_encode(p, &w);
+    nk__wr_end(&w, s);
+    nk__file_finish(&w);
+    if (!rc)
+        rc = w.oom ? NK_ENOMEM : nk__file_write_atomic(path, w.p, w.n);
+    nk__wr_free(&w);
+    return rc;
+}
+
+int nk_program_load(const char *path, nk_program **out, char *err, size_t errlen)
+{
+    uint8_t *data = NULL;
+    size_t n = 0;
+    *out = NULL;
+    int rc = nk__file_read_all(path, &data, &n, err, errlen);
+    if (rc)
+        return rc;
+    nk_rd r, meta, prog;
+    rc = nk__file_open(data, n, NK_MAGIC_PROGRAM, "program file", &r, err, errlen);
+    if (!rc && !nk__rd_section(&r, "META", &meta)) {
+        char version[16];
+        nk__rd_str_into(&meta, version, sizeof version, "nklab version");
+        if (nk__rd_end(&meta))
+            r.rc = meta.rc;
+    }
+    if (!rc && !r.rc && !nk__rd_section(&r, "PROG", &prog)) {
+        if (!nk__program_decode(&prog, out))
+            nk__rd_end(&prog);
+        r.rc = prog.rc;
+    }
+    if (!rc && !r.rc)
+        nk__rd_end(&r);
+    if (!rc)
+        rc = r.rc;
+    if (rc && *out) {
+        nk__program_destroy(*out);
+        *out = NULL;
+    }
+    free(data);
+    return rc;
+}
+
+/* ================================================================ listing */
+
+static void dump_operands(nk_text *t, const nk_program *p, const nk_instr *in)
+{
+    char b[160];
+    nk__format_ap(b, sizeof b, p, &in->dst);
+    nk_text_printf(t, "%s", b);
+    if (in->dst2.buf) {
+        nk__format_ap(b, sizeof b, p, &in->dst2);
+        nk_text_printf(t, ", %s", b);
+    }
+    const char *sep = " <- ";
+    for (int k = 0; k < in->nsrc && k < 3; k++) {
+        if (!in->src[k].buf)
+            continue;
+        nk__format_ap(b, sizeof b, p, &in->src[k]);
+        nk_text_printf(t, "%s%s", sep, b);
+        sep = ", ";
+    }
+}
+
+static void dump_details(nk_text *t, const nk_instr *in)
+{
+    switch (in->op) {
+    case NK_OP_MATMUL:
+        if (in->flags & NK_IF_ACCUMULATE)
+            nk_text_printf(t, " accumulate");
+        break;
+    case NK_OP_ACTIVATION:
+        nk_text_printf(t, " func=%s", nk_act_name((nk_act)in->func));
+        if (!(in->flags & NK_IF_OPND0_T))
+            nk_text_printf(t, " bias=%g", in->imm0);
+        if (!(in->flags & NK_IF_OPND1_T))
+            nk_text_printf(t, " scale=%g", in->imm1);
+        break;
+    case NK_OP_TENSOR_TENSOR: nk_text_printf(t, " op=%s", nk_alu_name((nk_alu)in->alu0)); break;
+    case NK_OP_TENSOR_SCALAR:
+        nk_text_printf(t, " op0=%s%s", nk_alu_name((nk_alu)in->alu0), in->flags & NK_IF_REV0 ? "(rev)" : "");
+        if (!(in->flags & NK_IF_OPND0_T))
+            nk_text_printf(t, " s0=%g", in->imm0);
+        if (in->alu1 != NK_ALU_BYPASS) {
+            nk_text_printf(t, " op1=%s%s", nk_alu_name((nk_alu)in->alu1), in->flags & NK_IF_REV1 ? "(rev)" : "");
+            if (!(in->flags & NK_IF_OPND1_T))
+                nk_text_printf(t, " s1=%g", in->imm1);
+        }
+        break;
+    case NK_OP_TENSOR_REDUCE:
+        nk_text_printf(t, " op=%s axis=%d%s", nk_alu_name((nk_alu)in->alu0), in->axis,
+                       in->flags & NK_IF_KEEPDIMS ? " keepdims" : "");
+        break;
+    case NK_OP_MEMSET: nk_text_printf(t, " value=%g", in->imm0); break;
+    case NK_OP_AFFINE_SELECT:
+    case NK_OP_IOTA:
+        if (in->op == NK_OP_AFFINE_SELECT)
+            nk_text_printf(t, " cmp=%u on_false=%g", in->cmp, in->imm0);
+        nk_text_printf(t, " expr=%d%+d*p%+d*f0%+d*f1%+d*f2", in->aff.c, in->aff.cp, in->aff.cf[0], in->aff.cf[1],
+                       in->aff.cf[2]);
+        break;
+    default: break;
+    }
+}
+
+static void dump_where(nk_text *t, const nk_program *p, uint32_t loc)
+{
+    if (loc < p->nlocs && p->locs[loc].file < p->nfiles)
+        nk_text_printf(t, "%s:%d", p->files[p->locs[loc].file], p->locs[loc].line);
+    else
+        nk_text_printf(t, "?");
+}
+
+static void dump_header(nk_text *t, const nk_program *p)
+{
+    nk_text_printf(t, "program %s  target %s  default bufs %d\n", p->kernel, p->target, p->bufs_default);
+    for (uint32_t k = 0; k < p->nhbm; k++) {
+        const nk_bufinfo *b = &p->bufs[p->hbm_list[k]];
+        int32_t sh[NK_MAXDIM];
+        char s[96];
+        for (int d = 0; d < b->ndim && d < NK_MAXDIM; d++)
+            sh[d] = (int32_t)b->shape[d];
+        nk__format_shape(s, sizeof s, sh, b->ndim);
+        const char *role = b->role == NK_ROLE_INPUT ? "input" : b->role == NK_ROLE_OUTPUT ? "output" : "scratch";
+        nk_text_printf(t, "  %s", role);
+        if (b->index >= 0)
+            nk_text_printf(t, " %d", b->index);
+        nk_text_printf(t, ": %s %s (buffer %u)\n", s, nk_dtype_name((nk_dtype)b->dtype), p->hbm_list[k]);
+    }
+    nk_text_printf(t, "  sbuf peak %lld B/partition, psum peak %lld B/partition, %u buffers\n",
+                   (long long)p->sbuf_peak, (long long)p->psum_peak, p->nbufs ? p->nbufs - 1 : 0);
+    for (uint32_t k = 0; k < p->nloops; k++) {
+        const nk_loopinfo *l = &p->loops[k];
+        nk_text_printf(t, "  loop %u: %s(%lld) bufs %u depth %u at ", k + 1,
+                       l->kind == NK_LOOP_AFFINE ? "affine_range" : "sequential_range", (long long)l->trip, l->bufs,
+                       l->depth);
+        dump_where(t, p, l->loc);
+        nk_text_printf(t, "\n");
+    }
+    nk_text_printf(t, "%u instructions:\n", p->ninstr);
+}
+
+int nk_program_dump(const nk_program *p, char **text)
+{
+    nk_text t = {0};
+    *text = NULL;
+    dump_header(&t, p);
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        nk_text_printf(&t, "%5u  %-6s", i, nk_engine_name((nk_engine)in->engine));
+        if (in->engine == NK_ENGINE_DMA)
+            nk_text_printf(&t, " q%-2u", in->queue);
+        else
+            nk_text_printf(&t, "    ");
+        nk_text_printf(&t, " %-13s ", nk_op_name(in->op));
+        dump_operands(&t, p, in);
+        dump_details(&t, in);
+        nk_text_printf(&t, "  deps ");
+        for (uint32_t k = 0; k < in->ndep; k++)
+            nk_text_printf(&t, "%s%u", k ? "," : "", p->deps[in->dep_off + k]);
+        if (!in->ndep)
+            nk_text_printf(&t, "-");
+        nk_text_printf(&t, "  ");
+        dump_where(&t, p, in->loc);
+        if (in->loop)
+            nk_text_printf(&t, " (loop %u i=%u)", in->loop, in->iter);
+        nk_text_printf(&t, "\n");
+    }
+    if (t.oom) {
+        nk_text_free(&t);
+        return NK_ENOMEM;
+    }
+    if (!t.s)
+        nk_text_printf(&t, "%s", "");
+    *text = t.s;
+    return t.oom ? NK_ENOMEM : 0;
+}
