@@ -1,0 +1,115 @@
+/*
+ * cmd_export.c - `nklab export P.nkp --format perfetto|json|csv -o FILE`:
+ * the profile for other tools.
+ */
+#include "args.h"
+
+#include "profile/profile.h"
+#include "view/view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nk_help_export(void)
+{
+    printf("usage: nklab export PROFILE.nkp --format perfetto|json|csv [-o FILE]\n"
+           "                    [--no-flows] [--from NS --to NS]\n\n"
+           "  perfetto   Chrome Trace Event JSON: open it in ui.perfetto.dev or chrome://tracing.\n"
+           "             One process per core, one thread per engine and DMA queue, a slice per\n"
+           "             instruction (args: opcode, operands, source), counter tracks, and\n"
+           "             dependency arrows (leave them out with --no-flows)\n"
+           "  json       the summary metrics and the instruction list (start, duration, opcode,\n"
+           "             engine, operands, bytes, source location, dependencies)\n"
+           "  csv        one row per instruction, with a header row\n\n"
+           "  -o, --out FILE    where to write (default or '-': standard output)\n"
+           "  --from NS --to NS json and csv: only instructions overlapping [NS, NS] (ns)\n\n"
+           "exit codes: 0 success, 1 unreadable profile or unwritable output, 2 bad command line\n");
+}
+
+typedef struct export_opts {
+    const char *in, *out, *format, *from, *to;
+    nk_export_opts o;
+} export_opts;
+
+static int parse_ns(const char *opt, const char *s, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    if (*end || *v < 0)
+        return nk_cli_error(NK_EXIT_USAGE, "export: %s needs a time in ns, not '%s'", opt, s);
+    return NK_EXIT_OK;
+}
+
+static int parse(int argc, char **argv, export_opts *e)
+{
+    for (int i = 1; i < argc; i++) {
+        int r = nk_cli_optval(argc, argv, &i, "-o", &e->out);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--out", &e->out);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--format", &e->format);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--from", &e->from);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--to", &e->to);
+        if (r < 0)
+            return NK_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (!strcmp(argv[i], "--no-flows")) {
+            e->o.no_flows = 1;
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1])
+            return nk_cli_error(NK_EXIT_USAGE, "export: unknown option '%s' (see nklab export --help)", argv[i]);
+        if (e->in)
+            return nk_cli_error(NK_EXIT_USAGE, "export: one profile at a time ('%s' and '%s')", e->in, argv[i]);
+        e->in = argv[i];
+    }
+    if (!e->in)
+        return nk_cli_error(NK_EXIT_USAGE, "export: which profile? (nklab export PROFILE.nkp --format perfetto -o t.json)");
+    if (!e->format)
+        return nk_cli_error(NK_EXIT_USAGE, "export: --format perfetto, json or csv is required");
+    if (strcmp(e->format, "perfetto") && strcmp(e->format, "json") && strcmp(e->format, "csv"))
+        return nk_cli_error(NK_EXIT_USAGE, "export: unknown format '%s' (perfetto, json or csv)", e->format);
+    if (!e->from != !e->to)
+        return nk_cli_error(NK_EXIT_USAGE, "export: --from and --to go together");
+    if (e->from) {
+        if (parse_ns("--from", e->from, &e->o.from_ns) || parse_ns("--to", e->to, &e->o.to_ns))
+            return NK_EXIT_USAGE;
+        if (e->o.to_ns <= e->o.from_ns)
+            return nk_cli_error(NK_EXIT_USAGE, "export: --to must be after --from");
+        if (!strcmp(e->format, "perfetto"))
+            return nk_cli_error(NK_EXIT_USAGE, "export: --from/--to apply to json and csv only");
+    }
+    return NK_EXIT_OK;
+}
+
+int nk_cmd_export(int argc, char **argv)
+{
+    export_opts e;
+    memset(&e, 0, sizeof e);
+    int code = parse(argc, argv, &e);
+    if (code)
+        return code;
+    char err[256];
+    nk_profile *pr;
+    if (nk_profile_read(e.in, &pr, err, sizeof err))
+        return nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.in, err);
+    nk_text t = {0};
+    int rc = !strcmp(e.format, "perfetto") ? nk_export_perfetto(pr, &e.o, &t)
+           : !strcmp(e.format, "json")     ? nk_export_json(pr, &e.o, &t)
+                                           : nk_export_csv(pr, &e.o, &t);
+    if (!rc) {
+        if (!e.out || !strcmp(e.out, "-"))
+            rc = fwrite(t.s, 1, t.len, stdout) == t.len ? NK_OK : NK_EIO;
+        else
+            rc = nk_view_write_file(e.out, &t);
+    }
+    if (rc)
+        code = nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.out && strcmp(e.out, "-") ? e.out : "stdout", nk_strerror(rc));
+    nk_text_free(&t);
+    nk_profile_free(pr);
+    return code;
+}

@@ -1,0 +1,61 @@
+/*
+ * cmd_timeline.c - `nklab timeline P.nkp [--width N]`: a compact per-engine
+ * timeline in the terminal.
+ */
+#include "args.h"
+
+#include "profile/profile.h"
+#include "view/view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void nk_help_timeline(void)
+{
+    printf("usage: nklab timeline PROFILE.nkp [--width N]\n\n"
+           "Prints one row per engine and DMA queue: one character per time column\n"
+           "showing how busy the row is in it (' ' idle, '.' <20%%, ':' <40%%, '-' <60%%,\n"
+           "'=' <80%%, '#' 80%% or more), the row's active share, and a time axis.\n\n"
+           "  --width N   total width in characters, 40..1000 (default 100)\n\n"
+           "exit codes: 0 success, 1 unreadable profile, 2 bad command line\n");
+}
+
+int nk_cmd_timeline(int argc, char **argv)
+{
+    const char *in = NULL, *w = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = nk_cli_optval(argc, argv, &i, "--width", &w);
+        if (r < 0)
+            return NK_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (argv[i][0] == '-' && argv[i][1])
+            return nk_cli_error(NK_EXIT_USAGE, "timeline: unknown option '%s' (see nklab timeline --help)", argv[i]);
+        if (in)
+            return nk_cli_error(NK_EXIT_USAGE, "timeline: one profile at a time ('%s' and '%s')", in, argv[i]);
+        in = argv[i];
+    }
+    if (!in)
+        return nk_cli_error(NK_EXIT_USAGE, "timeline: which profile? (nklab timeline PROFILE.nkp)");
+    long width = 100;
+    if (w) {
+        char *end;
+        width = strtol(w, &end, 10);
+        if (*end || width < 40 || width > 1000)
+            return nk_cli_error(NK_EXIT_USAGE, "timeline: --width must be a number from 40 to 1000, not '%s'", w);
+    }
+    char err[256];
+    nk_profile *pr;
+    if (nk_profile_read(in, &pr, err, sizeof err))
+        return nk_cli_error(NK_EXIT_FAIL, "timeline: %s: %s", in, err);
+    nk_text t = {0};
+    int rc = nk_view_timeline(pr, (int)width, &t);
+    int code = NK_EXIT_OK;
+    if (rc)
+        code = nk_cli_error(NK_EXIT_FAIL, "timeline: %s", nk_strerror(rc));
+    else
+        fwrite(t.s, 1, t.len, stdout);
+    nk_text_free(&t);
+    nk_profile_free(pr);
+    return code;
+}

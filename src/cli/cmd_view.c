@@ -1,0 +1,83 @@
+/*
+ * cmd_view.c - `nklab view P.nkp [-o P.html]`: the profile as one
+ * self-contained HTML page (timeline, source, search, summary, insights).
+ */
+#include "args.h"
+
+#include "insights/insights.h"
+#include "profile/profile.h"
+#include "view/view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nk_help_view(void)
+{
+    printf("usage: nklab view PROFILE.nkp [-o OUT.html]\n\n"
+           "Writes the profile as one self-contained HTML page that opens in any browser,\n"
+           "offline: a timeline per engine and DMA queue with counters, tooltips, search\n"
+           "(file:line or /regex/), box selection, the kernel source with per-line time,\n"
+           "the summary metrics, an opcode table and the insights. See docs/viewer.md.\n\n"
+           "  -o, --out FILE   the page to write (default: PROFILE with .html for .nkp)\n\n"
+           "exit codes: 0 success, 1 unreadable profile or unwritable page, 2 bad command line\n");
+}
+
+/* "dir/p.nkp" -> "dir/p.html"; anything else gets ".html" appended. */
+static char *default_out(const char *in)
+{
+    size_t n = strlen(in);
+    char *s = malloc(n + 6);
+    if (!s)
+        return NULL;
+    memcpy(s, in, n + 1);
+    if (n > 4 && !strcmp(in + n - 4, ".nkp"))
+        s[n - 4] = 0;
+    strcat(s, ".html");
+    return s;
+}
+
+int nk_cmd_view(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = nk_cli_optval(argc, argv, &i, "-o", &out);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--out", &out);
+        if (r < 0)
+            return NK_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (argv[i][0] == '-' && argv[i][1])
+            return nk_cli_error(NK_EXIT_USAGE, "view: unknown option '%s' (see nklab view --help)", argv[i]);
+        if (in)
+            return nk_cli_error(NK_EXIT_USAGE, "view: one profile at a time ('%s' and '%s')", in, argv[i]);
+        in = argv[i];
+    }
+    if (!in)
+        return nk_cli_error(NK_EXIT_USAGE, "view: which profile? (nklab view PROFILE.nkp -o OUT.html)");
+    char err[256];
+    nk_profile *pr;
+    if (nk_profile_read(in, &pr, err, sizeof err))
+        return nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, err);
+    char *def = out ? NULL : default_out(in);
+    if (!out)
+        out = def;
+    nk_text ins = {0}, page = {0};
+    /* a profile the insights cannot analyse still gets its page, without them */
+    if (nk_insights_view_json(pr, &ins))
+        nk_text_free(&ins);
+    int rc = nk_view_html(pr, ins.s, &page);
+    if (!rc)
+        rc = nk_view_write_file(out, &page);
+    int code = NK_EXIT_OK;
+    if (rc)
+        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", out ? out : "?", nk_strerror(rc));
+    else
+        fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
+    nk_text_free(&ins);
+    nk_text_free(&page);
+    free(def);
+    nk_profile_free(pr);
+    return code;
+}

@@ -1,0 +1,917 @@
+/* nklab profile viewer: reads the profile embedded in #nk-data (see
+ * docs/viewer.md) and draws the timeline on a canvas. Built for a million
+ * instructions: columnar typed arrays, binary search over start-sorted
+ * events, sub-pixel bars merged per row. */
+(function () {
+'use strict';
+
+const D = JSON.parse(document.getElementById('nk-data').textContent);
+const $ = (id) => document.getElementById(id);
+const t0Load = performance.now();
+
+/* ---------------------------------------------------------------- data */
+
+const NI = D.instr.n, NE = D.events.n;
+const iOp = Uint8Array.from(D.instr.op), iEngine = Uint8Array.from(D.instr.engine);
+const iQueue = Uint16Array.from(D.instr.queue), iLoc = Int32Array.from(D.instr.loc);
+const iOpnd = Int32Array.from(D.instr.opnd), iBytes = Float64Array.from(D.instr.bytes);
+/* operand templates: "\x01" marks where the next number of opnd_num goes */
+const tplParts = D.strings.map((s) => s.split('\x01'));
+const opndNum = D.instr.opnd_num, numOff = new Int32Array(NI + 1);
+for (let i = 0; i < NI; i++) numOff[i + 1] = numOff[i] + tplParts[iOpnd[i]].length - 1;
+const depOff = new Int32Array(NI + 1), deps = new Int32Array(D.instr.dep_delta.length);
+{
+  let k = 0;
+  for (let i = 0; i < NI; i++) {
+    depOff[i] = k;
+    for (let d = 0; d < D.instr.ndep[i]; d++, k++) deps[k] = i - D.instr.dep_delta[k];
+  }
+  depOff[NI] = k;
+}
+const evInstr = new Int32Array(NE), evRow = Uint16Array.from(D.events.row), evKind = Uint8Array.from(D.events.kind);
+const evStart = new Float64Array(NE), evEnd = new Float64Array(NE);
+const iStart = new Float64Array(NI).fill(Infinity), iEnd = new Float64Array(NI).fill(-Infinity);
+const iFirstEv = new Int32Array(NI).fill(-1);
+{
+  let ins = 0, ps = 0;
+  const di = D.events.instr_delta, ds = D.events.start_ps_delta, du = D.events.dur_ps;
+  for (let e = 0; e < NE; e++) {
+    ins += di[e]; ps += ds[e];
+    evInstr[e] = ins; evStart[e] = ps / 1000; evEnd[e] = (ps + du[e]) / 1000;
+    if (evStart[e] < iStart[ins]) iStart[ins] = evStart[e];
+    if (evEnd[e] > iEnd[ins]) iEnd[ins] = evEnd[e];
+    if (iFirstEv[ins] < 0) iFirstEv[ins] = e;
+  }
+}
+D.events.instr_delta = D.events.start_ps_delta = D.events.dur_ps = D.events.row = D.events.kind = null;
+D.instr.op = D.instr.engine = D.instr.queue = D.instr.loc = D.instr.opnd = D.instr.bytes = null;
+let total = D.total_ns;
+for (let e = 0; e < NE; e++) if (evEnd[e] > total) total = evEnd[e];
+if (!(total > 0)) total = 1;
+
+const ROWS = D.rows, NR = ROWS.length;
+const rowEv = [], rowMaxDur = new Float64Array(NR);
+{
+  const cnt = new Int32Array(NR);
+  for (let e = 0; e < NE; e++) cnt[evRow[e]]++;
+  for (let r = 0; r < NR; r++) rowEv.push(new Int32Array(cnt[r]));
+  cnt.fill(0);
+  for (let e = 0; e < NE; e++) {
+    const r = evRow[e];
+    rowEv[r][cnt[r]++] = e;
+    const d = evEnd[e] - evStart[e];
+    if (d > rowMaxDur[r]) rowMaxDur[r] = d;
+  }
+}
+/* Lanes: a DMA queue can have several transfers in flight; overlapping bars
+ * of a row go to separate lanes (up to MAX_LANES, then they share). */
+const MAX_LANES = 4, evLane = new Uint8Array(NE), rowLanes = new Uint8Array(NR).fill(1);
+for (let r = 0; r < NR; r++) {
+  const ends = [];
+  for (const e of rowEv[r]) {
+    let k = 0;
+    while (k < ends.length && ends[k] > evStart[e]) k++;
+    if (k >= MAX_LANES) { k = 0; for (let j = 1; j < MAX_LANES; j++) if (ends[j] < ends[k]) k = j; }
+    ends[k] = evEnd[e]; evLane[e] = k;
+  }
+  rowLanes[r] = Math.max(1, Math.min(MAX_LANES, ends.length));
+}
+const locFile = D.locs.file, locLine = D.locs.line;
+const files = D.files.map((f) => ({ path: f.path, text: f.text, base: f.path.split('/').pop() }));
+
+function opName(i) { return D.ops[iOp[i]] || '?'; }
+function evName(e) { const k = evKind[e]; return k === 1 || k === 2 ? D.kinds[k] : opName(evInstr[e]); }
+function operands(i) {
+  const parts = tplParts[iOpnd[i]];
+  if (!parts) return '';
+  let s = parts[0];
+  for (let k = 1; k < parts.length; k++) s += opndNum[numOff[i] + k - 1] + parts[k];
+  return s;
+}
+function locOf(i) {
+  const l = iLoc[i];
+  if (l < 0 || l >= locLine.length) return { file: -1, path: '?', line: 0 };
+  const f = locFile[l];
+  return { file: f, path: files[f] ? files[f].path : '?', base: files[f] ? files[f].base : '?', line: locLine[l] };
+}
+function locText(i) { const l = locOf(i); return (l.base || l.path) + ':' + l.line; }
+
+let succOff = null, succs = null; /* successors, built on first use */
+function successors(i) {
+  if (!succOff) {
+    succOff = new Int32Array(NI + 1);
+    for (let k = 0; k < deps.length; k++) succOff[deps[k] + 1]++;
+    for (let j = 0; j < NI; j++) succOff[j + 1] += succOff[j];
+    succs = new Int32Array(deps.length);
+    const fill = succOff.slice(0, NI);
+    for (let j = 0; j < NI; j++)
+      for (let k = depOff[j]; k < depOff[j + 1]; k++) succs[fill[deps[k]]++] = j;
+  }
+  return succs.subarray(succOff[i], succOff[i + 1]);
+}
+function predecessors(i) { return deps.subarray(depOff[i], depOff[i + 1]); }
+
+/* ---------------------------------------------------------------- formatting */
+
+function fmtNs(ns) {
+  const a = Math.abs(ns);
+  if (a < 1e3) return +ns.toFixed(a < 10 ? 3 : a < 100 ? 2 : 1) + ' ns';
+  if (a < 1e6) return +(ns / 1e3).toFixed(3) + ' us';
+  if (a < 1e9) return +(ns / 1e6).toFixed(3) + ' ms';
+  return +(ns / 1e9).toFixed(3) + ' s';
+}
+function fmtBytes(b) {
+  if (b < 1024) return b + ' B';
+  if (b < 1048576) return +(b / 1024).toFixed(1) + ' KiB';
+  if (b < 1073741824) return +(b / 1048576).toFixed(2) + ' MiB';
+  return +(b / 1073741824).toFixed(2) + ' GiB';
+}
+function esc(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+}
+function el(tag, cls, html) { const e = document.createElement(tag); if (cls) e.className = cls; if (html != null) e.innerHTML = html; return e; }
+/* "func=exp dst=sbuf[..] src=.." -> one part per key=value */
+function operandParts(s) { return s ? s.split(/ (?=[a-z0-9_]+=)/) : []; }
+
+/* ---------------------------------------------------------------- colours */
+
+const COLORS = {
+  load: '#3f7fc1', store: '#59b4c9', LoadStationary: '#f08a8a', MultiplyMoving: '#d2403c', nc_matmul: '#d2403c',
+  nc_transpose: '#f0962b', activation: '#4fa34a', tensor_tensor: '#a46fb0', tensor_scalar: '#c58fd0',
+  tensor_reduce: '#7d5bc9', tensor_copy: '#d8b62f', memset: '#9aa3ad', iota: '#8c7d6e', affine_select: '#6e8c86',
+};
+const nameIdx = new Map(), names = [], palette = [];
+function colorIndex(name) {
+  let k = nameIdx.get(name);
+  if (k === undefined) { k = names.length; nameIdx.set(name, k); names.push(name); palette.push(COLORS[name] || '#888'); }
+  return k;
+}
+const evColor = new Uint8Array(NE);
+for (let e = 0; e < NE; e++) evColor[e] = colorIndex(evName(e));
+{
+  const lg = $('legend');
+  names.forEach((n, k) => lg.appendChild(el('span', null, '<i style="background:' + palette[k] + '"></i>' + esc(n))));
+}
+
+/* Coarse level of detail for large profiles: per row, busy time in NBIN equal
+ * bins as prefix sums, and the colour of the event covering most of each bin.
+ * A view where one pixel spans several bins draws from these in O(pixels). */
+const NBIN = NE > 20000 ? 65536 : 0, binW = total / Math.max(1, NBIN);
+const binColor = [], rowPre = [];
+let rowPreMarked = null;
+function binPrefix(filter) {
+  const pre = [];
+  for (let r = 0; r < NR; r++) {
+    const busy = new Float64Array(NBIN + 1), best = filter ? null : new Float32Array(NBIN), col = filter ? null : new Uint8Array(NBIN);
+    for (const e of rowEv[r]) {
+      if (filter && !filter[evInstr[e]]) continue;
+      const s = evStart[e], t = evEnd[e];
+      const b0 = Math.min(NBIN - 1, Math.floor(s / binW)), b1 = Math.min(NBIN - 1, Math.floor(t / binW));
+      for (let b = b0; b <= b1; b++) {
+        const c = Math.min(t, (b + 1) * binW) - Math.max(s, b * binW);
+        if (c <= 0) continue;
+        busy[b + 1] += c;
+        if (best && c > best[b]) { best[b] = c; col[b] = evColor[e]; }
+      }
+    }
+    for (let b = 0; b < NBIN; b++) busy[b + 1] += busy[b];
+    pre.push(busy);
+    if (col) binColor.push(col);
+  }
+  return pre;
+}
+if (NBIN) rowPre.push(...binPrefix(null));
+
+/* ---------------------------------------------------------------- layout */
+
+const LABEL_W = 92, AXIS_H = 26, ROW_H = 20, LANE_H = 9, CROW_H = 36, PAD_R = 10;
+const counters = (D.counters || []).filter((c) => c.t && c.t.length);
+const canvas = $('tl'), ctx = canvas.getContext('2d'), wrap = $('tlwrap');
+let W = 0, H = 0, dpr = 1;
+const view = { t0: 0, t1: total };
+function plotW() { return Math.max(10, W - LABEL_W - PAD_R); }
+function X(t) { return LABEL_W + (t - view.t0) / (view.t1 - view.t0) * plotW(); }
+function T(x) { return view.t0 + (x - LABEL_W) / plotW() * (view.t1 - view.t0); }
+const rowTop = new Float64Array(NR + 1);
+for (let r = 0; r < NR; r++) rowTop[r + 1] = rowTop[r] + ROW_H + (rowLanes[r] - 1) * LANE_H;
+function rowY(r) { return AXIS_H + rowTop[r]; }
+function rowH(r) { return rowTop[r + 1] - rowTop[r]; }
+/* bar of event e: y and height inside its row */
+function barY(e) { const r = evRow[e]; return rowY(r) + 3 + evLane[e] * (rowLanes[r] > 1 ? LANE_H : 0); }
+function barH(e) { return rowLanes[evRow[e]] > 1 ? LANE_H - 2 : ROW_H - 6; }
+function counterY(c) { return AXIS_H + rowTop[NR] + 6 + c * CROW_H; }
+function resize() {
+  dpr = window.devicePixelRatio || 1;
+  W = wrap.clientWidth;
+  H = AXIS_H + rowTop[NR] + 6 + counters.length * CROW_H + 8;
+  canvas.width = Math.round(W * dpr); canvas.height = Math.round(H * dpr);
+  canvas.style.width = W + 'px'; canvas.style.height = H + 'px';
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  draw();
+}
+
+/* first index k in idx with key(idx[k]) >= v */
+function lowerBound(idx, key, v) {
+  let lo = 0, hi = idx.length;
+  while (lo < hi) { const m = (lo + hi) >>> 1; if (key[idx[m]] < v) lo = m + 1; else hi = m; }
+  return lo;
+}
+
+/* ---------------------------------------------------------------- selection state */
+
+let mark = null, markCount = 0;   /* instructions selected by search, source line or box */
+let selInstr = -1;                /* clicked instruction */
+let hoverEv = -1;
+let box = null;                   /* {ta, tb, r0, r1} box selection */
+let drag = null;                  /* {x0, y0, x1, y1, mode} */
+
+/* ---------------------------------------------------------------- drawing */
+
+let drawPending = false;
+function requestDraw() { if (!drawPending) { drawPending = true; requestAnimationFrame(() => { drawPending = false; draw(); }); } }
+
+function niceStep(span, px) {
+  const raw = span / Math.max(1, px / 110), p = Math.pow(10, Math.floor(Math.log10(raw)));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+function drawAxis() {
+  ctx.fillStyle = '#f3f5f8'; ctx.fillRect(0, 0, W, AXIS_H);
+  ctx.strokeStyle = '#c9ced6'; ctx.beginPath(); ctx.moveTo(0, AXIS_H - 0.5); ctx.lineTo(W, AXIS_H - 0.5); ctx.stroke();
+  const step = niceStep(view.t1 - view.t0, plotW());
+  ctx.fillStyle = '#3d4756'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+  ctx.strokeStyle = '#eceff3';
+  for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+    const x = Math.round(X(t)) + 0.5;
+    ctx.beginPath(); ctx.moveTo(x, AXIS_H); ctx.lineTo(x, H); ctx.stroke();
+    ctx.fillText(fmtNs(t), x + 3, AXIS_H / 2);
+    ctx.fillRect(x - 0.5, AXIS_H - 6, 1, 6);
+  }
+}
+
+/* Level of detail: bars narrower than 2 px that touch are merged into one
+ * run per lane, coloured by its longest member, shaded by how busy it is. */
+const runs = [];
+for (let k = 0; k < MAX_LANES; k++) runs.push({ a: -1, b: -1, c: 0, big: -1, busy: 0, m: 0, y: 0, h: 0 });
+function flushRun(R) {
+  if (R.a < 0) return;
+  const w = Math.max(1, R.b - R.a);
+  ctx.globalAlpha = (R.m ? 1 : 0.18) * Math.min(1, 0.45 + R.busy / w);
+  ctx.fillStyle = palette[R.c];
+  ctx.fillRect(R.a, R.y, w, R.h);
+  R.a = -1;
+}
+/* One rectangle per run of pixels with the same colour and shade. */
+function drawRowBinned(r, pre, alphaScale) {
+  const pw = plotW(), span = view.t1 - view.t0, y = rowY(r) + 3, h = rowH(r) - 6, cols = binColor[r];
+  let runX = -1, runC = -1, runA = -1, px = 0;
+  const flush = () => {
+    if (runX < 0) return;
+    ctx.globalAlpha = runA * alphaScale; ctx.fillStyle = palette[runC];
+    ctx.fillRect(LABEL_W + runX, y, px - runX, h);
+    runX = -1;
+  };
+  for (; px < pw; px++) {
+    const ta = view.t0 + px / pw * span, tb = ta + span / pw;
+    const ba = Math.max(0, Math.min(NBIN, Math.floor(ta / binW))), bb = Math.max(0, Math.min(NBIN, Math.floor(tb / binW)));
+    const busy = bb > ba ? pre[bb] - pre[ba] : 0;
+    if (busy <= 0) { flush(); continue; }
+    let c = cols[ba], m = -1;
+    for (let b = ba; b < bb; b++) { const v = pre[b + 1] - pre[b]; if (v > m) { m = v; c = cols[b]; } }
+    const a = Math.round(Math.min(1, 0.45 + busy / (tb - ta)) * 10) / 10;
+    if (c !== runC || a !== runA) { flush(); runX = px; runC = c; runA = a; } else if (runX < 0) runX = px;
+  }
+  flush();
+  ctx.globalAlpha = 1;
+}
+
+function drawRowBars(r, dim) {
+  const idx = rowEv[r];
+  if (!idx.length) return;
+  if (NBIN && (view.t1 - view.t0) / plotW() >= 4 * binW) {
+    if (!dim) { drawRowBinned(r, rowPre[r], 1); return; }
+    if (!rowPreMarked) rowPreMarked = binPrefix(mark);
+    drawRowBinned(r, rowPre[r], 0.18);
+    drawRowBinned(r, rowPreMarked[r], 1);
+    return;
+  }
+  let k = lowerBound(idx, evStart, view.t0 - rowMaxDur[r]);
+  const x0p = LABEL_W, x1p = LABEL_W + plotW();
+  for (; k < idx.length; k++) {
+    const e = idx[k];
+    if (evStart[e] > view.t1) break;
+    if (evEnd[e] < view.t0) continue;
+    let a = X(evStart[e]), b = X(evEnd[e]);
+    if (a < x0p) a = x0p;
+    if (b > x1p) b = x1p;
+    const m = dim ? mark[evInstr[e]] : 1, R = runs[evLane[e]];
+    if (b - a >= 2) {
+      flushRun(R);
+      const y = barY(e), h = barH(e);
+      ctx.globalAlpha = m ? 1 : 0.18;
+      ctx.fillStyle = palette[evColor[e]];
+      ctx.fillRect(a, y, b - a, h);
+      if (b - a >= 5 && m) { ctx.globalAlpha = 0.4; ctx.fillStyle = '#fff'; ctx.fillRect(b - 1, y, 1, h); }
+      continue;
+    }
+    if (R.a >= 0 && a <= R.b + 1 && m === R.m) {
+      if (b > R.b) R.b = b;
+      R.busy += b - a;
+      if (b - a > R.big) { R.big = b - a; R.c = evColor[e]; }
+    } else {
+      flushRun(R);
+      R.a = a; R.b = b; R.busy = b - a; R.big = b - a; R.c = evColor[e]; R.m = m; R.y = barY(e); R.h = barH(e);
+    }
+  }
+  for (const R of runs) flushRun(R);
+  ctx.globalAlpha = 1;
+}
+
+function drawCounter(c, y) {
+  const cn = counters[c], t = cn.t, v = cn.v;
+  let vmax = 0;
+  for (let i = 0; i < v.length; i++) if (v[i] > vmax) vmax = v[i];
+  ctx.fillStyle = '#3d4756'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'top';
+  ctx.fillText(cn.name.replace(/_/g, ' '), 4, y + 2, LABEL_W - 8);
+  ctx.fillStyle = '#8a94a3';
+  ctx.fillText('max ' + (cn.unit === 'bytes' ? fmtBytes(vmax) : +vmax.toPrecision(4) + ' ' + cn.unit), 4, y + 16, LABEL_W - 8);
+  if (!(vmax > 0)) return;
+  const h = CROW_H - 6, base = y + CROW_H - 3, x1p = LABEL_W + plotW();
+  let lo = 0, hi = t.length;
+  while (lo < hi) { const m = (lo + hi) >>> 1; if (t[m] <= view.t0) lo = m + 1; else hi = m; }
+  let i = Math.max(0, lo - 1);
+  /* one column per pixel: the largest value held in that pixel */
+  ctx.fillStyle = 'rgba(63,127,193,.35)'; ctx.strokeStyle = '#3f7fc1';
+  ctx.beginPath(); ctx.moveTo(LABEL_W, base);
+  let px = -1, pv = 0;
+  for (; i < t.length; i++) {
+    const a = Math.max(LABEL_W, X(t[i]));
+    const b = i + 1 < t.length ? Math.min(x1p, X(t[i + 1])) : x1p;
+    if (a > x1p) break;
+    const xa = Math.floor(a);
+    const val = base - v[i] / vmax * h;
+    if (xa === px) { if (val < pv) { pv = val; ctx.lineTo(xa, val); } } else { ctx.lineTo(xa, val); px = xa; pv = val; }
+    if (b > xa + 1) ctx.lineTo(b, val);
+  }
+  ctx.lineTo(x1p, base); ctx.closePath(); ctx.fill(); ctx.stroke();
+}
+
+function outlineInstr(i, color, lw) {
+  for (let e = iFirstEv[i]; e >= 0 && e < NE; e++) {
+    if (evInstr[e] !== i) { if (evStart[e] > iEnd[i]) break; continue; }
+    if (evEnd[e] < view.t0 || evStart[e] > view.t1) continue;
+    const a = X(evStart[e]), b = X(evEnd[e]);
+    ctx.strokeStyle = color; ctx.lineWidth = lw;
+    ctx.strokeRect(Math.max(LABEL_W, a) - 1, barY(e) - 1, Math.max(2, Math.min(b, LABEL_W + plotW()) - Math.max(LABEL_W, a)) + 2, barH(e) + 2);
+  }
+  ctx.lineWidth = 1;
+}
+
+let lastDrawMs = 0;
+function draw() {
+  const t = performance.now();
+  ctx.clearRect(0, 0, W, H);
+  drawAxis();
+  for (let r = 0; r < NR; r++) {
+    const y = rowY(r);
+    ctx.fillStyle = r % 2 ? '#f7f8fa' : '#fff'; ctx.fillRect(0, y, W, rowH(r));
+    drawRowBars(r, markCount > 0);
+  }
+  ctx.fillStyle = '#f3f5f8'; ctx.fillRect(0, AXIS_H, LABEL_W, H - AXIS_H);
+  ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#1d232b';
+  for (let r = 0; r < NR; r++) ctx.fillText(ROWS[r].name, 6, rowY(r) + rowH(r) / 2);
+  ctx.strokeStyle = '#c9ced6'; ctx.beginPath(); ctx.moveTo(LABEL_W - 0.5, AXIS_H); ctx.lineTo(LABEL_W - 0.5, H); ctx.stroke();
+  for (let c = 0; c < counters.length; c++) drawCounter(c, counterY(c));
+  if (selInstr >= 0) {
+    for (const j of predecessors(selInstr)) outlineInstr(j, '#f0962b', 2);
+    for (const j of successors(selInstr)) outlineInstr(j, '#2e9e5b', 2);
+    outlineInstr(selInstr, '#111', 2.5);
+  }
+  if (hoverEv >= 0) outlineInstr(evInstr[hoverEv], 'rgba(0,0,0,.55)', 1);
+  for (const [ra, rb] of insightRanges) {
+    ctx.fillStyle = 'rgba(240,173,78,.18)';
+    ctx.fillRect(Math.max(LABEL_W, X(ra)), AXIS_H, Math.max(2, X(rb) - Math.max(LABEL_W, X(ra))), H - AXIS_H);
+  }
+  if (box) {
+    const a = X(box.ta), b = X(box.tb), y0 = rowY(box.r0), y1 = rowY(box.r1) + rowH(box.r1);
+    ctx.fillStyle = 'rgba(31,95,174,.12)'; ctx.fillRect(a, y0, b - a, y1 - y0);
+    ctx.strokeStyle = '#1f5fae'; ctx.setLineDash([4, 3]); ctx.strokeRect(a, y0, b - a, y1 - y0); ctx.setLineDash([]);
+  }
+  if (drag && drag.moved && drag.mode !== 'pan') {
+    const a = Math.min(drag.x0, drag.x1), b = Math.max(drag.x0, drag.x1);
+    if (drag.mode === 'zoom') {
+      ctx.fillStyle = 'rgba(240,150,43,.15)'; ctx.fillRect(a, AXIS_H, b - a, H - AXIS_H);
+      ctx.fillStyle = '#3d4756'; ctx.textBaseline = 'top';
+      ctx.fillText(fmtNs(T(b) - T(a)), a + 4, AXIS_H + 2);
+    } else {
+      const y0 = Math.min(drag.y0, drag.y1), y1 = Math.max(drag.y0, drag.y1);
+      ctx.strokeStyle = '#1f5fae'; ctx.strokeRect(a, y0, b - a, y1 - y0);
+    }
+  }
+  lastDrawMs = performance.now() - t;
+  api.draws++;
+}
+
+/* ---------------------------------------------------------------- hit testing */
+
+function rowAt(y) {
+  const v = y - AXIS_H;
+  if (v < 0 || v >= rowTop[NR]) return -1;
+  let r = 0;
+  while (rowTop[r + 1] <= v) r++;
+  return r;
+}
+
+/* The event under (x, y): one containing the time, else the nearest within 3 px. */
+function eventAt(x, y) {
+  const r = rowAt(y);
+  if (r < 0 || x < LABEL_W) return -1;
+  const t = T(x), tol = 3 * (view.t1 - view.t0) / plotW(), idx = rowEv[r];
+  const lane = rowLanes[r] > 1 ? Math.max(0, Math.min(rowLanes[r] - 1, Math.floor((y - rowY(r) - 3) / LANE_H))) : -1;
+  let k = lowerBound(idx, evStart, t - tol - rowMaxDur[r]);
+  let best = -1, bestD = Infinity;
+  for (; k < idx.length; k++) {
+    const e = idx[k];
+    if (evStart[e] > t + tol) break;
+    if (lane >= 0 && evLane[e] !== lane) continue;
+    const d = t < evStart[e] ? evStart[e] - t : t > evEnd[e] ? t - evEnd[e] : 0;
+    if (d < bestD || (d === 0 && bestD === 0 && evEnd[e] - evStart[e] < evEnd[best] - evStart[best])) { bestD = d; best = e; }
+  }
+  return bestD <= tol ? best : -1;
+}
+
+/* ---------------------------------------------------------------- tooltip and details */
+
+const tip = $('tip');
+function showTip(e, mx, my) {
+  const i = evInstr[e];
+  tip.innerHTML = '<div class="op">' + esc(evName(e)) + '</div>' +
+    '<div>' + esc(ROWS[evRow[e]].name) + ' &#xB7; instruction ' + i + '</div>' +
+    '<div class="opnd">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
+    '<div>start ' + fmtNs(evStart[e]) + ' &#xB7; duration ' + fmtNs(evEnd[e] - evStart[e]) + '</div>' +
+    '<div class="loc">' + esc(locText(i)) + '</div>';
+  tip.hidden = false;
+  const ww = wrap.clientWidth, tw = tip.offsetWidth;
+  tip.style.left = Math.min(mx + 14, ww - tw - 4) + 'px';
+  tip.style.top = (my + 16 + wrap.scrollTop) + 'px';
+}
+function hideTip() { tip.hidden = true; }
+
+function instrLink(j) {
+  return '<a class="jump" data-instr="' + j + '">#' + j + ' ' + esc(opName(j)) + '</a> <span class="hint">' +
+    esc(locText(j)) + ' &#xB7; ' + fmtNs(iStart[j]) + '</span>';
+}
+function depList(list) {
+  if (!list.length) return '<div class="hint">none</div>';
+  let h = '';
+  const n = Math.min(list.length, 50);
+  for (let k = 0; k < n; k++) h += '<div>' + instrLink(list[k]) + '</div>';
+  if (list.length > n) h += '<div class="hint">and ' + (list.length - n) + ' more</div>';
+  return h;
+}
+
+function selectInstr(i, reveal) {
+  selInstr = i;
+  const det = $('details');
+  if (i < 0) { det.innerHTML = '<p class="hint">Nothing selected.</p>'; requestDraw(); return; }
+  const l = locOf(i);
+  let evs = '';
+  for (let e = iFirstEv[i]; e >= 0 && e < NE && evStart[e] <= iEnd[i]; e++)
+    if (evInstr[e] === i) evs += '<div>' + esc(evName(e)) + ' on ' + esc(ROWS[evRow[e]].name) + ': ' + fmtNs(evStart[e]) + ' + ' + fmtNs(evEnd[e] - evStart[e]) + '</div>';
+  det.innerHTML = '<h3>#' + i + ' ' + esc(opName(i)) + '</h3>' +
+    '<h4>Timing</h4><div class="kv"><span>start</span><span>' + fmtNs(iStart[i]) + '</span><span>end</span><span>' + fmtNs(iEnd[i]) +
+    '</span><span>duration</span><span>' + fmtNs(iEnd[i] - iStart[i]) + '</span></div>' + evs +
+    '<h4>Ids</h4><div class="kv"><span>instruction</span><span>' + i + '</span><span>engine</span><span>' + esc(D.engines[iEngine[i]] || '?') +
+    (D.engines[iEngine[i]] === 'dma' ? '</span><span>queue</span><span>' + iQueue[i] : '') +
+    '</span><span>bytes</span><span>' + fmtBytes(iBytes[i]) + '</span></div>' +
+    '<h4>Operands</h4><div class="mono">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
+    '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' +
+    '<h4>Predecessors (waits for)</h4>' + depList(predecessors(i)) +
+    '<h4>Successors (wait for it)</h4>' + depList(successors(i));
+  showSourceLine(l.file, l.line, true);
+  if (reveal && (iEnd[i] < view.t0 || iStart[i] > view.t1)) {
+    const span = view.t1 - view.t0, mid = (iStart[i] + iEnd[i]) / 2;
+    setView(mid - span / 2, mid + span / 2);
+  }
+  requestDraw();
+}
+
+/* ---------------------------------------------------------------- marking (search, lines, box) */
+
+function setMarks(list, title, extra) {
+  rowPreMarked = null;
+  mark = new Uint8Array(NI);
+  for (const i of list) mark[i] = 1;
+  markCount = list.length;
+  renderMatches(list, title, extra);
+  requestDraw();
+}
+function clearMarks() {
+  mark = null; markCount = 0; rowPreMarked = null; $('matches').innerHTML = ''; box = null; insightRanges = [];
+  document.querySelectorAll('#srcbody .hit').forEach((n) => n.classList.remove('hit'));
+  requestDraw();
+}
+
+/* Summary of a set of instructions: durations, opcode breakdown, bytes, lines. */
+function summarize(list) {
+  let first = Infinity, last = -Infinity, busy = 0, bytes = 0;
+  const byOp = new Map(), byLine = new Map();
+  for (const i of list) {
+    if (iStart[i] < first) first = iStart[i];
+    if (iEnd[i] > last) last = iEnd[i];
+    const d = iEnd[i] - iStart[i];
+    busy += d; bytes += iBytes[i];
+    const o = byOp.get(opName(i)) || { n: 0, t: 0 };
+    o.n++; o.t += d; byOp.set(opName(i), o);
+    const lt = locText(i);
+    byLine.set(lt, (byLine.get(lt) || 0) + 1);
+  }
+  return { first, last, busy, bytes, byOp, byLine };
+}
+
+function renderMatches(list, title, extra) {
+  const box = $('matches'), s = summarize(list);
+  let h = '<h3 id="match-count" data-count="' + list.length + '">' + esc(title) + ': ' + list.length + ' instruction' + (list.length === 1 ? '' : 's') + '</h3>';
+  if (list.length) {
+    h += '<div class="kv">' + (extra || '') +
+      '<span>first start</span><span>' + fmtNs(s.first) + '</span><span>last end</span><span>' + fmtNs(s.last) +
+      '</span><span>span</span><span>' + fmtNs(s.last - s.first) + '</span><span>busy (sum)</span><span>' + fmtNs(s.busy) +
+      '</span><span>bytes</span><span>' + fmtBytes(s.bytes) + '</span></div>';
+    h += '<h4>Opcodes</h4><table><tr><th>opcode</th><th class="num">count</th><th class="num">time</th></tr>';
+    for (const [k, v] of [...s.byOp.entries()].sort((a, b) => b[1].t - a[1].t))
+      h += '<tr><td>' + esc(k) + '</td><td class="num">' + v.n + '</td><td class="num">' + fmtNs(v.t) + '</td></tr>';
+    h += '</table><h4>Source lines</h4><table>';
+    for (const [k, v] of [...s.byLine.entries()].sort((a, b) => b[1] - a[1]).slice(0, 10))
+      h += '<tr><td>' + esc(k) + '</td><td class="num">' + v + '</td></tr>';
+    h += '</table><h4>Matches</h4><table id="match-list"><tr><th>#</th><th>opcode</th><th class="num">start</th><th class="num">duration</th><th>line</th></tr>';
+    const n = Math.min(list.length, 200);
+    for (let k = 0; k < n; k++) {
+      const i = list[k];
+      h += '<tr class="m" data-instr="' + i + '"><td>' + i + '</td><td>' + esc(opName(i)) + '</td><td class="num">' + fmtNs(iStart[i]) +
+        '</td><td class="num">' + fmtNs(iEnd[i] - iStart[i]) + '</td><td>' + esc(locText(i)) + '</td></tr>';
+    }
+    h += '</table>';
+    if (list.length > n) h += '<div class="hint">first ' + n + ' shown</div>';
+  }
+  box.innerHTML = h;
+}
+
+function instrsOfLine(fileQuery, line) {
+  const q = fileQuery.trim(), want = new Uint8Array(locLine.length);
+  for (let l = 0; l < locLine.length; l++) {
+    if (locLine[l] !== line) continue;
+    const f = files[locFile[l]];
+    if (!f) continue;
+    if (q === '' || f.path === q || f.base === q || f.path.endsWith('/' + q)) want[l] = 1;
+  }
+  const out = [];
+  for (let i = 0; i < NI; i++) if (iLoc[i] >= 0 && want[iLoc[i]]) out.push(i);
+  return out;
+}
+
+/* Instructions whose opcode or operands match: each operand string is tested once. */
+function instrsMatching(test) {
+  const sHit = tplParts.map((p) => p.length > 1 ? 2 : test(p[0]) ? 1 : 0); /* 2: test per instruction */
+  const opHit = D.ops.map((s) => test(s));
+  const mmHit = test('LoadStationary') || test('MultiplyMoving');
+  const out = [];
+  for (let i = 0; i < NI; i++) {
+    const h = sHit[iOpnd[i]];
+    if (h === 1 || opHit[iOp[i]] || (mmHit && D.ops[iOp[i]] === 'nc_matmul') || (h === 2 && test(operands(i)))) out.push(i);
+  }
+  return out;
+}
+
+function runSearch(q) {
+  const input = $('search');
+  input.classList.remove('bad');
+  q = q.trim();
+  if (!q) { clearMarks(); return; }
+  let list, m;
+  if ((m = /^\/(.*)\/([imsu]*)$/.exec(q))) {
+    let re;
+    try { re = new RegExp(m[1], m[2]); } catch (err) { input.classList.add('bad'); input.title = String(err.message); return; }
+    list = instrsMatching((s) => re.test(s));
+  } else if ((m = /^(.*):(\d+)$/.exec(q))) {
+    list = instrsOfLine(m[1], +m[2]);
+    showSourceMatch(m[1], +m[2]);
+  } else {
+    const low = q.toLowerCase();
+    list = instrsMatching((s) => s.toLowerCase().includes(low));
+  }
+  box = null;
+  setMarks(list, 'Search ' + q);
+}
+
+/* ---------------------------------------------------------------- box selection */
+
+function boxSelect(ta, tb, r0, r1) {
+  box = { ta, tb, r0, r1 };
+  const seen = new Uint8Array(NI), list = [];
+  let busy = 0;
+  for (let r = r0; r <= r1; r++) {
+    const idx = rowEv[r];
+    for (let k = lowerBound(idx, evStart, ta - rowMaxDur[r]); k < idx.length; k++) {
+      const e = idx[k];
+      if (evStart[e] > tb) break;
+      if (evEnd[e] < ta) continue;
+      busy += Math.min(tb, evEnd[e]) - Math.max(ta, evStart[e]);
+      const i = evInstr[e];
+      if (!seen[i]) { seen[i] = 1; list.push(i); }
+    }
+  }
+  list.sort((a, b) => iStart[a] - iStart[b]);
+  setMarks(list, 'Box ' + fmtNs(ta) + ' to ' + fmtNs(tb),
+    '<span>box duration</span><span>' + fmtNs(tb - ta) + '</span><span>rows</span><span>' +
+    esc(ROWS[r0].name) + (r1 > r0 ? ' to ' + esc(ROWS[r1].name) : '') + '</span><span>busy in box</span><span>' + fmtNs(busy) + '</span>');
+}
+
+/* ---------------------------------------------------------------- view changes */
+
+function setView(a, b) {
+  const minSpan = Math.max(1e-3, total * 1e-9), pad = total * 0.05;
+  if (b - a < minSpan) { const m = (a + b) / 2; a = m - minSpan / 2; b = m + minSpan / 2; }
+  if (b - a > total + 2 * pad) { a = -pad; b = total + pad; }
+  if (a < -pad) { b += -pad - a; a = -pad; }
+  if (b > total + pad) { a -= b - total - pad; b = total + pad; }
+  view.t0 = a; view.t1 = b;
+  requestDraw();
+}
+function zoomAt(t, f) { setView(t - (t - view.t0) * f, t + (view.t1 - t) * f); }
+function pan(frac) { const d = (view.t1 - view.t0) * frac; setView(view.t0 + d, view.t1 + d); }
+function resetView() { setView(0, total); }
+
+/* ---------------------------------------------------------------- mouse and keys */
+
+function localXY(ev) { const b = canvas.getBoundingClientRect(); return [ev.clientX - b.left, ev.clientY - b.top]; }
+
+canvas.addEventListener('wheel', (ev) => {
+  ev.preventDefault();
+  const [x] = localXY(ev);
+  if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) { pan((ev.deltaX || ev.deltaY) / plotW()); return; }
+  zoomAt(T(Math.max(LABEL_W, x)), Math.exp(ev.deltaY * 0.0015));
+}, { passive: false });
+
+canvas.addEventListener('mousedown', (ev) => {
+  const [x, y] = localXY(ev);
+  const mode = ev.button === 1 || ev.altKey || ev.ctrlKey || ev.metaKey ? 'pan' : ev.shiftKey ? 'box' : 'zoom';
+  drag = { x0: x, y0: y, x1: x, y1: y, mode, moved: false, v0: view.t0, v1: view.t1 };
+  ev.preventDefault();
+});
+window.addEventListener('mousemove', (ev) => {
+  const [x, y] = localXY(ev);
+  if (drag) {
+    drag.x1 = x; drag.y1 = y;
+    if (Math.abs(x - drag.x0) > 3 || Math.abs(y - drag.y0) > 3) drag.moved = true;
+    if (drag.mode === 'pan') {
+      const dt = (x - drag.x0) / plotW() * (drag.v1 - drag.v0);
+      setView(drag.v0 - dt, drag.v1 - dt);
+    } else requestDraw();
+    hideTip();
+    return;
+  }
+  if (ev.target !== canvas) { if (hoverEv >= 0) { hoverEv = -1; hideTip(); requestDraw(); } return; }
+  const e = eventAt(x, y);
+  if (e !== hoverEv) { hoverEv = e; requestDraw(); }
+  if (e >= 0) showTip(e, x, y); else hideTip();
+});
+window.addEventListener('mouseup', (ev) => {
+  if (!drag) return;
+  const d = drag; drag = null;
+  const [x, y] = localXY(ev);
+  if (!d.moved) {
+    if (d.mode !== 'pan') { const e = eventAt(x, y); selectInstr(e >= 0 ? evInstr[e] : -1, false); }
+    requestDraw();
+    return;
+  }
+  const a = Math.max(LABEL_W, Math.min(d.x0, x)), b = Math.max(d.x0, x);
+  if (d.mode === 'zoom' && b - a > 3) setView(T(a), T(b));
+  else if (d.mode === 'box') {
+    let r0 = rowAt(Math.min(d.y0, y)), r1 = rowAt(Math.max(d.y0, y));
+    if (r0 < 0) r0 = 0;
+    if (r1 < 0) r1 = NR - 1;
+    boxSelect(T(a), T(b), r0, r1);
+  }
+  requestDraw();
+});
+canvas.addEventListener('mouseleave', () => { if (!drag) { hoverEv = -1; hideTip(); requestDraw(); } });
+
+document.addEventListener('keydown', (ev) => {
+  if (ev.target && (ev.target.tagName === 'INPUT' || ev.target.tagName === 'SELECT')) return;
+  const k = ev.key;
+  if (k === 'w' || k === 'W' || k === '+' || k === '=') zoomAt((view.t0 + view.t1) / 2, 0.7);
+  else if (k === 's' || k === 'S' || k === '-') zoomAt((view.t0 + view.t1) / 2, 1 / 0.7);
+  else if (k === 'a' || k === 'A' || k === 'ArrowLeft') pan(-0.2);
+  else if (k === 'd' || k === 'D' || k === 'ArrowRight') pan(0.2);
+  else if (k === '0' || k === 'Home') resetView();
+  else if (k === 'Escape') { clearMarks(); selectInstr(-1); $('search').value = ''; }
+  else return;
+  ev.preventDefault();
+});
+
+$('zoom-in').onclick = () => zoomAt((view.t0 + view.t1) / 2, 0.5);
+$('zoom-out').onclick = () => zoomAt((view.t0 + view.t1) / 2, 2);
+$('zoom-reset').onclick = resetView;
+$('search').addEventListener('keydown', (ev) => { if (ev.key === 'Enter') runSearch(ev.target.value); });
+$('search').addEventListener('search', (ev) => { if (!ev.target.value) clearMarks(); });
+
+document.addEventListener('click', (ev) => {
+  const a = ev.target.closest('[data-instr]');
+  if (a) { selectInstr(+a.dataset.instr, true); return; }
+  const l = ev.target.closest('[data-line]');
+  if (l) { const i = +l.dataset.line, o = locOf(i); showSourceLine(o.file, o.line, true); }
+});
+
+/* ---------------------------------------------------------------- source pane */
+
+const lineStats = files.map(() => new Map()); /* line -> {n, t} */
+for (let i = 0; i < NI; i++) {
+  const l = iLoc[i];
+  if (l < 0 || l >= locLine.length || !lineStats[locFile[l]]) continue;
+  const m = lineStats[locFile[l]], s = m.get(locLine[l]) || { n: 0, t: 0 };
+  s.n++; s.t += iEnd[i] - iStart[i];
+  m.set(locLine[l], s);
+}
+let curFile = -1;
+const fileSel = $('file');
+files.forEach((f, k) => {
+  const o = el('option'); o.value = k; o.textContent = f.path + (lineStats[k].size ? '' : ' (no instructions)');
+  fileSel.appendChild(o);
+});
+fileSel.onchange = () => renderSource(+fileSel.value);
+
+function renderSource(f) {
+  curFile = f;
+  fileSel.value = f;
+  const body = $('srcbody');
+  body.innerHTML = '';
+  if (f < 0 || !files[f]) return;
+  const st = lineStats[f];
+  if (files[f].text == null) { body.appendChild(el('div', 'hint', 'The source of this file was not captured.')); $('srcinfo').textContent = ''; return; }
+  const lines = files[f].text.split('\n');
+  if (lines.length && lines[lines.length - 1] === '') lines.pop();
+  const frag = document.createDocumentFragment();
+  lines.forEach((text, k) => {
+    const n = k + 1, s = st.get(n), row = el('div', 'ln' + (s ? ' has' : ''));
+    row.dataset.src = n;
+    row.innerHTML = '<span class="no">' + n + '</span><span class="cnt">' + (s ? s.n : '') + '</span><span class="tm">' +
+      (s ? fmtNs(s.t) : '') + '</span><span class="code">' + esc(text) + '</span>';
+    frag.appendChild(row);
+  });
+  body.appendChild(frag);
+  let n = 0;
+  st.forEach((v) => { n += v.n; });
+  $('srcinfo').textContent = n + ' instructions from ' + st.size + ' lines';
+}
+
+function lineEl(line) { return $('srcbody').querySelector('.ln[data-src="' + line + '"]'); }
+function showSourceLine(f, line, cur) {
+  if (f < 0) return;
+  if (f !== curFile) renderSource(f);
+  document.querySelectorAll('#srcbody .cur').forEach((n) => n.classList.remove('cur'));
+  const r = lineEl(line);
+  if (r) { if (cur) r.classList.add('cur'); r.scrollIntoView({ block: 'center' }); }
+}
+function showSourceMatch(fq, line) {
+  const q = fq.trim();
+  const f = files.findIndex((x) => q === '' ? lineStats[files.indexOf(x)].has(line) : x.path === q || x.base === q || x.path.endsWith('/' + q));
+  if (f < 0) return;
+  if (f !== curFile) renderSource(f);
+  document.querySelectorAll('#srcbody .hit').forEach((n) => n.classList.remove('hit'));
+  const r = lineEl(line);
+  if (r) { r.classList.add('hit'); r.scrollIntoView({ block: 'center' }); }
+}
+
+$('srcbody').addEventListener('click', (ev) => {
+  const r = ev.target.closest('.ln');
+  if (!r) return;
+  const q = files[curFile].path + ':' + r.dataset.src;
+  $('search').value = q;
+  runSearch(q);
+});
+
+/* ---------------------------------------------------------------- summary and insights */
+
+const METRIC_LABELS = { total_time: 'total time (device)', instruction_count: 'instructions' };
+function fmtMetric(unit, v) {
+  if (typeof v !== 'number') return esc(String(v));
+  if (unit === 's') return fmtNs(v * 1e9);
+  if (unit === '%') return v.toFixed(1) + ' %';
+  if (unit === 'bytes') return fmtBytes(v) + (v >= 1024 ? ' (' + Math.round(v) + ')' : '');
+  if (unit === 'FLOP') return v >= 1e6 ? (v / 1e9).toPrecision(4) + ' GFLOP' : String(v);
+  if (unit === 'FLOP/byte') return v.toPrecision(4) + ' FLOP/B';
+  return String(+v.toPrecision(6));
+}
+function renderSummary() {
+  const S = D.summary || {}, sec = $('tab-summary');
+  let h = '<h2>' + esc(D.kernel) + ' <small>on ' + esc(D.target) + ', nklab ' + esc(D.nklab) + '</small></h2><div class="metrics">';
+  const units = S.units || {};
+  h += '<div><span>host to device (inputs)</span><span>' + fmtNs(D.host_in_ns) + '</span></div>' +
+    '<div><span>device to host (outputs)</span><span>' + fmtNs(D.host_out_ns) + '</span></div>';
+  for (const [k, v] of Object.entries(S)) {
+    if (k === 'opcodes' || k === 'units') continue;
+    h += '<div><span>' + esc(METRIC_LABELS[k] || k.replace(/_/g, ' ')) + '</span><span data-metric="' + esc(k) + '">' + fmtMetric(units[k], v) + '</span></div>';
+  }
+  h += '</div><h3>Opcodes</h3><table id="optable"><thead><tr>' +
+    '<th class="sortable" data-k="opcode">opcode</th><th class="sortable num" data-k="count">count</th>' +
+    '<th class="sortable num desc" data-k="total_ns">total</th><th class="sortable num" data-k="average_ns">average</th>' +
+    '<th class="num">share of events</th></tr></thead><tbody></tbody></table>';
+  sec.innerHTML = h;
+  const ops = (S.opcodes || []).slice();
+  let sum = 0;
+  for (const o of ops) sum += o.total_ns;
+  let key = 'total_ns', dir = -1;
+  const fill = () => {
+    ops.sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0) * dir);
+    sec.querySelector('tbody').innerHTML = ops.map((o) => '<tr><td><span class="swatch" style="background:' + (COLORS[o.opcode] || '#888') + '"></span>' +
+      esc(o.opcode) + '</td><td class="num">' + o.count + '</td><td class="num">' + fmtNs(o.total_ns) + '</td><td class="num">' +
+      fmtNs(o.average_ns) + '</td><td class="num">' + (sum > 0 ? (100 * o.total_ns / sum).toFixed(1) : '0.0') + ' %</td></tr>').join('');
+    sec.querySelectorAll('th.sortable').forEach((th) => { th.classList.remove('asc', 'desc'); if (th.dataset.k === key) th.classList.add(dir > 0 ? 'asc' : 'desc'); });
+  };
+  sec.querySelectorAll('th.sortable').forEach((th) => th.onclick = () => {
+    if (key === th.dataset.k) dir = -dir; else { key = th.dataset.k; dir = key === 'opcode' ? 1 : -1; }
+    fill();
+  });
+  fill();
+}
+
+/* Insights: the findings the profile carries, either an array or
+ * {analysis, findings}. Each: title, detail, suggestion, severity, evidence,
+ * lines [{file, line, instructions, busy_ns}], ranges [[start, end] ns],
+ * instrs [instruction indices]. */
+let insightRanges = [];
+function renderInsights() {
+  const sec = $('tab-insights'), ins = D.insights;
+  const list = Array.isArray(ins) ? ins : (ins && ins.findings) || [];
+  if (!list.length) { sec.innerHTML = '<h2>Insights</h2><p class="hint">No insights recorded in this profile.</p>'; return; }
+  sec.innerHTML = '<h2>Insights</h2>' + list.map((it, k) => {
+    const lines = (it.lines || []).map((l) => {
+      const base = String(l.file || '').split('/').pop() + ':' + l.line;
+      return '<a class="lnk" data-search="' + esc(base) + '">' + esc(base) + '</a>' + (l.instructions ? ' <span class="hint">(' + l.instructions + ')</span>' : '');
+    }).join(' &#xB7; ');
+    const ev = Object.entries(it.evidence || {}).map(([n, v]) => esc(n.replace(/_/g, ' ')) + ' ' + esc(+(+v).toPrecision(4))).join(', ');
+    return '<div class="insight sev-' + esc(it.severity || '') + '"><b>' + esc(it.title || it.rule || '') + '</b>' +
+      (it.severity ? ' <span class="hint">' + esc(it.severity) + '</span>' : '') +
+      '<div>' + esc(it.detail || '') + '</div>' + (it.suggestion ? '<div><i>' + esc(it.suggestion) + '</i></div>' : '') +
+      (ev ? '<div class="hint">' + ev + '</div>' : '') + (lines ? '<div>' + lines + '</div>' : '') +
+      ((it.ranges && it.ranges.length) || (it.instrs && it.instrs.length) ? '<div><a class="lnk" data-finding="' + k + '">show on the timeline</a></div>' : '') + '</div>';
+  }).join('');
+  sec.querySelectorAll('[data-search]').forEach((a) => a.onclick = () => { showTab('timeline'); $('search').value = a.dataset.search; runSearch(a.dataset.search); });
+  sec.querySelectorAll('[data-finding]').forEach((a) => a.onclick = () => {
+    const it = list[+a.dataset.finding];
+    showTab('timeline');
+    insightRanges = it.ranges || [];
+    if (it.instrs && it.instrs.length) setMarks(it.instrs.filter((i) => i >= 0 && i < NI), it.title || 'Finding');
+    if (insightRanges.length) {
+      let lo = Infinity, hi = -Infinity;
+      for (const [x, y] of insightRanges) { lo = Math.min(lo, x); hi = Math.max(hi, y); }
+      const pad = (hi - lo) * 0.05 + 1;
+      setView(lo - pad, hi + pad);
+    }
+    requestDraw();
+  });
+}
+
+function showTab(name) {
+  document.querySelectorAll('#tabs button').forEach((b) => b.classList.toggle('on', b.dataset.tab === name));
+  document.querySelectorAll('.tab').forEach((s) => s.classList.toggle('on', s.id === 'tab-' + name));
+  if (name === 'timeline') resize();
+}
+document.querySelectorAll('#tabs button').forEach((b) => b.onclick = () => showTab(b.dataset.tab));
+
+/* ---------------------------------------------------------------- start */
+
+const api = {
+  ready: false, draws: 0, loadMs: 0,
+  data: D, rows: ROWS, view,
+  instructionCount: NI, eventCount: NE,
+  get lastDrawMs() { return lastDrawMs; },
+  get markCount() { return markCount; },
+  get selected() { return selInstr; },
+  /* page coordinates of the middle of event e's bar (for tests and scripts) */
+  eventPoint(e) {
+    const b = canvas.getBoundingClientRect();
+    const a = Math.max(LABEL_W, X(evStart[e])), z = Math.min(LABEL_W + plotW(), X(evEnd[e]));
+    return { x: b.left + (a + z) / 2, y: b.top + barY(e) + barH(e) / 2, w: z - a };
+  },
+  eventsOf(i) { const out = []; for (let e = 0; e < NE; e++) if (evInstr[e] === i) out.push(e); return out; },
+  event(e) { return { instr: evInstr[e], row: evRow[e], name: evName(e), start: evStart[e], end: evEnd[e] }; },
+  instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
+  setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
+};
+window.nkview = api;
+
+$('title').innerHTML = esc(D.kernel) + '<small>' + esc(D.target) + ' &#xB7; ' + fmtNs(D.total_ns) + ' &#xB7; ' + NI + ' instructions</small>';
+renderSummary();
+renderInsights();
+{
+  let best = -1, bestN = -1;
+  lineStats.forEach((m, k) => { if (m.size > bestN) { bestN = m.size; best = k; } });
+  renderSource(best);
+}
+window.addEventListener('resize', resize);
+resize();
+api.loadMs = performance.now() - t0Load;
+api.ready = true;
+})();

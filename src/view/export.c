@@ -1,0 +1,438 @@
+/*
+ * export.c - a profile for other tools: Chrome Trace Event JSON (opens in
+ * ui.perfetto.dev and chrome://tracing), JSON (summary and instruction
+ * list) and CSV (one row per instruction).
+ */
+#include "view/view.h"
+#include "view/vbuf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t ps(double ns) { return isfinite(ns) ? llround(ns * 1000.0) : 0; }
+
+/* Picoseconds as microseconds with six decimals: exact, so slices that touch
+ * in the model still touch in the trace. */
+static void put_us(nk_text *t, int64_t v)
+{
+    if (v < 0) {
+        nk__vb_chr(t, '-');
+        v = -v;
+    }
+    nk__vb_u64(t, (uint64_t)v / 1000000u);
+    uint64_t f = (uint64_t)v % 1000000u;
+    if (!f)
+        return;
+    char d[6];
+    int nd = 6;
+    for (int i = 5; i >= 0; i--, f /= 10)
+        d[i] = (char)('0' + f % 10);
+    while (d[nd - 1] == '0')
+        nd--;
+    nk__vb_chr(t, '.');
+    nk__vb_mem(t, d, (size_t)nd);
+}
+
+/* Per instruction: first and last event (UINT32_MAX when none). */
+typedef struct instr_ev {
+    uint32_t *first, *last;
+} instr_ev;
+
+static int instr_ev_build(const nk_profile *pr, instr_ev *ie)
+{
+    uint32_t n = pr->prog->ninstr ? pr->prog->ninstr : 1;
+    ie->first = malloc(n * sizeof *ie->first);
+    ie->last = malloc(n * sizeof *ie->last);
+    if (!ie->first || !ie->last)
+        return NK_ENOMEM;
+    memset(ie->first, 0xff, n * sizeof *ie->first);
+    memset(ie->last, 0xff, n * sizeof *ie->last);
+    const nk_timeline *tl = pr->tl;
+    for (uint32_t e = 0; e < tl->nevents; e++) {
+        uint32_t i = tl->events[e].instr;
+        if (i >= pr->prog->ninstr)
+            continue;
+        if (ie->first[i] == UINT32_MAX)
+            ie->first[i] = e;
+        if (ie->last[i] == UINT32_MAX || tl->events[e].end >= tl->events[ie->last[i]].end)
+            ie->last[i] = e;
+    }
+    return NK_OK;
+}
+
+static void instr_ev_free(instr_ev *ie)
+{
+    free(ie->first);
+    free(ie->last);
+}
+
+/* Start and end of an instruction: the timeline's, else its events'. */
+static void instr_span(const nk_profile *pr, const instr_ev *ie, uint32_t i, double *s, double *e)
+{
+    const nk_timeline *tl = pr->tl;
+    if (tl->instr_start && tl->instr_end) {
+        *s = tl->instr_start[i];
+        *e = tl->instr_end[i];
+    } else if (ie->first[i] != UINT32_MAX) {
+        *s = tl->events[ie->first[i]].start;
+        *e = tl->events[ie->last[i]].end;
+    } else {
+        *s = *e = 0;
+    }
+}
+
+static int in_range(const nk_export_opts *o, double s, double e)
+{
+    if (!o || o->to_ns <= o->from_ns)
+        return 1;
+    return e >= o->from_ns && s <= o->to_ns;
+}
+
+/* ---- Chrome Trace Event format */
+
+/* Lanes keep slices on one thread properly nested: an event that overlaps
+ * the previous one on its row (DMA queues can have several transfers in
+ * flight) goes to the first lane that is free at its start. */
+typedef struct lanes {
+    uint16_t *lane;      /* per event */
+    uint32_t *tid_base;  /* per row: tid of lane 0 */
+    uint32_t *nlanes;    /* per row */
+} lanes;
+
+#define MAX_LANES 64
+
+static int lanes_build(const nk_timeline *tl, const nk_view_rows *rows, lanes *L)
+{
+    L->lane = calloc(tl->nevents ? tl->nevents : 1, sizeof *L->lane);
+    L->tid_base = calloc(rows->n, sizeof *L->tid_base);
+    L->nlanes = calloc(rows->n, sizeof *L->nlanes);
+    int64_t *end = calloc((size_t)rows->n * MAX_LANES, sizeof *end);
+    if (!L->lane || !L->tid_base || !L->nlanes || !end) {
+        free(end);
+        return NK_ENOMEM;
+    }
+    for (uint32_t e = 0; e < tl->nevents; e++) {
+        uint32_t r = nk_view_event_row(rows, &tl->events[e]);
+        int64_t s = ps(tl->events[e].start);
+        int64_t *re = end + (size_t)r * MAX_LANES;
+        uint32_t k = 0;
+        while (k < L->nlanes[r] && re[k] > s)
+            k++;
+        if (k == MAX_LANES)
+            k = MAX_LANES - 1; /* more in flight than lanes: nest in the last */
+        if (k == L->nlanes[r])
+            L->nlanes[r]++;
+        re[k] = ps(tl->events[e].end);
+        L->lane[e] = (uint16_t)k;
+    }
+    uint32_t tid = 1;
+    for (uint32_t r = 0; r < rows->n; r++) {
+        L->tid_base[r] = tid;
+        tid += L->nlanes[r] ? L->nlanes[r] : 1;
+    }
+    free(end);
+    return NK_OK;
+}
+
+static void lanes_free(lanes *L)
+{
+    free(L->lane);
+    free(L->tid_base);
+    free(L->nlanes);
+}
+
+static void put_thread_names(const nk_view_rows *rows, const lanes *L, nk_text *t)
+{
+    char name[48];
+    for (uint32_t r = 0; r < rows->n; r++) {
+        uint32_t n = L->nlanes[r] ? L->nlanes[r] : 1;
+        for (uint32_t k = 0; k < n; k++) {
+            if (k)
+                snprintf(name, sizeof name, "%s (%u)", rows->row[r].name, (unsigned)k + 1);
+            else
+                snprintf(name, sizeof name, "%s", rows->row[r].name);
+            nk__vb_str(t, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+            nk__vb_u64(t, L->tid_base[r] + k);
+            nk__vb_str(t, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+            nk__vb_jstr(t, name);
+            nk__vb_str(t, "}},\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+            nk__vb_u64(t, L->tid_base[r] + k);
+            nk__vb_str(t, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
+            nk__vb_u64(t, L->tid_base[r] + k);
+            nk__vb_str(t, "}}");
+        }
+    }
+}
+
+static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lanes *L, uint32_t e,
+                      nk_text *t)
+{
+    const nk_event *ev = &pr->tl->events[e];
+    const nk_program *p = pr->prog;
+    uint32_t r = nk_view_event_row(rows, ev);
+    char opnd[1024];
+    int line;
+    const char *file = nk_view_instr_file(p, ev->instr, &line);
+    nk_view_operands(p, ev->instr, opnd, sizeof opnd);
+    nk__vb_str(t, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":");
+    nk__vb_u64(t, L->tid_base[r] + L->lane[e]);
+    nk__vb_str(t, ",\"ts\":");
+    put_us(t, ps(ev->start));
+    nk__vb_str(t, ",\"dur\":");
+    put_us(t, ps(ev->end) - ps(ev->start));
+    nk__vb_str(t, ",\"name\":");
+    nk__vb_jstr(t, nk_view_event_name(p, ev));
+    nk__vb_str(t, ",\"cat\":");
+    nk__vb_jstr(t, nk_engine_name((nk_engine)ev->engine));
+    nk__vb_str(t, ",\"args\":{\"instr\":");
+    nk__vb_u64(t, ev->instr);
+    nk__vb_str(t, ",\"opcode\":");
+    nk__vb_jstr(t, ev->instr < p->ninstr ? nk_op_name(p->instrs[ev->instr].op) : "invalid");
+    nk__vb_str(t, ",\"operands\":");
+    nk__vb_jstr(t, opnd);
+    char loc[512];
+    snprintf(loc, sizeof loc, "%s:%d", file, line);
+    nk__vb_str(t, ",\"source\":");
+    nk__vb_jstr(t, loc);
+    nk__vb_str(t, ",\"bytes\":");
+    nk__vb_u64(t, nk_view_instr_bytes(p, ev->instr));
+    nk__vb_str(t, "}}");
+}
+
+static void put_counter_events(const nk_timeline *tl, nk_text *t)
+{
+    for (uint32_t c = 0; c < tl->ncounters; c++) {
+        const nk_counter *k = &tl->counters[c];
+        char name[sizeof k->name + 1], unit[sizeof k->unit + 1];
+        memcpy(name, k->name, sizeof k->name);
+        name[sizeof k->name] = 0;
+        memcpy(unit, k->unit, sizeof k->unit);
+        unit[sizeof k->unit] = 0;
+        for (uint32_t i = 0; i < k->n; i++) {
+            nk__vb_str(t, ",\n{\"ph\":\"C\",\"pid\":1,\"name\":");
+            nk__vb_jstr(t, name);
+            nk__vb_str(t, ",\"ts\":");
+            put_us(t, ps(k->t[i]));
+            nk__vb_str(t, ",\"args\":{");
+            nk__vb_jstr(t, unit[0] ? unit : "value");
+            nk__vb_chr(t, ':');
+            nk__vb_num(t, k->value[i], 6);
+            nk__vb_str(t, "}}");
+        }
+    }
+}
+
+/* A flow arrow from the middle of the predecessor's last slice to the middle
+ * of the successor's first slice (each end binds to its enclosing slice). */
+static void put_flow(const nk_profile *pr, const nk_view_rows *rows, const lanes *L, uint32_t e, int start,
+                     uint64_t id, nk_text *t)
+{
+    const nk_event *ev = &pr->tl->events[e];
+    uint32_t r = nk_view_event_row(rows, ev);
+    int64_t mid = (ps(ev->start) + ps(ev->end)) / 2;
+    nk__vb_str(t, start ? ",\n{\"ph\":\"s\"" : ",\n{\"ph\":\"f\",\"bp\":\"e\"");
+    nk__vb_str(t, ",\"pid\":1,\"tid\":");
+    nk__vb_u64(t, L->tid_base[r] + L->lane[e]);
+    nk__vb_str(t, ",\"ts\":");
+    put_us(t, mid);
+    nk__vb_str(t, ",\"name\":\"dependency\",\"cat\":\"dependency\",\"id\":");
+    nk__vb_u64(t, id);
+    nk__vb_str(t, "}");
+}
+
+static void put_flows(const nk_profile *pr, const nk_view_rows *rows, const lanes *L, const instr_ev *ie,
+                      nk_text *t)
+{
+    const nk_program *p = pr->prog;
+    uint64_t id = 1;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (ie->first[i] == UINT32_MAX)
+            continue;
+        for (uint32_t d = 0; d < in->ndep; d++) {
+            uint32_t j = p->deps[in->dep_off + d];
+            if (j >= p->ninstr || ie->last[j] == UINT32_MAX)
+                continue;
+            put_flow(pr, rows, L, ie->last[j], 1, id, t);
+            put_flow(pr, rows, L, ie->first[i], 0, id, t);
+            id++;
+        }
+    }
+}
+
+int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
+{
+    if (!pr || !pr->prog || !pr->tl)
+        return NK_EINVAL;
+    nk_view_rows rows;
+    lanes L = {0};
+    instr_ev ie = {0};
+    int rc = nk_view_rows_build(pr->tl, &rows);
+    if (rc)
+        return rc;
+    if ((rc = lanes_build(pr->tl, &rows, &L)) || (rc = instr_ev_build(pr, &ie)))
+        goto out;
+    char proc[160];
+    snprintf(proc, sizeof proc, "NeuronCore 0: %s (%s)", pr->prog->kernel, pr->prog->target);
+    nk__vb_str(t, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"kernel\":");
+    nk__vb_jstr(t, pr->prog->kernel);
+    nk__vb_str(t, ",\"target\":");
+    nk__vb_jstr(t, pr->prog->target);
+    nk__vb_str(t, ",\"nklab\":");
+    nk__vb_jstr(t, pr->nklab_version);
+    nk__vb_str(t, "},\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":");
+    nk__vb_jstr(t, proc);
+    nk__vb_str(t, "}}");
+    put_thread_names(&rows, &L, t);
+    for (uint32_t e = 0; e < pr->tl->nevents; e++)
+        put_slice(pr, &rows, &L, e, t);
+    put_counter_events(pr->tl, t);
+    if (!o || !o->no_flows)
+        put_flows(pr, &rows, &L, &ie, t);
+    nk__vb_str(t, "\n]}\n");
+    rc = t->oom ? NK_ENOMEM : NK_OK;
+out:
+    instr_ev_free(&ie);
+    lanes_free(&L);
+    nk_view_rows_free(&rows);
+    return rc;
+}
+
+/* ---- JSON: summary and instruction list */
+
+static void put_deps(const nk_program *p, uint32_t i, nk_text *t, char sep)
+{
+    const nk_instr *in = &p->instrs[i];
+    for (uint32_t d = 0; d < in->ndep; d++) {
+        if (d)
+            nk__vb_chr(t, sep);
+        nk__vb_u64(t, p->deps[in->dep_off + d]);
+    }
+}
+
+static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e, int first, nk_text *t)
+{
+    const nk_program *p = pr->prog;
+    const nk_instr *in = &p->instrs[i];
+    char opnd[1024];
+    int line;
+    const char *file = nk_view_instr_file(p, i, &line);
+    nk_view_operands(p, i, opnd, sizeof opnd);
+    nk__vb_str(t, first ? "\n{\"index\":" : ",\n{\"index\":");
+    nk__vb_u64(t, i);
+    nk__vb_str(t, ",\"start_ns\":");
+    nk__vb_num(t, s, 3);
+    nk__vb_str(t, ",\"duration_ns\":");
+    nk__vb_num(t, e - s, 3);
+    nk__vb_str(t, ",\"opcode\":");
+    nk__vb_jstr(t, nk_op_name(in->op));
+    nk__vb_str(t, ",\"engine\":");
+    nk__vb_jstr(t, nk_engine_name((nk_engine)in->engine));
+    if (in->engine == NK_ENGINE_DMA) {
+        nk__vb_str(t, ",\"queue\":");
+        nk__vb_u64(t, in->queue);
+    }
+    nk__vb_str(t, ",\"operands\":");
+    nk__vb_jstr(t, opnd);
+    nk__vb_str(t, ",\"bytes\":");
+    nk__vb_u64(t, nk_view_instr_bytes(p, i));
+    nk__vb_str(t, ",\"file\":");
+    nk__vb_jstr(t, file);
+    nk__vb_str(t, ",\"line\":");
+    nk__vb_i64(t, line);
+    nk__vb_str(t, ",\"deps\":[");
+    put_deps(p, i, t, ',');
+    nk__vb_str(t, "]}");
+}
+
+int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
+{
+    if (!pr || !pr->prog || !pr->tl)
+        return NK_EINVAL;
+    nk_view_summary sum;
+    instr_ev ie = {0};
+    int rc = nk_view_summarize(pr, &sum);
+    if (rc || (rc = instr_ev_build(pr, &ie)))
+        goto out;
+    nk__vb_str(t, "{\"format\":\"nklab-profile-json\",\"version\":1,\"kernel\":");
+    nk__vb_jstr(t, pr->prog->kernel);
+    nk__vb_str(t, ",\"target\":");
+    nk__vb_jstr(t, pr->prog->target);
+    nk__vb_str(t, ",\"nklab\":");
+    nk__vb_jstr(t, pr->nklab_version);
+    nk__vb_str(t, ",\"summary\":");
+    rc = nk_view_summary_json(pr, &sum, t);
+    if (rc)
+        goto out;
+    nk__vb_str(t, ",\"instructions\":[");
+    int first = 1;
+    for (uint32_t i = 0; i < pr->prog->ninstr; i++) {
+        double s, e;
+        instr_span(pr, &ie, i, &s, &e);
+        if (!in_range(o, s, e))
+            continue;
+        put_instr_json(pr, i, s, e, first, t);
+        first = 0;
+    }
+    nk__vb_str(t, "\n]}\n");
+    rc = t->oom ? NK_ENOMEM : NK_OK;
+out:
+    instr_ev_free(&ie);
+    return rc;
+}
+
+/* ---- CSV */
+
+int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
+{
+    if (!pr || !pr->prog || !pr->tl)
+        return NK_EINVAL;
+    instr_ev ie = {0};
+    int rc = instr_ev_build(pr, &ie);
+    if (rc)
+        goto out;
+    const nk_program *p = pr->prog;
+    nk__vb_str(t, "index,start_ns,end_ns,duration_ns,engine,queue,opcode,operands,bytes,file,line,deps\r\n");
+    char opnd[1024];
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        double s, e;
+        instr_span(pr, &ie, i, &s, &e);
+        if (!in_range(o, s, e))
+            continue;
+        const nk_instr *in = &p->instrs[i];
+        int line;
+        const char *file = nk_view_instr_file(p, i, &line);
+        nk_view_operands(p, i, opnd, sizeof opnd);
+        nk__vb_u64(t, i);
+        nk__vb_chr(t, ',');
+        nk__vb_num(t, s, 3);
+        nk__vb_chr(t, ',');
+        nk__vb_num(t, e, 3);
+        nk__vb_chr(t, ',');
+        nk__vb_num(t, e - s, 3);
+        nk__vb_chr(t, ',');
+        nk__vb_str(t, nk_engine_name((nk_engine)in->engine));
+        nk__vb_chr(t, ',');
+        if (in->engine == NK_ENGINE_DMA)
+            nk__vb_u64(t, in->queue);
+        nk__vb_chr(t, ',');
+        nk__vb_str(t, nk_op_name(in->op));
+        nk__vb_chr(t, ',');
+        nk__vb_csv(t, opnd);
+        nk__vb_chr(t, ',');
+        nk__vb_u64(t, nk_view_instr_bytes(p, i));
+        nk__vb_chr(t, ',');
+        nk__vb_csv(t, file);
+        nk__vb_chr(t, ',');
+        nk__vb_i64(t, line);
+        nk__vb_chr(t, ',');
+        put_deps(p, i, t, ' ');
+        nk__vb_str(t, "\r\n");
+    }
+    rc = t->oom ? NK_ENOMEM : NK_OK;
+out:
+    instr_ev_free(&ie);
+    return rc;
+}

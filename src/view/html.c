@@ -1,0 +1,69 @@
+/*
+ * html.c - the self-contained viewer page: the template (viewer.html) with
+ * the styles, the script and the profile's data spliced in. No network: the
+ * page needs nothing but itself.
+ */
+#include "view/view.h"
+#include "view/vbuf.h"
+
+#include <string.h>
+
+/* Appends s with HTML's special characters escaped (for the <title>). */
+static void put_html_text(nk_text *t, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': nk__vb_str(t, "&lt;"); break;
+        case '>': nk__vb_str(t, "&gt;"); break;
+        case '&': nk__vb_str(t, "&amp;"); break;
+        case '"': nk__vb_str(t, "&quot;"); break;
+        case '\'': nk__vb_str(t, "&#39;"); break;
+        default: nk__vb_chr(t, *s);
+        }
+    }
+}
+
+/* Copies the template up to the next "{{NAME}}" marker; returns the marker's
+ * name (in name) and the text after it, or NULL at the end. */
+static const char *copy_until_marker(nk_text *t, const char *s, char *name, size_t n)
+{
+    const char *m = strstr(s, "{{");
+    const char *e = m ? strstr(m, "}}") : NULL;
+    if (!m || !e || (size_t)(e - m - 2) >= n) {
+        nk__vb_str(t, s);
+        return NULL;
+    }
+    nk__vb_mem(t, s, (size_t)(m - s));
+    memcpy(name, m + 2, (size_t)(e - m - 2));
+    name[e - m - 2] = 0;
+    return e + 2;
+}
+
+int nk_view_html(const nk_profile *pr, const char *insights_json, nk_text *t)
+{
+    if (!pr || !pr->prog || !pr->tl)
+        return NK_EINVAL;
+    const char *s = nk__view_asset_html;
+    char name[16];
+    int rc = NK_OK;
+    while (s && !rc) {
+        s = copy_until_marker(t, s, name, sizeof name);
+        if (!s)
+            break;
+        if (!strcmp(name, "TITLE")) {
+            put_html_text(t, pr->prog->kernel);
+            nk__vb_str(t, " (");
+            put_html_text(t, pr->prog->target);
+            nk__vb_str(t, ") - nklab profile");
+        } else if (!strcmp(name, "CSS")) {
+            nk__vb_str(t, nk__view_asset_css);
+        } else if (!strcmp(name, "JS")) {
+            nk__vb_str(t, nk__view_asset_js);
+        } else if (!strcmp(name, "DATA")) {
+            rc = nk_view_json(pr, insights_json, t);
+        } else {
+            rc = NK_EINVAL; /* a marker the template should not have */
+        }
+    }
+    return rc ? rc : t->oom ? NK_ENOMEM : NK_OK;
+}

@@ -1,0 +1,183 @@
+/*
+ * vbuf.c - fast appends to an nk_text (see vbuf.h).
+ */
+#include "view/vbuf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int nk__vb_reserve(nk_text *t, size_t n)
+{
+    if (t->oom)
+        return NK_ENOMEM;
+    if (t->len + n + 1 <= t->cap)
+        return NK_OK;
+    size_t cap = t->cap ? t->cap : 4096;
+    while (cap < t->len + n + 1)
+        cap *= 2;
+    char *s = realloc(t->s, cap);
+    if (!s) {
+        t->oom = 1;
+        return NK_ENOMEM;
+    }
+    t->s = s;
+    t->cap = cap;
+    return NK_OK;
+}
+
+void nk__vb_mem(nk_text *t, const char *s, size_t n)
+{
+    if (nk__vb_reserve(t, n))
+        return;
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = 0;
+}
+
+void nk__vb_str(nk_text *t, const char *s) { nk__vb_mem(t, s, strlen(s)); }
+
+void nk__vb_chr(nk_text *t, char c) { nk__vb_mem(t, &c, 1); }
+
+void nk__vb_u64(nk_text *t, uint64_t v)
+{
+    char d[24];
+    int i = (int)sizeof d;
+    do {
+        d[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    nk__vb_mem(t, d + i, sizeof d - (size_t)i);
+}
+
+void nk__vb_i64(nk_text *t, int64_t v)
+{
+    if (v < 0) {
+        nk__vb_chr(t, '-');
+        nk__vb_u64(t, (uint64_t)0 - (uint64_t)v);
+    } else {
+        nk__vb_u64(t, (uint64_t)v);
+    }
+}
+
+void nk__vb_num(nk_text *t, double x, int decimals)
+{
+    static const double pow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    if (decimals < 0)
+        decimals = 0;
+    if (decimals > 9)
+        decimals = 9;
+    if (!isfinite(x))
+        x = 0;
+    double scaled = fabs(x) * pow10[decimals];
+    if (scaled >= 9e18) { /* too large for the integer path: rare, so printf */
+        char buf[400];
+        snprintf(buf, sizeof buf, "%.*f", decimals, x);
+        nk__vb_str(t, buf);
+        return;
+    }
+    uint64_t v = (uint64_t)llround(scaled);
+    uint64_t ip = v / (uint64_t)pow10[decimals], fp = v % (uint64_t)pow10[decimals];
+    if (x < 0 && v)
+        nk__vb_chr(t, '-');
+    nk__vb_u64(t, ip);
+    if (!fp)
+        return;
+    char d[10];
+    int nd = decimals;
+    for (int i = nd - 1; i >= 0; i--) {
+        d[i] = (char)('0' + fp % 10);
+        fp /= 10;
+    }
+    while (nd > 0 && d[nd - 1] == '0')
+        nd--;
+    nk__vb_chr(t, '.');
+    nk__vb_mem(t, d, (size_t)nd);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    int n;
+    unsigned min;
+    if ((c & 0xE0) == 0xC0) { n = 2; min = 0x80; c &= 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { n = 3; min = 0x800; c &= 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { n = 4; min = 0x10000; c &= 0x07; }
+    else return 0;
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+void nk__vb_jstr(nk_text *t, const char *str)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!str) {
+        nk__vb_str(t, "null");
+        return;
+    }
+    const unsigned char *s = (const unsigned char *)str;
+    nk__vb_chr(t, '"');
+    while (*s) {
+        const unsigned char *run = s; /* copy plain bytes in one go */
+        while (*s >= 0x20 && *s < 0x80 && *s != '"' && *s != '\\' && *s != '<' && *s != '>' && *s != '&')
+            s++;
+        if (s > run)
+            nk__vb_mem(t, (const char *)run, (size_t)(s - run));
+        if (!*s)
+            break;
+        unsigned c = *s;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            nk__vb_mem(t, e, 2);
+            s++;
+        } else if (c == '\n') {
+            nk__vb_str(t, "\\n");
+            s++;
+        } else if (c == '\t') {
+            nk__vb_str(t, "\\t");
+            s++;
+        } else if (c < 0x80) { /* other controls and < > & */
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            nk__vb_mem(t, e, 6);
+            s++;
+        } else {
+            int n = utf8_len(s);
+            if (!n) {
+                nk__vb_str(t, "\\ufffd");
+                s++;
+            } else if (n == 3 && s[0] == 0xE2 && s[1] == 0x80 && (s[2] == 0xA8 || s[2] == 0xA9)) {
+                nk__vb_str(t, s[2] == 0xA8 ? "\\u2028" : "\\u2029");
+                s += 3;
+            } else {
+                nk__vb_mem(t, (const char *)s, (size_t)n);
+                s += n;
+            }
+        }
+    }
+    nk__vb_chr(t, '"');
+}
+
+void nk__vb_csv(nk_text *t, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        nk__vb_str(t, s);
+        return;
+    }
+    nk__vb_chr(t, '"');
+    for (const char *q; (q = strchr(s, '"')); s = q + 1) {
+        nk__vb_mem(t, s, (size_t)(q - s));
+        nk__vb_str(t, "\"\"");
+    }
+    nk__vb_str(t, s);
+    nk__vb_chr(t, '"');
+}

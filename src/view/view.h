@@ -1,0 +1,92 @@
+/*
+ * view.h - what people and tools see of a profile: the self-contained HTML
+ * viewer, the terminal timeline and the exports (Perfetto/Chrome trace JSON,
+ * JSON, CSV).
+ *
+ * Everything here reads an nk_profile and writes text into an nk_text; it
+ * never re-runs a kernel. Functions return NK_OK or a negative nk_status.
+ */
+#ifndef NK_VIEW_H
+#define NK_VIEW_H
+
+#include "profile/profile.h"
+
+/* ---- rows of the timeline: the five engines, then each DMA queue with events */
+
+typedef struct nk_view_row {
+    uint8_t engine;  /* nk_engine; NK_ENGINE_DMA for a DMA queue */
+    uint16_t queue;  /* DMA queue id (DMA rows) */
+    char name[24];   /* "Tensor", ..., "DMA q3" */
+} nk_view_row;
+
+typedef struct nk_view_rows {
+    nk_view_row *row;
+    uint32_t n;
+    uint32_t *queue_row; /* DMA queue id -> row, for ids <= max_queue */
+    uint32_t max_queue;
+} nk_view_rows;
+
+int nk_view_rows_build(const nk_timeline *tl, nk_view_rows *out);
+uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e);
+void nk_view_rows_free(nk_view_rows *r);
+
+/* ---- names and text of one instruction or event */
+
+/* "LoadStationary" / "MultiplyMoving" for matmul parts, else the opcode. */
+const char *nk_view_event_name(const nk_program *p, const nk_event *e);
+/* Operands and attributes: "func=exp dst=sbuf[0:128]@0 [128, 512] float32 src=...". */
+void nk_view_operands(const nk_program *p, uint32_t instr, char *buf, size_t n);
+/* Bytes an instruction writes (a DMA: bytes moved). */
+uint64_t nk_view_instr_bytes(const nk_program *p, uint32_t instr);
+/* Source file and line of an instruction ("?" and 0 when unknown). */
+const char *nk_view_instr_file(const nk_program *p, uint32_t instr, int *line);
+
+/* ---- summary: the profile's metrics (nk_profile_metrics) and an opcode table */
+
+typedef struct nk_view_opstat {
+    char name[24];      /* event name */
+    uint64_t count;
+    double total_ns;    /* sum of event durations */
+} nk_view_opstat;
+
+typedef struct nk_view_summary {
+    uint64_t instr_count, event_count;
+    nk_view_opstat op[NK_OP_COUNT + 2]; /* by event name, in first-seen order */
+    uint32_t nop;
+} nk_view_summary;
+
+int nk_view_summarize(const nk_profile *pr, nk_view_summary *s);
+/* One JSON object: every metric by its name (values in the units of
+ * nk_metrics_unit), "instruction_count", "units" {name: unit} and "opcodes"
+ * [{opcode, count, total_ns, average_ns}]. No trailing newline. */
+int nk_view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text *out);
+
+/* ---- outputs */
+
+/* The viewer's data model as JSON (docs/viewer.md describes it). Every
+ * string is escaped so the text can sit inside an HTML <script> element.
+ * insights_json: NULL, or a JSON array of findings shown on the Insights tab
+ * (objects with "title", "detail", "severity", "lines": ["file:line"]); it
+ * is copied with <, > and & escaped. */
+int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *out);
+/* One self-contained HTML page: styles, script and data inline. */
+int nk_view_html(const nk_profile *pr, const char *insights_json, nk_text *out);
+/* A per-row busy-fraction chart `width` characters wide (>= 40). */
+int nk_view_timeline(const nk_profile *pr, int width, nk_text *out);
+
+typedef struct nk_export_opts {
+    int no_flows;       /* perfetto: leave out dependency arrows */
+    double from_ns, to_ns; /* json/csv: instructions overlapping [from, to]; to <= from: all */
+} nk_export_opts;
+
+int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
+int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
+int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
+
+/* Writes text to path through a temporary file and a rename. */
+int nk_view_write_file(const char *path, const nk_text *t);
+
+/* The viewer's sources, embedded at build time (scripts/embed-assets.sh). */
+extern const char nk__view_asset_html[], nk__view_asset_css[], nk__view_asset_js[];
+
+#endif

@@ -1,0 +1,305 @@
+/*
+ * viewdata.c - what every view of a profile shares: timeline rows, names and
+ * operand text of instructions, the summary computed from the timeline, and
+ * writing an output file.
+ */
+#include "view/view.h"
+#include "view/vbuf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const engine_title[NK_ENGINE_COUNT] = {"Tensor", "Vector", "Scalar", "GpSimd", "Sync", "DMA"};
+
+/* ---- rows */
+
+int nk_view_rows_build(const nk_timeline *tl, nk_view_rows *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t maxq = 0;
+    for (uint32_t i = 0; i < tl->nevents; i++)
+        if (tl->events[i].engine == NK_ENGINE_DMA && tl->events[i].queue > maxq)
+            maxq = tl->events[i].queue;
+    out->max_queue = maxq;
+    out->queue_row = calloc(maxq + 1, sizeof *out->queue_row);
+    uint8_t *used = calloc(maxq + 1, 1);
+    if (!out->queue_row || !used)
+        goto oom;
+    uint32_t nq = 0;
+    for (uint32_t i = 0; i < tl->nevents; i++)
+        if (tl->events[i].engine == NK_ENGINE_DMA && !used[tl->events[i].queue]) {
+            used[tl->events[i].queue] = 1;
+            nq++;
+        }
+    out->row = calloc(NK_ENGINE_DMA + nq, sizeof *out->row);
+    if (!out->row)
+        goto oom;
+    for (int e = 0; e < NK_ENGINE_DMA; e++) {
+        out->row[e].engine = (uint8_t)e;
+        snprintf(out->row[e].name, sizeof out->row[e].name, "%s", engine_title[e]);
+    }
+    out->n = NK_ENGINE_DMA;
+    for (uint32_t q = 0; q <= maxq; q++) {
+        if (!used[q])
+            continue;
+        nk_view_row *r = &out->row[out->n];
+        r->engine = NK_ENGINE_DMA;
+        r->queue = (uint16_t)q;
+        snprintf(r->name, sizeof r->name, "DMA q%u", (unsigned)q);
+        out->queue_row[q] = out->n++;
+    }
+    free(used);
+    return NK_OK;
+oom:
+    free(used);
+    nk_view_rows_free(out);
+    return NK_ENOMEM;
+}
+
+uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e)
+{
+    if (e->engine == NK_ENGINE_DMA)
+        return e->queue <= r->max_queue ? r->queue_row[e->queue] : 0;
+    return e->engine < NK_ENGINE_DMA ? e->engine : 0;
+}
+
+void nk_view_rows_free(nk_view_rows *r)
+{
+    free(r->row);
+    free(r->queue_row);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- names and operand text */
+
+const char *nk_view_event_name(const nk_program *p, const nk_event *e)
+{
+    if (e->kind == NK_EV_LOAD_STATIONARY)
+        return "LoadStationary";
+    if (e->kind == NK_EV_MULTIPLY_MOVING)
+        return "MultiplyMoving";
+    return e->instr < p->ninstr ? nk_op_name(p->instrs[e->instr].op) : "invalid";
+}
+
+typedef struct cursor {
+    char *buf;
+    size_t n, k;
+} cursor;
+
+static void put(cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(cursor *c, const char *fmt, ...)
+{
+    if (c->k >= c->n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(c->buf + c->k, c->n - c->k, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        c->k += (size_t)w;
+}
+
+static void put_ap(cursor *c, const nk_program *p, const char *name, const nk_tensor *t)
+{
+    if (!t->buf)
+        return;
+    char ap[160];
+    nk__format_ap(ap, sizeof ap, p, t);
+    put(c, "%s%s=%s", c->k ? " " : "", name, ap);
+}
+
+/* Attributes that come before the operands, per opcode. */
+static void put_attrs(cursor *c, const nk_instr *in)
+{
+    switch (in->op) {
+    case NK_OP_ACTIVATION:
+        put(c, "func=%s", nk_act_name((nk_act)in->func));
+        if (!(in->flags & NK_IF_OPND0_T))
+            put(c, " bias=%g", in->imm0);
+        if (!(in->flags & NK_IF_OPND1_T))
+            put(c, " scale=%g", in->imm1);
+        break;
+    case NK_OP_TENSOR_TENSOR:
+        put(c, "op=%s", nk_alu_name((nk_alu)in->alu0));
+        break;
+    case NK_OP_TENSOR_SCALAR:
+        put(c, "op0=%s", nk_alu_name((nk_alu)in->alu0));
+        if (!(in->flags & NK_IF_OPND0_T))
+            put(c, " operand0=%g", in->imm0);
+        if (in->alu1 != NK_ALU_BYPASS) {
+            put(c, " op1=%s", nk_alu_name((nk_alu)in->alu1));
+            if (!(in->flags & NK_IF_OPND1_T))
+                put(c, " operand1=%g", in->imm1);
+        }
+        break;
+    case NK_OP_TENSOR_REDUCE:
+        put(c, "op=%s axis=%d", nk_alu_name((nk_alu)in->alu0), in->axis);
+        break;
+    case NK_OP_MEMSET:
+        put(c, "value=%g", in->imm0);
+        break;
+    case NK_OP_MATMUL:
+        if (in->flags & NK_IF_ACCUMULATE)
+            put(c, "accumulate");
+        break;
+    case NK_OP_AFFINE_SELECT:
+        put(c, "on_false=%g", in->imm1);
+        break;
+    default:
+        break;
+    }
+}
+
+void nk_view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
+{
+    cursor c = {buf, n, 0};
+    if (!n)
+        return;
+    buf[0] = 0;
+    if (i >= p->ninstr)
+        return;
+    const nk_instr *in = &p->instrs[i];
+    put_attrs(&c, in);
+    put_ap(&c, p, "dst", &in->dst);
+    if (in->op == NK_OP_ACTIVATION && (in->flags & NK_IF_REDUCE))
+        put_ap(&c, p, "reduce", &in->dst2);
+    static const char *const generic[3] = {"src", "src1", "src2"};
+    static const char *const matmul[3] = {"stationary", "moving", "src2"};
+    static const char *const act[3] = {"src", "bias", "scale"};
+    static const char *const ts[3] = {"src", "operand0", "operand1"};
+    const char *const *names = in->op == NK_OP_MATMUL ? matmul
+                             : in->op == NK_OP_ACTIVATION ? act
+                             : in->op == NK_OP_TENSOR_SCALAR ? ts : generic;
+    for (int s = 0; s < in->nsrc && s < 3; s++)
+        put_ap(&c, p, names[s], &in->src[s]);
+}
+
+uint64_t nk_view_instr_bytes(const nk_program *p, uint32_t i)
+{
+    if (i >= p->ninstr)
+        return 0;
+    const nk_tensor *t = &p->instrs[i].dst;
+    if (!t->buf)
+        return 0;
+    return (uint64_t)nk__numel(t) * (uint64_t)nk_dtype_size((nk_dtype)t->dtype);
+}
+
+const char *nk_view_instr_file(const nk_program *p, uint32_t i, int *line)
+{
+    *line = 0;
+    if (i >= p->ninstr || p->instrs[i].loc >= p->nlocs)
+        return "?";
+    const nk_locinfo *l = &p->locs[p->instrs[i].loc];
+    *line = l->line;
+    return l->file < p->nfiles && p->files[l->file] ? p->files[l->file] : "?";
+}
+
+/* ---- summary */
+
+static void count_op(nk_view_summary *s, const char *name, double dur)
+{
+    uint32_t k = 0;
+    while (k < s->nop && strcmp(s->op[k].name, name))
+        k++;
+    if (k == s->nop) {
+        if (s->nop == NK_ARRAY_LEN(s->op))
+            return;
+        snprintf(s->op[k].name, sizeof s->op[k].name, "%s", name);
+        s->nop++;
+    }
+    s->op[k].count++;
+    s->op[k].total_ns += dur;
+}
+
+int nk_view_summarize(const nk_profile *pr, nk_view_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!pr || !pr->prog || !pr->tl)
+        return NK_EINVAL;
+    s->instr_count = pr->prog->ninstr;
+    s->event_count = pr->tl->nevents;
+    for (uint32_t i = 0; i < pr->tl->nevents; i++) {
+        const nk_event *e = &pr->tl->events[i];
+        count_op(s, nk_view_event_name(pr->prog, e), e->end - e->start);
+    }
+    return NK_OK;
+}
+
+static void key_num(nk_text *t, const char *key, double v, int dec)
+{
+    nk__vb_str(t, ",\"");
+    nk__vb_str(t, key);
+    nk__vb_str(t, "\":");
+    nk__vb_num(t, v, dec);
+}
+
+int nk_view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text *t)
+{
+    nk_metrics m;
+    int rc = nk_profile_metrics(pr, &m);
+    if (rc)
+        return rc;
+    nk__vb_str(t, "{\"instruction_count\":");
+    nk__vb_u64(t, s->instr_count);
+    for (int i = 0; i < nk_metrics_count(); i++) {
+        double v = 0;
+        nk_metrics_get(&m, nk_metrics_name(i), &v);
+        char num[40];
+        snprintf(num, sizeof num, "%.12g", isfinite(v) ? v : 0.0);
+        nk__vb_str(t, ",\"");
+        nk__vb_str(t, nk_metrics_name(i));
+        nk__vb_str(t, "\":");
+        nk__vb_str(t, num);
+    }
+    nk__vb_str(t, ",\"units\":{");
+    for (int i = 0; i < nk_metrics_count(); i++) {
+        nk__vb_str(t, i ? ",\"" : "\"");
+        nk__vb_str(t, nk_metrics_name(i));
+        nk__vb_str(t, "\":");
+        nk__vb_jstr(t, nk_metrics_unit(i));
+    }
+    nk__vb_str(t, "},\"opcodes\":[");
+    for (uint32_t i = 0; i < s->nop; i++) {
+        nk__vb_str(t, i ? ",{\"opcode\":" : "{\"opcode\":");
+        nk__vb_jstr(t, s->op[i].name);
+        key_num(t, "count", (double)s->op[i].count, 0);
+        key_num(t, "total_ns", s->op[i].total_ns, 3);
+        key_num(t, "average_ns", s->op[i].count ? s->op[i].total_ns / (double)s->op[i].count : 0, 3);
+        nk__vb_chr(t, '}');
+    }
+    nk__vb_str(t, "]}");
+    return t->oom ? NK_ENOMEM : NK_OK;
+}
+
+/* ---- files */
+
+int nk_view_write_file(const char *path, const nk_text *t)
+{
+    if (!path || !t || t->oom)
+        return NK_EINVAL;
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return NK_ENOMEM;
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    int rc = NK_OK;
+    if (!f) {
+        rc = NK_EIO;
+        goto out;
+    }
+    if (t->len && fwrite(t->s, 1, t->len, f) != t->len)
+        rc = NK_EIO;
+    if (fclose(f) && !rc)
+        rc = NK_EIO;
+    if (!rc && rename(tmp, path))
+        rc = NK_EIO;
+    if (rc)
+        remove(tmp);
+out:
+    free(tmp);
+    return rc;
+}

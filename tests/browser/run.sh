@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Browser tests of the profile viewer (headless Chromium + playwright-core).
+# Installs what it needs (Debian chromium, nodejs, npm; `npm ci` here), builds
+# the pages (mkprofile writes tensor_exp's profile, `nklab view` its page; the
+# 1M-instruction synthetic page comes straight from mkprofile), runs
+# viewer.test.js. Prints "N passed, N failed".
+# BUILD selects the build directory (default build).
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+OUT=$BUILD/browser
+fail() { echo "browser tests: $*"; echo "0 passed, 1 failed"; exit 1; }
+
+scripts/install-deps.sh browser >/dev/null || fail "could not install chromium/nodejs/npm"
+if [ ! -f tests/browser/node_modules/playwright-core/package.json ] ||
+   [ tests/browser/package-lock.json -nt tests/browser/node_modules/.package-lock.json ]; then
+    (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || fail "npm ci failed"
+fi
+make -s BUILD="$BUILD" "$BUILD/nklab" "$BUILD/libnklab.a" "$BUILD/libnklab_kernels.a" >/dev/null || fail "build failed"
+mkdir -p "$OUT"
+${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Iinclude -Isrc -Ikernels -Wall -Wextra -Wno-missing-field-initializers \
+    -o "$OUT/mkprofile" tests/browser/mkprofile.c "$BUILD/libnklab_kernels.a" "$BUILD/libnklab.a" \
+    -lopenblas -lm -lpthread || fail "mkprofile did not build"
+"$OUT/mkprofile" kernel tensor_exp "$OUT/te.nkp" "$OUT/te.json" || fail "tensor_exp profile"
+"$BUILD/nklab" view "$OUT/te.nkp" -o "$OUT/te.html" 2>/dev/null || fail "nklab view"
+"$OUT/mkprofile" synthetic 1000000 "$OUT/big.html" || fail "synthetic page"
+node tests/browser/viewer.test.js "$OUT"

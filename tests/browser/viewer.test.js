@@ -1,0 +1,233 @@
+/*
+ * Browser tests of the profile viewer: headless Chromium driven by
+ * playwright-core. Usage: node viewer.test.js DIR, where DIR holds the pages
+ * written by mkprofile (see run.sh):
+ *   te.html, te.json   tensor_exp [250, 512] and the facts counted from its program
+ *   big.html            a synthetic profile of 1,000,000 instructions
+ * Prints "N passed, N failed" last; screenshots go to DIR.
+ */
+'use strict';
+const { chromium } = require('playwright-core');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const DIR = path.resolve(process.argv[2] || '.');
+const FACTS = JSON.parse(fs.readFileSync(path.join(DIR, 'te.json'), 'utf8'));
+const BIG_N = 1000000;
+const BIG_LOAD_LIMIT_MS = 30000; /* open + parse + first draw of 1M instructions */
+const BIG_DRAW_LIMIT_MS = 1000;  /* one redraw at any zoom */
+
+const tests = [];
+function test(name, fn) { tests.push({ name, fn }); }
+function assert(cond, msg) { if (!cond) throw new Error(msg); }
+function eq(a, b, msg) { if (a !== b) throw new Error(msg + ': ' + JSON.stringify(a) + ' != ' + JSON.stringify(b)); }
+
+let ctx, userDir;
+const errors = [];
+
+async function open(file) {
+  const page = await ctx.newPage();
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(file + ': ' + m.text()); });
+  page.on('pageerror', (e) => errors.push(file + ': ' + e.message));
+  page.on('request', (r) => { if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) errors.push(file + ': network request ' + r.url()); });
+  await page.goto('file://' + path.join(DIR, file));
+  await page.waitForFunction(() => window.nkview && window.nkview.ready, null, { timeout: BIG_LOAD_LIMIT_MS });
+  return page;
+}
+
+/* Page point of the first event of instruction i. */
+async function pointOf(page, i) {
+  return page.evaluate((i) => { const e = nkview.eventsOf(i)[0]; return nkview.eventPoint(e); }, i);
+}
+
+async function matchCount(page) {
+  await page.waitForSelector('#match-count');
+  return +(await page.getAttribute('#match-count', 'data-count'));
+}
+
+test('tensor_exp page shows every engine and the DMA queues', async (page) => {
+  const rows = await page.evaluate(() => nkview.rows.map((r) => r.name));
+  for (const n of ['Tensor', 'Vector', 'Scalar', 'GpSimd', 'Sync']) assert(rows.includes(n), 'row ' + n + ' missing: ' + rows);
+  assert(rows.some((r) => /^DMA q\d+$/.test(r)), 'no DMA queue row: ' + rows);
+  eq(await page.evaluate(() => nkview.instructionCount), FACTS.instructions, 'instruction count');
+  eq(await page.evaluate(() => nkview.eventCount), FACTS.events, 'event count');
+});
+
+test('hovering an instruction shows its opcode and file:line', async (page) => {
+  for (let i = 0; i < FACTS.instrs.length; i++) {
+    const p = await pointOf(page, i);
+    await page.mouse.move(p.x, p.y);
+    await page.waitForSelector('#tip:not([hidden])');
+    const text = await page.textContent('#tip');
+    const want = FACTS.instrs[i];
+    assert(text.includes('instruction ' + i), 'tooltip of ' + i + ' names another instruction: ' + text);
+    assert(text.includes(want.op), 'tooltip of ' + i + ' lacks opcode ' + want.op + ': ' + text);
+    assert(text.includes(want.loc), 'tooltip of ' + i + ' lacks ' + want.loc + ': ' + text);
+    assert(/start .*duration/.test(text), 'tooltip lacks timing: ' + text);
+  }
+  await page.mouse.move(2, 2);
+});
+
+test('searching file:line selects exactly that line\'s instructions', async (page) => {
+  for (const [loc, n] of Object.entries(FACTS.lines)) {
+    await page.fill('#search', loc);
+    await page.press('#search', 'Enter');
+    eq(await matchCount(page), n, 'matches of ' + loc);
+    eq(await page.locator('#match-list tr.m').count(), n, 'listed matches of ' + loc);
+  }
+  await page.fill('#search', 'tensor_exp.c:1');
+  await page.press('#search', 'Enter');
+  eq(await matchCount(page), 0, 'matches of a line without instructions');
+});
+
+test('a /regex/ search matches opcodes', async (page) => {
+  const loads = FACTS.instrs.filter((x) => x.op === 'load').length;
+  await page.fill('#search', '/^load$/');
+  await page.press('#search', 'Enter');
+  eq(await matchCount(page), loads, 'matches of /^load$/');
+  await page.fill('#search', '/(/');
+  await page.press('#search', 'Enter');
+  assert(await page.evaluate(() => document.getElementById('search').classList.contains('bad')), 'a bad regex is not flagged');
+});
+
+test('clicking a source line selects its instructions', async (page) => {
+  const [loc, n] = Object.entries(FACTS.lines)[1];
+  const line = loc.split(':')[1];
+  await page.click('#srcbody .ln[data-src="' + line + '"]');
+  eq(await matchCount(page), n, 'matches after clicking line ' + line);
+  assert((await page.inputValue('#search')).endsWith(':' + line), 'search box does not show the line');
+  assert(await page.locator('#srcbody .ln.hit[data-src="' + line + '"]').count() === 1, 'line not highlighted');
+});
+
+test('clicking an instruction shows details and jumps to its line', async (page) => {
+  const i = FACTS.instrs.findIndex((x) => x.ndep > 0);
+  const p = await pointOf(page, i);
+  await page.mouse.click(p.x, p.y);
+  const det = await page.textContent('#details');
+  assert(det.includes('#' + i + ' ' + FACTS.instrs[i].op), 'details heading: ' + det.slice(0, 80));
+  assert(det.includes('Predecessors') && det.includes('Successors'), 'no dependency lists');
+  const preds = await page.locator('#details a.jump[data-instr]').count();
+  assert(preds >= FACTS.instrs[i].ndep, 'dependency links ' + preds + ' < ' + FACTS.instrs[i].ndep);
+  const line = FACTS.instrs[i].loc.split(':')[1];
+  eq(await page.getAttribute('#srcbody .ln.cur', 'data-src'), line, 'current source line');
+  eq(await page.evaluate(() => nkview.selected), i, 'selected instruction');
+});
+
+test('wheel and drag zoom, reset restores the whole kernel', async (page) => {
+  const box = await page.locator('#tl').boundingBox();
+  const span = () => page.evaluate(() => nkview.view.t1 - nkview.view.t0);
+  const full = await span();
+  await page.mouse.move(box.x + box.width / 2, box.y + 40);
+  await page.mouse.wheel(0, -400);
+  await page.waitForFunction((f) => nkview.view.t1 - nkview.view.t0 < f * 0.9, full);
+  await page.click('#zoom-reset');
+  const reset = await span();
+  assert(Math.abs(reset - full) < 1e-6 * full, 'reset span ' + reset + ' != ' + full);
+  /* drag over a quarter of the plot: the view becomes that range */
+  const x0 = box.x + 92 + (box.width - 102) * 0.25, x1 = box.x + 92 + (box.width - 102) * 0.5;
+  const t0 = await page.evaluate(() => nkview.view.t0), t1 = await page.evaluate(() => nkview.view.t1);
+  await page.mouse.move(x0, box.y + 60);
+  await page.mouse.down();
+  await page.mouse.move((x0 + x1) / 2, box.y + 70, { steps: 3 });
+  await page.mouse.move(x1, box.y + 80, { steps: 3 });
+  await page.mouse.up();
+  const z = await span();
+  const want = (t1 - t0) * 0.25;
+  assert(Math.abs(z - want) < 0.02 * want, 'drag zoom span ' + z + ', want ' + want);
+  await page.click('#zoom-reset');
+});
+
+test('shift-drag box selection summarizes the region', async (page) => {
+  const box = await page.locator('#tl').boundingBox();
+  await page.keyboard.down('Shift');
+  await page.mouse.move(box.x + 93, box.y + 28);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width - 12, box.y + 250, { steps: 4 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  eq(await matchCount(page), FACTS.instructions, 'box over everything');
+  const text = await page.textContent('#matches');
+  assert(text.includes('box duration') && text.includes('Opcodes') && text.includes('bytes'), 'box summary: ' + text.slice(0, 200));
+});
+
+test('summary tab lists metrics and a sortable opcode table', async (page) => {
+  await page.click('#tabs button[data-tab="summary"]');
+  const total = await page.textContent('[data-metric="total_time"]');
+  assert(/^[\d.]+ (ns|us|ms)$/.test(total), 'total time: ' + total);
+  eq(await page.textContent('[data-metric="instruction_count"]'), String(FACTS.instructions), 'instruction count metric');
+  const ops = new Set(FACTS.instrs.map((x) => x.op));
+  eq(await page.locator('#optable tbody tr').count(), ops.size, 'opcode rows');
+  await page.click('#optable th[data-k="opcode"]');
+  const names = await page.$$eval('#optable tbody tr td:first-child', (tds) => tds.map((t) => t.textContent));
+  eq(names.join(','), [...names].sort().join(','), 'sorted by opcode');
+  await page.click('#tabs button[data-tab="insights"]');
+  assert((await page.textContent('#tab-insights')).includes('Insights'), 'insights tab');
+  await page.click('#tabs button[data-tab="timeline"]');
+});
+
+test('screenshot of the tensor_exp timeline', async (page) => {
+  await page.fill('#search', Object.keys(FACTS.lines)[1]);
+  await page.press('#search', 'Enter');
+  const p = await pointOf(page, 1);
+  await page.mouse.move(p.x, p.y);
+  await page.waitForSelector('#tip:not([hidden])');
+  await page.screenshot({ path: path.join(DIR, 'viewer.png') });
+  assert(fs.statSync(path.join(DIR, 'viewer.png')).size > 10000, 'screenshot too small');
+});
+
+test('1,000,000 instructions render within bounds', async () => {
+  const t = Date.now();
+  const page = await open('big.html');
+  const loadMs = Date.now() - t;
+  eq(await page.evaluate(() => nkview.instructionCount), BIG_N, 'instructions');
+  assert(loadMs < BIG_LOAD_LIMIT_MS, 'load took ' + loadMs + ' ms');
+  const draws = [];
+  draws.push(await page.evaluate(() => { nkview.draw(); return nkview.lastDrawMs; }));
+  draws.push(await page.evaluate(() => { nkview.setView(nkview.view.t1 * 0.4, nkview.view.t1 * 0.41); nkview.draw(); return nkview.lastDrawMs; }));
+  draws.push(await page.evaluate(() => { nkview.setView(5000, 9000); nkview.draw(); return nkview.lastDrawMs; }));
+  for (const d of draws) assert(d < BIG_DRAW_LIMIT_MS, 'draw took ' + d + ' ms');
+  const tSearch = Date.now();
+  await page.fill('#search', 'synthetic.c:6');
+  await page.press('#search', 'Enter');
+  eq(await matchCount(page), Math.floor((BIG_N - 3) / 6) + 1, 'matches of line 6 (every 6th instruction from #2)');
+  const searchMs = Date.now() - tSearch;
+  await page.screenshot({ path: path.join(DIR, 'viewer-1m.png') });
+  console.log('  1M instructions: load ' + loadMs + ' ms, draws ' + draws.map((d) => d.toFixed(0)).join('/') + ' ms, line search ' + searchMs + ' ms');
+  await page.close();
+}, true);
+
+(async () => {
+  userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nklab-chromium-'));
+  let passed = 0, failed = 0;
+  try {
+    ctx = await chromium.launchPersistentContext(userDir, {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      headless: true,
+      viewport: { width: 1400, height: 850 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+             '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    const page = await open('te.html');
+    for (const t of tests) {
+      const n0 = errors.length;
+      try {
+        await t.fn(page);
+        if (errors.length > n0) throw new Error('console errors: ' + errors.slice(n0).join(' | '));
+        passed++;
+        if (process.env.VERBOSE) console.log('ok   ' + t.name);
+      } catch (e) {
+        failed++;
+        console.log('FAIL ' + t.name + ': ' + (e && e.message ? e.message : e));
+      }
+    }
+  } catch (e) {
+    failed++;
+    console.log('FAIL browser: ' + (e && e.message ? e.message : e));
+  } finally {
+    if (ctx) await ctx.close().catch(() => {});
+    fs.rmSync(userDir, { recursive: true, force: true });
+  }
+  console.log(passed + ' passed, ' + failed + ' failed');
+  process.exit(failed ? 1 : 0);
+})();

@@ -1,0 +1,898 @@
+/*
+ * test_export.c - the view's outputs: Perfetto/Chrome trace JSON, JSON and
+ * CSV exports parsed back and checked against the profile; the viewer's data
+ * model and page (escaping, decoding); the terminal timeline against a golden
+ * file; the text helpers.
+ *
+ * The fixed profile below is written by hand, so the expected values are
+ * known without running the timing model:
+ *   #0 load  q0  [   0, 1000]  kern.c:2
+ *   #1 load  q0  [ 200, 1200]  kern.c:2   overlaps #0 on the same queue
+ *   #2 matmul    [1200, 1300] LoadStationary + [1300, 1700] MultiplyMoving, kern.c:3, waits for 0, 1
+ *   #3 activation [1700, 2100] kern.c:4, waits for 2
+ *   #4 tensor_tensor [2100, 2300] kern.c:4, waits for 3
+ *   #5 store q1  [2300, 3300] kern.c:5, waits for 4
+ */
+#include "test.h"
+#include "kernels.h"
+#include "profile/profile.h"
+#include "view/vbuf.h"
+#include "view/view.h"
+
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------- a small JSON reader */
+
+enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+typedef struct jv {
+    int type;
+    double num;
+    char *str;          /* J_STR (decoded UTF-8) */
+    struct jv **item;   /* J_ARR items / J_OBJ values */
+    char **key;         /* J_OBJ keys */
+    int n;
+} jv;
+
+typedef struct jp {
+    const char *s;
+    int err;
+} jp;
+
+static void ws(jp *p) { while (*p->s == ' ' || *p->s == '\n' || *p->s == '\r' || *p->s == '\t') p->s++; }
+static jv *jparse(jp *p);
+
+static void put_utf8(char **o, unsigned c)
+{
+    char *d = *o;
+    if (c < 0x80) *d++ = (char)c;
+    else if (c < 0x800) { *d++ = (char)(0xC0 | c >> 6); *d++ = (char)(0x80 | (c & 63)); }
+    else if (c < 0x10000) { *d++ = (char)(0xE0 | c >> 12); *d++ = (char)(0x80 | ((c >> 6) & 63)); *d++ = (char)(0x80 | (c & 63)); }
+    else { *d++ = (char)(0xF0 | c >> 18); *d++ = (char)(0x80 | ((c >> 12) & 63)); *d++ = (char)(0x80 | ((c >> 6) & 63)); *d++ = (char)(0x80 | (c & 63)); }
+    *o = d;
+}
+
+static unsigned hex4(jp *p)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = *p->s++;
+        v = v * 16 + (unsigned)(c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : (p->err = 1, 0));
+    }
+    return v;
+}
+
+static char *jstring(jp *p)
+{
+    if (*p->s != '"') { p->err = 1; return NULL; }
+    p->s++;
+    char *out = malloc(strlen(p->s) + 1), *o = out;
+    while (*p->s && *p->s != '"') {
+        unsigned char c = (unsigned char)*p->s;
+        if (c < 0x20) { p->err = 1; break; } /* raw control characters are not JSON */
+        if (c != '\\') { *o++ = *p->s++; continue; }
+        p->s++;
+        char e = *p->s++;
+        switch (e) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        case 'u': {
+            unsigned u = hex4(p);
+            if (u >= 0xD800 && u < 0xDC00 && p->s[0] == '\\' && p->s[1] == 'u') {
+                p->s += 2;
+                u = 0x10000 + ((u - 0xD800) << 10) + (hex4(p) - 0xDC00);
+            }
+            put_utf8(&o, u);
+            break;
+        }
+        default: p->err = 1;
+        }
+    }
+    if (*p->s != '"') p->err = 1; else p->s++;
+    *o = 0;
+    return out;
+}
+
+static jv *jnew(int type) { jv *v = calloc(1, sizeof *v); v->type = type; return v; }
+
+static void jpush(jv *v, char *key, jv *item)
+{
+    v->item = realloc(v->item, (size_t)(v->n + 1) * sizeof *v->item);
+    v->key = realloc(v->key, (size_t)(v->n + 1) * sizeof *v->key);
+    v->item[v->n] = item;
+    v->key[v->n] = key;
+    v->n++;
+}
+
+static jv *jparse(jp *p)
+{
+    ws(p);
+    jv *v;
+    if (*p->s == '{' || *p->s == '[') {
+        int obj = *p->s == '{';
+        v = jnew(obj ? J_OBJ : J_ARR);
+        p->s++;
+        ws(p);
+        if (*p->s == (obj ? '}' : ']')) { p->s++; return v; }
+        for (;;) {
+            char *key = NULL;
+            if (obj) {
+                ws(p);
+                key = jstring(p);
+                ws(p);
+                if (*p->s++ != ':') { p->err = 1; return v; }
+            }
+            jpush(v, key, jparse(p));
+            ws(p);
+            if (*p->s == ',') { p->s++; continue; }
+            if (*p->s == (obj ? '}' : ']')) { p->s++; return v; }
+            p->err = 1;
+            return v;
+        }
+    }
+    if (*p->s == '"') { v = jnew(J_STR); v->str = jstring(p); return v; }
+    if (!strncmp(p->s, "true", 4) || !strncmp(p->s, "false", 5)) {
+        v = jnew(J_BOOL); v->num = *p->s == 't'; p->s += *p->s == 't' ? 4 : 5; return v;
+    }
+    if (!strncmp(p->s, "null", 4)) { p->s += 4; return jnew(J_NULL); }
+    /* JSON numbers: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+    const char *s = p->s;
+    if (*s == '-') s++;
+    if (*s == '0') s++;
+    else if (*s >= '1' && *s <= '9') while (*s >= '0' && *s <= '9') s++;
+    else { p->err = 1; return jnew(J_NULL); }
+    if (*s == '.') { s++; if (!(*s >= '0' && *s <= '9')) p->err = 1; while (*s >= '0' && *s <= '9') s++; }
+    if (*s == 'e' || *s == 'E') { s++; if (*s == '+' || *s == '-') s++; if (!(*s >= '0' && *s <= '9')) p->err = 1; while (*s >= '0' && *s <= '9') s++; }
+    v = jnew(J_NUM);
+    v->num = strtod(p->s, NULL);
+    p->s = s;
+    return v;
+}
+
+/* Parses a whole document; NULL if it is not valid JSON. */
+static jv *jdoc(const char *s)
+{
+    jp p = {s, 0};
+    jv *v = jparse(&p);
+    ws(&p);
+    if (p.err || *p.s)
+        return NULL;
+    return v;
+}
+
+static jv *jget(const jv *o, const char *key)
+{
+    if (!o || o->type != J_OBJ)
+        return NULL;
+    for (int i = 0; i < o->n; i++)
+        if (!strcmp(o->key[i], key))
+            return o->item[i];
+    return NULL;
+}
+
+static double jnum(const jv *o, const char *key) { jv *v = jget(o, key); return v && v->type == J_NUM ? v->num : NAN; }
+static const char *jstr(const jv *o, const char *key) { jv *v = jget(o, key); return v && v->type == J_STR ? v->str : NULL; }
+
+static void jfree(jv *v)
+{
+    if (!v)
+        return;
+    for (int i = 0; i < v->n; i++) {
+        jfree(v->item[i]);
+        if (v->key)
+            free(v->key[i]);
+    }
+    free(v->item);
+    free(v->key);
+    free(v->str);
+    free(v);
+}
+
+/* ---------------------------------------------------------------- the fixed profile */
+
+typedef struct fixture {
+    nk_program p;
+    nk_timeline tl;
+    nk_profile pr;
+    nk_instr instrs[6];
+    nk_bufinfo bufs[5];
+    nk_locinfo locs[4];
+    char *files[1];
+    uint32_t deps[5];
+    nk_event events[7];
+    double istart[6], iend[6];
+    nk_counter counter;
+    double ct[3], cv[3];
+    nk_source src;
+} fixture;
+
+static const char kern_src[] = "void kern(nk_ctx *nc)\n    x = load(in)\n    y = matmul(x)\n    z = add(exp(y), y)\n    store(out, z)\n";
+
+static nk_tensor ap(uint32_t buf, uint8_t mem, int64_t off)
+{
+    nk_tensor t = {0};
+    t.buf = buf;
+    t.dtype = NK_F32;
+    t.ndim = 2;
+    t.mem = mem;
+    t.shape[0] = 128;
+    t.shape[1] = 512;
+    t.stride[0] = mem == NK_SHARED_HBM ? 512 : 1;
+    t.stride[1] = 1;
+    t.off = off;
+    return t;
+}
+
+static void fixture_init(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    nk_program *p = &f->p;
+    snprintf(p->kernel, sizeof p->kernel, "kern");
+    snprintf(p->target, sizeof p->target, "trn1");
+    p->arch = nk_arch_get("trn1");
+    f->files[0] = "tests/kern.c";
+    p->files = f->files;
+    p->nfiles = 1;
+    for (int i = 0; i < 4; i++)
+        f->locs[i] = (nk_locinfo){0, 2 + i};
+    p->locs = f->locs;
+    p->nlocs = 4;
+    f->bufs[1] = (nk_bufinfo){.mem = NK_SHARED_HBM, .role = NK_ROLE_INPUT, .index = 0};
+    f->bufs[2] = (nk_bufinfo){.mem = NK_SHARED_HBM, .role = NK_ROLE_OUTPUT, .index = 0};
+    f->bufs[3] = (nk_bufinfo){.mem = NK_SBUF, .role = NK_ROLE_TILE, .addr = 0};
+    f->bufs[4] = (nk_bufinfo){.mem = NK_PSUM, .role = NK_ROLE_TILE, .addr = 0};
+    p->bufs = f->bufs;
+    p->nbufs = 5;
+    static const uint8_t op[6] = {NK_OP_LOAD, NK_OP_LOAD, NK_OP_MATMUL, NK_OP_ACTIVATION, NK_OP_TENSOR_TENSOR, NK_OP_STORE};
+    static const uint8_t eng[6] = {NK_ENGINE_DMA, NK_ENGINE_DMA, NK_ENGINE_TENSOR, NK_ENGINE_SCALAR, NK_ENGINE_VECTOR, NK_ENGINE_DMA};
+    static const uint32_t loc[6] = {0, 0, 1, 2, 2, 3};
+    static const uint32_t ndep[6] = {0, 0, 2, 1, 1, 1};
+    static const uint32_t deps[5] = {0, 1, 2, 3, 4};
+    memcpy(f->deps, deps, sizeof deps);
+    uint32_t off = 0;
+    for (int i = 0; i < 6; i++) {
+        nk_instr *in = &f->instrs[i];
+        in->op = op[i];
+        in->engine = eng[i];
+        in->loc = loc[i];
+        in->queue = i == 5 ? 1 : 0;
+        in->dep_off = off;
+        in->ndep = ndep[i];
+        off += ndep[i];
+        in->dst = ap(3, NK_SBUF, i * 512);
+        in->src[0] = ap(3, NK_SBUF, 0);
+        in->nsrc = 1;
+    }
+    f->instrs[0].src[0] = ap(1, NK_SHARED_HBM, 0);
+    f->instrs[1].src[0] = ap(1, NK_SHARED_HBM, 65536);
+    f->instrs[2].dst = ap(4, NK_PSUM, 0);
+    f->instrs[2].src[1] = ap(3, NK_SBUF, 512);
+    f->instrs[2].nsrc = 2;
+    f->instrs[3].func = NK_ACT_EXP;
+    f->instrs[3].imm1 = 1.0;
+    f->instrs[4].alu0 = NK_ALU_ADD;
+    f->instrs[4].src[1] = ap(4, NK_PSUM, 0);
+    f->instrs[4].nsrc = 2;
+    f->instrs[5].dst = ap(2, NK_SHARED_HBM, 0);
+    p->instrs = f->instrs;
+    p->ninstr = 6;
+    p->deps = f->deps;
+    p->ndeps = 5;
+    static const nk_event ev[7] = {
+        {0, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, 0, 0, 1000},
+        {1, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, 0, 200, 1200},
+        {2, NK_ENGINE_TENSOR, NK_EV_LOAD_STATIONARY, 0, 1200, 1300},
+        {2, NK_ENGINE_TENSOR, NK_EV_MULTIPLY_MOVING, 0, 1300, 1700},
+        {3, NK_ENGINE_SCALAR, NK_EV_INSTR, 0, 1700, 2100},
+        {4, NK_ENGINE_VECTOR, NK_EV_INSTR, 0, 2100, 2300},
+        {5, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, 1, 2300, 3300},
+    };
+    memcpy(f->events, ev, sizeof ev);
+    static const double is[6] = {0, 200, 1200, 1700, 2100, 2300}, ie[6] = {1000, 1200, 1700, 2100, 2300, 3300};
+    memcpy(f->istart, is, sizeof is);
+    memcpy(f->iend, ie, sizeof ie);
+    f->tl.total_ns = 3300;
+    f->tl.events = f->events;
+    f->tl.nevents = 7;
+    f->tl.instr_start = f->istart;
+    f->tl.instr_end = f->iend;
+    snprintf(f->counter.name, sizeof f->counter.name, "sbuf_bytes");
+    snprintf(f->counter.unit, sizeof f->counter.unit, "bytes");
+    f->ct[0] = 0, f->ct[1] = 1000, f->ct[2] = 2300;
+    f->cv[0] = 65536, f->cv[1] = 131072, f->cv[2] = 0;
+    f->counter.n = 3;
+    f->counter.t = f->ct;
+    f->counter.value = f->cv;
+    f->tl.counters = &f->counter;
+    f->tl.ncounters = 1;
+    f->src = (nk_source){f->files[0], (char *)kern_src};
+    f->pr.prog = p;
+    f->pr.tl = &f->tl;
+    f->pr.sources = &f->src;
+    snprintf(f->pr.nklab_version, sizeof f->pr.nklab_version, "0.1.0");
+    f->pr.created_unix = 1700000000;
+    f->pr.arch = *nk_arch_get("trn1");
+}
+
+static int count_str(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *s = hay; (s = strstr(s, needle)); s += strlen(needle))
+        n++;
+    return n;
+}
+
+/* ---------------------------------------------------------------- Perfetto / Chrome trace */
+
+/* tid -> row name, from the thread_name metadata */
+static const char *thread_name(const jv *evs, double tid)
+{
+    for (int i = 0; i < evs->n; i++) {
+        const jv *e = evs->item[i];
+        if (!strcmp(jstr(e, "ph"), "M") && !strcmp(jstr(e, "name"), "thread_name") && jnum(e, "tid") == tid)
+            return jstr(jget(e, "args"), "name");
+    }
+    return NULL;
+}
+
+TEST(export_perfetto_structure_and_counts)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    jv *doc = jdoc(t.s);
+    CHECK(doc != NULL);
+    if (!doc) { nk_text_free(&t); return; }
+    jv *evs = jget(doc, "traceEvents");
+    CHECK(evs && evs->type == J_ARR);
+    CHECK_STR(jstr(doc, "displayTimeUnit"), "ns");
+    int nx = 0, nc = 0, ns = 0, nf = 0, nproc = 0, nthread = 0;
+    for (int i = 0; i < evs->n; i++) {
+        const jv *e = evs->item[i];
+        const char *ph = jstr(e, "ph");
+        CHECK(ph != NULL);
+        CHECK_INT(jnum(e, "pid"), 1);
+        if (!strcmp(ph, "X")) {
+            nx++;
+            const jv *a = jget(e, "args");
+            CHECK(jstr(a, "opcode") && jstr(a, "operands") && jstr(a, "source"));
+        }
+        nc += !strcmp(ph, "C");
+        ns += !strcmp(ph, "s");
+        nf += !strcmp(ph, "f");
+        if (!strcmp(ph, "M")) {
+            nproc += !strcmp(jstr(e, "name"), "process_name");
+            nthread += !strcmp(jstr(e, "name"), "thread_name");
+        }
+    }
+    CHECK_INT(nx, 7);          /* one slice per event */
+    CHECK_INT(nc, 3);          /* one sample per counter value */
+    CHECK_INT(ns, 5);          /* one arrow per dependency */
+    CHECK_INT(nf, 5);
+    CHECK_INT(nproc, 1);
+    /* Tensor Vector Scalar GpSimd Sync, DMA q0 in two lanes (#0 and #1 overlap), DMA q1 */
+    CHECK_INT(nthread, 8);
+    jfree(doc);
+    nk_text_free(&t);
+}
+
+TEST(export_perfetto_slices_match_events)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    jv *doc = jdoc(t.s);
+    jv *evs = jget(doc, "traceEvents");
+    if (!evs) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    /* expected: instr, name, row, ts (us), dur (us), source */
+    static const struct { int instr; const char *name, *row; double ts, dur; const char *src; } want[7] = {
+        {0, "load", "DMA q0", 0, 1.0, "tests/kern.c:2"},
+        {1, "load", "DMA q0 (2)", 0.2, 1.0, "tests/kern.c:2"},
+        {2, "LoadStationary", "Tensor", 1.2, 0.1, "tests/kern.c:3"},
+        {2, "MultiplyMoving", "Tensor", 1.3, 0.4, "tests/kern.c:3"},
+        {3, "activation", "Scalar", 1.7, 0.4, "tests/kern.c:4"},
+        {4, "tensor_tensor", "Vector", 2.1, 0.2, "tests/kern.c:4"},
+        {5, "store", "DMA q1", 2.3, 1.0, "tests/kern.c:5"},
+    };
+    int k = 0;
+    for (int i = 0; i < evs->n && k < 7; i++) {
+        const jv *e = evs->item[i];
+        if (strcmp(jstr(e, "ph"), "X"))
+            continue;
+        const jv *a = jget(e, "args");
+        CHECK_INT(jnum(a, "instr"), want[k].instr);
+        CHECK_STR(jstr(e, "name"), want[k].name);
+        CHECK_STR(thread_name(evs, jnum(e, "tid")), want[k].row);
+        CHECK_NEAR(jnum(e, "ts"), want[k].ts, 0, 1e-9);
+        CHECK_NEAR(jnum(e, "dur"), want[k].dur, 0, 1e-9);
+        CHECK_STR(jstr(a, "source"), want[k].src);
+        k++;
+    }
+    CHECK_INT(k, 7);
+    /* the activation's operands, written out by hand */
+    const jv *act = NULL;
+    for (int i = 0; i < evs->n; i++)
+        if (!strcmp(jstr(evs->item[i], "ph"), "X") && jnum(jget(evs->item[i], "args"), "instr") == 3)
+            act = evs->item[i];
+    CHECK_STR(jstr(jget(act, "args"), "operands"),
+              "func=exp bias=0 scale=1 dst=sbuf[0:128]@6144 [128, 512] float32 src=sbuf[0:128]@0 [128, 512] float32");
+    CHECK_STR(jstr(jget(act, "args"), "opcode"), "activation");
+    jfree(doc);
+    nk_text_free(&t);
+}
+
+TEST(export_perfetto_flows_bind_inside_slices)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    jv *doc = jdoc(t.s);
+    jv *evs = jget(doc, "traceEvents");
+    if (!evs) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    /* every s/f pair shares an id, and each end lies inside an X slice of its
+     * thread: predecessor -> successor, as in the dependency list */
+    static const int edge[5][2] = {{0, 2}, {1, 2}, {2, 3}, {3, 4}, {4, 5}};
+    for (int k = 0; k < 5; k++) {
+        const jv *s = NULL, *fl = NULL;
+        for (int i = 0; i < evs->n; i++) {
+            const jv *e = evs->item[i];
+            if (jnum(e, "id") != k + 1)
+                continue;
+            if (!strcmp(jstr(e, "ph"), "s")) s = e;
+            if (!strcmp(jstr(e, "ph"), "f")) fl = e;
+        }
+        CHECK(s && fl);
+        if (!s || !fl)
+            continue;
+        CHECK_STR(jstr(fl, "bp"), "e");
+        int from = -1, to = -1;
+        for (int i = 0; i < evs->n; i++) {
+            const jv *e = evs->item[i];
+            if (strcmp(jstr(e, "ph"), "X"))
+                continue;
+            double ts = jnum(e, "ts"), te = ts + jnum(e, "dur");
+            if (jnum(e, "tid") == jnum(s, "tid") && jnum(s, "ts") >= ts && jnum(s, "ts") <= te)
+                from = (int)jnum(jget(e, "args"), "instr");
+            if (jnum(e, "tid") == jnum(fl, "tid") && jnum(fl, "ts") >= ts && jnum(fl, "ts") <= te)
+                to = (int)jnum(jget(e, "args"), "instr");
+        }
+        CHECK_INT(from, edge[k][0]);
+        CHECK_INT(to, edge[k][1]);
+    }
+    jfree(doc);
+    nk_text_free(&t);
+    nk_export_opts o = {.no_flows = 1};
+    CHECK_INT(nk_export_perfetto(&f.pr, &o, &t), NK_OK);
+    CHECK_INT(count_str(t.s, "\"ph\":\"s\""), 0);
+    CHECK_INT(count_str(t.s, "\"ph\":\"X\""), 7);
+    nk_text_free(&t);
+}
+
+TEST(export_perfetto_lanes_never_overlap_on_a_thread)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    jv *doc = jdoc(t.s);
+    jv *evs = jget(doc, "traceEvents");
+    if (!evs) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    for (int i = 0; i < evs->n; i++)
+        for (int j = 0; j < evs->n; j++) {
+            const jv *a = evs->item[i], *b = evs->item[j];
+            if (i == j || strcmp(jstr(a, "ph"), "X") || strcmp(jstr(b, "ph"), "X") || jnum(a, "tid") != jnum(b, "tid"))
+                continue;
+            double a0 = jnum(a, "ts"), a1 = a0 + jnum(a, "dur"), b0 = jnum(b, "ts");
+            CHECK(!(b0 > a0 && b0 < a1)); /* b starts inside a: a partial overlap */
+        }
+    jfree(doc);
+    nk_text_free(&t);
+}
+
+/* ---------------------------------------------------------------- JSON and CSV */
+
+TEST(export_json_summary_and_instructions)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_export_json(&f.pr, NULL, &t), NK_OK);
+    jv *doc = jdoc(t.s);
+    CHECK(doc != NULL);
+    jv *ins = jget(doc, "instructions"), *sum = jget(doc, "summary");
+    if (!ins || !sum) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    CHECK_STR(jstr(doc, "kernel"), "kern");
+    CHECK_INT(ins->n, 6);
+    CHECK_NEAR(jnum(sum, "total_time"), 3300e-9, 1e-9, 0);
+    CHECK_INT(jnum(sum, "instruction_count"), 6);
+    CHECK_INT(jnum(sum, "event_count"), 7);
+    CHECK_NEAR(jnum(sum, "tensor_engine_active_time_percent"), 100.0 * 500 / 3300, 1e-6, 0);
+    CHECK_STR(jstr(jget(sum, "units"), "total_time"), "s");
+    /* opcode table: matmul counts as its two parts */
+    jv *ops = jget(sum, "opcodes");
+    CHECK(ops && ops->n == 6);
+    for (int i = 0; ops && i < ops->n; i++)
+        if (!strcmp(jstr(ops->item[i], "opcode"), "load")) {
+            CHECK_INT(jnum(ops->item[i], "count"), 2);
+            CHECK_NEAR(jnum(ops->item[i], "total_ns"), 2000, 0, 1e-9);
+            CHECK_NEAR(jnum(ops->item[i], "average_ns"), 1000, 0, 1e-9);
+        }
+    static const double start[6] = {0, 200, 1200, 1700, 2100, 2300}, dur[6] = {1000, 1000, 500, 400, 200, 1000};
+    static const char *const op[6] = {"load", "load", "nc_matmul", "activation", "tensor_tensor", "store"};
+    static const char *const engine[6] = {"dma", "dma", "tensor", "scalar", "vector", "dma"};
+    static const int line[6] = {2, 2, 3, 4, 4, 5}, ndep[6] = {0, 0, 2, 1, 1, 1};
+    for (int i = 0; i < 6 && i < ins->n; i++) {
+        const jv *x = ins->item[i];
+        CHECK_INT(jnum(x, "index"), i);
+        CHECK_NEAR(jnum(x, "start_ns"), start[i], 0, 1e-9);
+        CHECK_NEAR(jnum(x, "duration_ns"), dur[i], 0, 1e-9);
+        CHECK_STR(jstr(x, "opcode"), op[i]);
+        CHECK_STR(jstr(x, "engine"), engine[i]);
+        CHECK_STR(jstr(x, "file"), "tests/kern.c");
+        CHECK_INT(jnum(x, "line"), line[i]);
+        CHECK_INT(jget(x, "deps")->n, ndep[i]);
+        CHECK_INT(jnum(x, "bytes"), 128 * 512 * 4);
+    }
+    CHECK_STR(jstr(ins->item[1], "operands"), "dst=sbuf[0:128]@2048 [128, 512] float32 src=in0[128, 512] float32 +65536");
+    jfree(doc);
+    nk_text_free(&t);
+    /* a time range keeps the instructions overlapping it: [1250, 1800] holds #2 and #3 */
+    nk_export_opts o = {.from_ns = 1250, .to_ns = 1800};
+    CHECK_INT(nk_export_json(&f.pr, &o, &t), NK_OK);
+    doc = jdoc(t.s);
+    ins = jget(doc, "instructions");
+    CHECK(ins && ins->n == 2);
+    if (ins && ins->n == 2) {
+        CHECK_INT(jnum(ins->item[0], "index"), 2);
+        CHECK_INT(jnum(ins->item[1], "index"), 3);
+    }
+    jfree(doc);
+    nk_text_free(&t);
+}
+
+/* Splits RFC 4180 CSV into rows of fields; returns the number of rows. */
+static int csv_parse(const char *s, char fields[][16][256], int maxrows, int *nfields)
+{
+    int r = 0;
+    while (*s && r < maxrows) {
+        int c = 0;
+        for (;;) {
+            char *o = fields[r][c];
+            int k = 0;
+            if (*s == '"') {
+                s++;
+                while (*s && !(*s == '"' && s[1] != '"')) {
+                    if (*s == '"') s++;
+                    if (k < 255) o[k++] = *s;
+                    s++;
+                }
+                if (*s == '"') s++;
+            } else {
+                while (*s && *s != ',' && *s != '\r' && *s != '\n')
+                    if (k < 255) o[k++] = *s++;
+                    else s++;
+            }
+            o[k] = 0;
+            c++;
+            if (*s == ',' && c < 16) { s++; continue; }
+            break;
+        }
+        nfields[r++] = c;
+        if (*s == '\r') s++;
+        if (*s == '\n') s++;
+    }
+    return r;
+}
+
+TEST(export_csv_rows_and_quoting)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_export_csv(&f.pr, NULL, &t), NK_OK);
+    static char fields[8][16][256];
+    int nf[8];
+    int rows = csv_parse(t.s, fields, 8, nf);
+    CHECK_INT(rows, 7); /* header + 6 instructions */
+    CHECK_STR(fields[0][0], "index");
+    CHECK_STR(fields[0][7], "operands");
+    for (int r = 0; r < rows; r++)
+        CHECK_INT(nf[r], 12);
+    CHECK_STR(fields[2][0], "1");
+    CHECK_STR(fields[2][1], "200");
+    CHECK_STR(fields[2][3], "1000");
+    CHECK_STR(fields[2][4], "dma");
+    CHECK_STR(fields[2][5], "0");
+    CHECK_STR(fields[2][6], "load");
+    /* operands hold ", " (shapes): quoted, and read back whole */
+    CHECK_STR(fields[2][7], "dst=sbuf[0:128]@2048 [128, 512] float32 src=in0[128, 512] float32 +65536");
+    CHECK_STR(fields[3][11], "0 1");
+    CHECK_STR(fields[3][9], "tests/kern.c");
+    CHECK_STR(fields[3][10], "3");
+    CHECK(strstr(t.s, "\"dst=sbuf[0:128]@2048 [128, 512] float32") != NULL);
+    nk_text_free(&t);
+}
+
+/* ---------------------------------------------------------------- viewer data and page */
+
+/* The JSON inside <script type="application/json" id="nk-data">...</script>. */
+static char *page_data(const char *html)
+{
+    const char *open = "<script type=\"application/json\" id=\"nk-data\">";
+    const char *a = strstr(html, open);
+    if (!a)
+        return NULL;
+    a += strlen(open);
+    const char *b = strstr(a, "</script>");
+    if (!b)
+        return NULL;
+    char *s = malloc((size_t)(b - a) + 1);
+    memcpy(s, a, (size_t)(b - a));
+    s[b - a] = 0;
+    return s;
+}
+
+TEST(view_json_decodes_to_the_timeline)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_view_json(&f.pr, NULL, &t), NK_OK);
+    jv *d = jdoc(t.s);
+    CHECK(d != NULL);
+    if (!d) { nk_text_free(&t); return; }
+    CHECK_STR(jstr(d, "format"), "nklab-view");
+    jv *ev = jget(d, "events"), *in = jget(d, "instr"), *rows = jget(d, "rows");
+    CHECK_INT(jnum(ev, "n"), 7);
+    CHECK_INT(jnum(in, "n"), 6);
+    CHECK_INT(rows->n, 7); /* five engines, DMA q0, DMA q1 */
+    CHECK_STR(jstr(rows->item[5], "name"), "DMA q0");
+    CHECK_STR(jstr(rows->item[6], "name"), "DMA q1");
+    /* cumulative sums of the deltas give back the events, in picoseconds */
+    jv *di = jget(ev, "instr_delta"), *ds = jget(ev, "start_ps_delta"), *du = jget(ev, "dur_ps"), *row = jget(ev, "row");
+    double ins = 0, ps = 0;
+    for (int e = 0; e < 7; e++) {
+        ins += di->item[e]->num;
+        ps += ds->item[e]->num;
+        CHECK_INT(ins, f.events[e].instr);
+        CHECK_NEAR(ps, f.events[e].start * 1000, 0, 1e-9);
+        CHECK_NEAR(du->item[e]->num, (f.events[e].end - f.events[e].start) * 1000, 0, 1e-9);
+    }
+    static const int want_row[7] = {5, 5, 0, 0, 2, 1, 6};
+    for (int e = 0; e < 7; e++)
+        CHECK_INT(row->item[e]->num, want_row[e]);
+    /* operand templates: "\x01" takes the next number of opnd_num */
+    jv *strs = jget(d, "strings"), *opnd = jget(in, "opnd"), *num = jget(in, "opnd_num");
+    const char *tpl = strs->item[(int)opnd->item[1]->num]->str;
+    CHECK_STR(tpl, "dst=sbuf[0:128]@2048 [128, 512] float32 src=in0[128, 512] float32 +\x01");
+    CHECK_INT(num->n, 3);          /* the HBM offsets of the two loads and the store */
+    CHECK_INT(num->item[1]->num, 65536);
+    CHECK_INT(num->item[2]->num, 0);
+    /* dependencies as i - j */
+    jv *nd = jget(in, "ndep"), *dd = jget(in, "dep_delta");
+    CHECK_INT(nd->item[2]->num, 2);
+    CHECK_INT(dd->n, 5);
+    CHECK_INT(dd->item[0]->num, 2); /* #2 waits for #0 */
+    CHECK_INT(dd->item[1]->num, 1); /* #2 waits for #1 */
+    CHECK_STR(jstr(jget(d, "files")->item[0], "text"), kern_src);
+    jv *c = jget(d, "counters");
+    CHECK_INT(c->n, 1);
+    CHECK_STR(jstr(c->item[0], "unit"), "bytes");
+    CHECK_INT(jget(c->item[0], "v")->item[1]->num, 131072);
+    CHECK(jget(d, "insights") && jget(d, "insights")->type == J_ARR);
+    jfree(d);
+    nk_text_free(&t);
+}
+
+TEST(view_html_is_self_contained_and_script_safe)
+{
+    fixture f;
+    fixture_init(&f);
+    /* hostile strings everywhere text enters the page */
+    static const char evil_src[] = "// </script><script>alert(1)</script> <!-- x --> & \xe2\x80\xa8 end \xff\n";
+    f.src.text = (char *)evil_src;
+    snprintf(f.p.kernel, sizeof f.p.kernel, "k</script><!--");
+    f.files[0] = "a</script>.c";
+    nk_text t = {0};
+    const char *insights = "[{\"title\":\"</script><!--\",\"detail\":\"a & b\"}]";
+    CHECK_INT(nk_view_html(&f.pr, insights, &t), NK_OK);
+    /* exactly the template's own closing tags, and no comment opener */
+    CHECK_INT(count_str(t.s, "</script"), count_str(nk__view_asset_html, "</script"));
+    CHECK_INT(count_str(t.s, "<!--"), 0);
+    CHECK_INT(count_str(t.s, "{{"), count_str(nk__view_asset_js, "{{") + count_str(nk__view_asset_css, "{{"));
+    /* nothing fetched from elsewhere */
+    CHECK_INT(count_str(t.s, "http://") + count_str(t.s, "https://"), 0);
+    CHECK_CONTAINS(t.s, "<title>k&lt;/script&gt;&lt;!-- (trn1) - nklab profile</title>");
+    char *data = page_data(t.s);
+    CHECK(data != NULL);
+    jv *d = data ? jdoc(data) : NULL;
+    CHECK(d != NULL);
+    if (d) {
+        CHECK_STR(jstr(d, "kernel"), "k</script><!--");
+        CHECK_STR(jstr(jget(d, "files")->item[0], "path"), "a</script>.c");
+        /* the text comes back whole; the invalid byte as U+FFFD */
+        CHECK_STR(jstr(jget(d, "files")->item[0], "text"),
+                  "// </script><script>alert(1)</script> <!-- x --> & \xe2\x80\xa8 end \xef\xbf\xbd\n");
+        CHECK_STR(jstr(jget(d, "insights")->item[0], "title"), "</script><!--");
+    }
+    jfree(d);
+    free(data);
+    nk_text_free(&t);
+}
+
+TEST(view_html_of_a_real_kernel)
+{
+    const nk_kernel_info *ki = nk_builtin_kernel("tensor_exp");
+    CHECK(ki != NULL);
+    if (!ki)
+        return;
+    nk_array in;
+    CHECK_INT(nk_array_alloc(&in, ki->args[0].dtype, ki->args[0].ndim, ki->args[0].shape), 0);
+    nk_kernel *k = nk_kernel_new("tensor_exp", ki->fn);
+    const nk_program *p;
+    CHECK_INT(nk_kernel_compile(k, &in, 1, NULL, &p), 0);
+    nk_profile *pr = NULL;
+    CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+    if (!pr) { nk_kernel_free(k); nk_array_free(&in); return; }
+    nk_text html = {0}, trace = {0}, csv = {0};
+    CHECK_INT(nk_view_html(pr, NULL, &html), NK_OK);
+    char *data = page_data(html.s);
+    jv *d = data ? jdoc(data) : NULL;
+    CHECK(d != NULL);
+    CHECK_INT(jnum(jget(d, "instr"), "n"), pr->prog->ninstr);
+    CHECK_INT(jnum(jget(d, "events"), "n"), pr->tl->nevents);
+    /* the kernel's source came along */
+    int has_source = 0;
+    for (int i = 0; d && i < jget(d, "files")->n; i++) {
+        const jv *fv = jget(d, "files")->item[i];
+        const char *path = jstr(fv, "path");
+        has_source |= path && strstr(path, "kernels/tensor_exp.c") && jstr(fv, "text") && strstr(jstr(fv, "text"), "nk_exp");
+    }
+    CHECK(has_source);
+    CHECK_INT(nk_export_perfetto(pr, NULL, &trace), NK_OK);
+    CHECK_INT(count_str(trace.s, "\"ph\":\"X\""), pr->tl->nevents);
+    CHECK_INT(nk_export_csv(pr, NULL, &csv), NK_OK);
+    CHECK_INT(count_str(csv.s, "\r\n"), pr->prog->ninstr + 1);
+    jfree(d);
+    free(data);
+    nk_text_free(&html);
+    nk_text_free(&trace);
+    nk_text_free(&csv);
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+    nk_array_free(&in);
+}
+
+/* ---------------------------------------------------------------- terminal timeline */
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+TEST(timeline_matches_golden_file)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_view_timeline(&f.pr, 100, &t), NK_OK);
+    const char *golden = read_file("tests/golden/timeline_fixed.txt");
+    CHECK(golden != NULL);
+    if (golden && strcmp(t.s, golden)) {
+        printf("--- got:\n%s--- want (tests/golden/timeline_fixed.txt):\n%s", t.s, golden);
+        CHECK(0);
+    }
+    nk_text_free(&t);
+}
+
+TEST(timeline_rows_widths_and_shares)
+{
+    fixture f;
+    fixture_init(&f);
+    for (int width = 40; width <= 160; width += 60) {
+        nk_text t = {0};
+        CHECK_INT(nk_view_timeline(&f.pr, width, &t), NK_OK);
+        /* rows: "Name      |bars|  xx.x%" exactly width characters */
+        static const char *const row[7] = {"Tensor", "Vector", "Scalar", "GpSimd", "Sync", "DMA q0", "DMA q1"};
+        static const char *const pct[7] = {"15.2%", "6.1%", "12.1%", "0.0%", "0.0%", "36.4%", "30.3%"};
+        for (int r = 0; r < 7; r++) {
+            const char *l = strstr(t.s, row[r]);
+            CHECK(l != NULL);
+            if (!l)
+                continue;
+            const char *e = strchr(l, '\n');
+            CHECK_INT(e - l, width);
+            char line[256];
+            snprintf(line, sizeof line, "%.*s", (int)(e - l), l);
+            CHECK_CONTAINS(line, pct[r]);
+        }
+        nk_text_free(&t);
+    }
+    /* one column per 3300/81 ns at width 100: the Tensor row's busy columns */
+    nk_text t = {0};
+    CHECK_INT(nk_view_timeline(&f.pr, 100, &t), NK_OK);
+    const char *l = strstr(t.s, "Tensor    |") + 11;
+    double dt = 3300.0 / 81;
+    for (int c = 0; c < 81; c++) {
+        double lo = c * dt, hi = lo + dt;
+        double busy = fmax(0, fmin(hi, 1700) - fmax(lo, 1200)) / dt;
+        char want = busy <= 0 ? ' ' : busy < 0.2 ? '.' : busy < 0.4 ? ':' : busy < 0.6 ? '-' : busy < 0.8 ? '=' : '#';
+        if (l[c] != want)
+            nk_test_fail(__FILE__, __LINE__, "column %d: '%c' != '%c' (busy %.3f)", c, l[c], want, busy);
+    }
+    nk_text_free(&t);
+}
+
+TEST(view_rejects_bad_arguments)
+{
+    fixture f;
+    fixture_init(&f);
+    nk_text t = {0};
+    CHECK_INT(nk_view_timeline(&f.pr, 39, &t), NK_EINVAL);
+    CHECK_INT(nk_view_timeline(NULL, 100, &t), NK_EINVAL);
+    CHECK_INT(nk_view_html(NULL, NULL, &t), NK_EINVAL);
+    CHECK_INT(nk_export_perfetto(NULL, NULL, &t), NK_EINVAL);
+    CHECK_INT(nk_export_json(NULL, NULL, &t), NK_EINVAL);
+    CHECK_INT(nk_export_csv(NULL, NULL, &t), NK_EINVAL);
+    nk_text_printf(&t, "x");
+    CHECK_INT(nk_view_write_file("/nonexistent-dir/x.html", &t), NK_EIO);
+    nk_text_free(&t);
+    /* an empty timeline still prints its header */
+    f.tl.nevents = 0;
+    f.tl.total_ns = 0;
+    CHECK_INT(nk_view_timeline(&f.pr, 100, &t), NK_OK);
+    CHECK_CONTAINS(t.s, "(empty timeline)");
+    nk_text_free(&t);
+}
+
+/* ---------------------------------------------------------------- text helpers */
+
+TEST(vbuf_numbers_strings_and_csv)
+{
+    nk_text t = {0};
+    nk__vb_num(&t, 1.5, 3);
+    nk__vb_chr(&t, ' ');
+    nk__vb_num(&t, 2.0, 3);
+    nk__vb_chr(&t, ' ');
+    nk__vb_num(&t, -0.0004, 3);
+    nk__vb_chr(&t, ' ');
+    nk__vb_num(&t, -12.3456, 2);
+    nk__vb_chr(&t, ' ');
+    nk__vb_num(&t, NAN, 3);
+    nk__vb_chr(&t, ' ');
+    nk__vb_num(&t, 1e20, 0);
+    nk__vb_chr(&t, ' ');
+    nk__vb_i64(&t, INT64_MIN);
+    CHECK_STR(t.s, "1.5 2 0 -12.35 0 100000000000000000000 -9223372036854775808");
+    nk_text_free(&t);
+    nk__vb_jstr(&t, "a\"b\\c\n\t\x01<>&\xe2\x80\xa9\xc0\x80\xed\xa0\x80\xf0\x9f\x98\x80");
+    CHECK_STR(t.s, "\"a\\\"b\\\\c\\n\\t\\u0001\\u003c\\u003e\\u0026\\u2029\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80\"");
+    nk_text_free(&t);
+    nk__vb_jstr(&t, NULL);
+    CHECK_STR(t.s, "null");
+    nk_text_free(&t);
+    nk__vb_csv(&t, "plain");
+    nk__vb_chr(&t, '|');
+    nk__vb_csv(&t, "a,b");
+    nk__vb_chr(&t, '|');
+    nk__vb_csv(&t, "say \"hi\"");
+    nk__vb_chr(&t, '|');
+    nk__vb_csv(&t, "two\nlines");
+    CHECK_STR(t.s, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"");
+    nk_text_free(&t);
+}
