@@ -1,0 +1,1150 @@
+/*
+ * rules.c - findings from the analysis: each rule measures one known way a
+ * NeuronCore kernel loses time, estimates the time at stake (the score that
+ * ranks findings), names the instructions and source lines involved and says
+ * what to change. Two rules report good news.
+ *
+ * Thresholds cite neuroncore.md's sources ([PG] "what good looks like",
+ * [DMAbw], [A2], [ISA-old]) or say they are judgement calls; docs/insights.md
+ * lists them.
+ */
+#include "insights/insights.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Judgement call: a problem worth a line costs at least 1% of the kernel. */
+#define MIN_SHARE 0.01
+/* Judgement call: severity by the share of total time at stake. */
+#define HIGH_SHARE 0.20
+#define MEDIUM_SHARE 0.05
+/* Judgement call: restructuring a loop (tiling, multi-buffering) is worth
+ * suggesting from 5% of the kernel (a few percent of DMA start latency stay
+ * even in good pipelines of small kernels: the first store cannot start
+ * before one tile went through). */
+#define STRUCTURAL_MIN_SHARE 0.05
+/* Judgement call: DMA and compute count as overlapped when at least half of
+ * the shorter of the two runs under the other. */
+#define OVERLAP_MIN_FRAC 0.5
+/* Judgement call: a kernel is DMA-bound when DMA holds at least half of its
+ * critical path. */
+#define DMA_BOUND_PATH_SHARE 0.5
+/* Judgement call: two engines "never overlap" below 5% of the shorter one's
+ * busy time, when each is busy at least 5% of the kernel. */
+#define NEVER_OVERLAP_FRAC 0.05
+#define ENGINE_USED_SHARE 0.05
+/* [DMAbw]: >= 2 KiB per partition is the recommended minimum; < 256 B is
+ * severely overhead-bound; >= 4 KiB saturates. */
+#define DMA_RECOMMENDED_BYTES 2048
+#define DMA_TINY_BYTES 256
+/* Judgement call from [A2][PG] (about 100 cycles of static overhead, MIN_II
+ * 64 [ISA-old]): below 128 elements per partition fixed costs dominate. */
+#define STATIC_FREE_MIN 128
+/* Judgement call: the static-overhead rule needs 5% of the kernel. */
+#define STATIC_MIN_SHARE 0.05
+/* The Neuron profiler's warning: a tensor loaded more than twice. */
+#define RELOAD_MAX 2.0
+/* [PG] "what good looks like": compute-bound at >= 90% active on the busiest
+ * engine, memory-bound at >= 60% of DMA bandwidth. */
+#define GOOD_ENGINE_ACTIVE 0.90
+#define GOOD_DMA_BW 0.60
+
+#define NONE UINT32_MAX
+
+/* ---- building findings */
+
+static nk_finding *add(nk_insights *ins, int rule, const char *subject)
+{
+    if (ins->n == ins->cap) {
+        uint32_t cap = ins->cap ? ins->cap * 2 : 8;
+        nk_finding *f = realloc(ins->f, cap * sizeof *f);
+        if (!f)
+            return NULL;
+        ins->f = f;
+        ins->cap = cap;
+    }
+    nk_finding *f = &ins->f[ins->n++];
+    memset(f, 0, sizeof *f);
+    f->rule = rule;
+    snprintf(f->key, sizeof f->key, "%s%s%s", nk_ins_rule_name(rule), subject ? ":" : "", subject ? subject : "");
+    return f;
+}
+
+static void ev(nk_finding *f, const char *name, int unit, double v)
+{
+    if (f->nev >= NK_INS_MAX_EVIDENCE)
+        return;
+    nk_ins_evidence *e = &f->ev[f->nev++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->unit = unit;
+    e->value = v;
+}
+
+static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+static void rate(nk_finding *f, double total)
+{
+    double share = total > 0 ? f->score_ns / total : 0;
+    f->severity = share >= HIGH_SHARE ? NK_SEV_HIGH : share >= MEDIUM_SHARE ? NK_SEV_MEDIUM : NK_SEV_LOW;
+}
+
+static int cmp_line_busy(const void *x, const void *y)
+{
+    const nk_ins_line *a = x, *b = y;
+    if (a->busy_ns != b->busy_ns)
+        return a->busy_ns > b->busy_ns ? -1 : 1;
+    return a->line < b->line ? -1 : a->line > b->line;
+}
+
+static int cmp_range_len(const void *x, const void *y)
+{
+    const nk_ins_ival *a = x, *b = y;
+    double la = a->e - a->s, lb = b->e - b->s;
+    return la > lb ? -1 : la < lb;
+}
+
+static int cmp_range_start(const void *x, const void *y)
+{
+    const double *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* Fills ranges from a merged interval list: the longest ones, in time order. */
+static void set_ranges(nk_finding *f, nk_ins_ivlist *l)
+{
+    qsort(l->v, l->n, sizeof *l->v, cmp_range_len);
+    f->nranges = 0;
+    for (uint32_t i = 0; i < l->n && f->nranges < NK_INS_MAX_RANGES; i++) {
+        f->ranges[f->nranges][0] = l->v[i].s;
+        f->ranges[f->nranges][1] = l->v[i].e;
+        f->nranges++;
+    }
+    qsort(f->ranges, (size_t)f->nranges, sizeof f->ranges[0], cmp_range_start);
+}
+
+/* Instructions, lines (most time first) and time ranges of a finding from
+ * the list of instructions involved. Extra lines (e.g. where a tile was
+ * declared) can be added before with line_add. */
+static int involve(const nk_insights *ins, nk_finding *f, const uint32_t *idx, uint32_t n)
+{
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    nk_ins_line *lines = calloc(n ? n : 1, sizeof *lines);
+    nk_ins_ivlist l = {malloc((n ? n : 1) * sizeof(nk_ins_ival)), 0};
+    if (!lines || !l.v) {
+        free(lines);
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    uint32_t nl = 0;
+    f->ninstrs_total = n;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = idx[k];
+        if (f->ninstrs < NK_INS_MAX_INSTRS)
+            f->instrs[f->ninstrs++] = i;
+        const nk_locinfo *loc = &p->locs[p->instrs[i].loc];
+        uint32_t j = 0;
+        while (j < nl && (lines[j].file != loc->file || lines[j].line != loc->line))
+            j++;
+        if (j == nl)
+            lines[nl++] = (nk_ins_line){loc->file, loc->line, 0, 0, 0, 0};
+        lines[j].ninstr++;
+        lines[j].engines |= 1u << (p->instrs[i].engine % 32);
+        lines[j].busy_ns += ins->a.busy[i];
+        if (tl->instr_end[i] > tl->instr_start[i])
+            l.v[l.n++] = (nk_ins_ival){tl->instr_start[i], tl->instr_end[i]};
+    }
+    qsort(lines, nl, sizeof *lines, cmp_line_busy);
+    for (uint32_t j = 0; j < nl && f->nlines < NK_INS_MAX_LINES; j++)
+        f->lines[f->nlines++] = lines[j];
+    nk__ins_iv_merge(&l);
+    set_ranges(f, &l);
+    free(lines);
+    free(l.v);
+    return 0;
+}
+
+static void line_add(const nk_program *p, nk_finding *f, uint32_t loc)
+{
+    if (f->nlines >= NK_INS_MAX_LINES || loc >= p->nlocs)
+        return;
+    const nk_locinfo *l = &p->locs[loc];
+    for (int j = 0; j < f->nlines; j++)
+        if (f->lines[j].file == l->file && f->lines[j].line == l->line)
+            return;
+    f->lines[f->nlines++] = (nk_ins_line){l->file, l->line, 0, 0, 0, 0};
+}
+
+static void where(const nk_program *p, uint32_t loc, char *buf, size_t n)
+{
+    if (loc >= p->nlocs) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    snprintf(buf, n, "%s:%d", nk__ins_basename(p, p->locs[loc].file), p->locs[loc].line);
+}
+
+/* Collects instruction indices passing a test into a growable list. */
+typedef struct ulist {
+    uint32_t *v;
+    uint32_t n, cap;
+} ulist;
+
+static int ul_push(ulist *l, uint32_t x)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 64;
+        uint32_t *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return NK_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+/* Union of the instructions' intervals. */
+static double union_ns(const nk_timeline *tl, const uint32_t *idx, uint32_t n)
+{
+    nk_ins_ivlist l = {malloc((n ? n : 1) * sizeof(nk_ins_ival)), 0};
+    if (!l.v)
+        return 0;
+    for (uint32_t k = 0; k < n; k++)
+        l.v[l.n++] = (nk_ins_ival){tl->instr_start[idx[k]], tl->instr_end[idx[k]]};
+    nk__ins_iv_merge(&l);
+    double t = nk__ins_iv_len(&l);
+    free(l.v);
+    return t;
+}
+
+/* Union of the data-moving intervals of the instructions' DMA transfers
+ * (sorted list of instruction ids); without transfers, of the instructions. */
+static double xfer_union_ns(const nk_profile *pr, const uint32_t *idx, uint32_t n)
+{
+    const nk_timeline *tl = pr->tl;
+    if (!tl->nxfers)
+        return union_ns(tl, idx, n);
+    nk_ins_ivlist l = {malloc(tl->nxfers * sizeof(nk_ins_ival)), 0};
+    if (!l.v)
+        return 0;
+    for (uint32_t k = 0; k < tl->nxfers; k++) {
+        const nk_dma_xfer *x = &tl->xfers[k];
+        uint32_t lo = 0, hi = n; /* binary search: idx is ascending */
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (idx[mid] < x->instr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && idx[lo] == x->instr && x->end > x->start)
+            l.v[l.n++] = (nk_ins_ival){x->start, x->end};
+    }
+    nk__ins_iv_merge(&l);
+    double t = nk__ins_iv_len(&l);
+    free(l.v);
+    return t;
+}
+
+/* ---- loop advice */
+
+/* The loop (instance + 1) most of the instructions' time is spent in. */
+static uint32_t main_loop(const nk_insights *ins, const uint32_t *idx, uint32_t n)
+{
+    const nk_program *p = ins->pr->prog;
+    uint32_t best = 0;
+    double best_t = -1;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t lp = p->instrs[idx[k]].loop;
+        double t = 0;
+        for (uint32_t m = 0; m < n; m++)
+            if (p->instrs[idx[m]].loop == lp)
+                t += ins->a.busy[idx[m]];
+        if (t > best_t) {
+            best_t = t;
+            best = lp;
+        }
+        if (n > 256)
+            break; /* long lists: the first instruction's loop is representative */
+    }
+    return best;
+}
+
+/* What to change about a loop so tiles of consecutive iterations overlap. */
+static void pipeline_advice(const nk_program *p, uint32_t loop, char *buf, size_t n)
+{
+    if (!loop || loop > p->nloops) {
+        say(buf, n, "Split the work into tiles processed in an NK_AFFINE_RANGE loop with the tiles allocated "
+            "inside the body: each tile then gets several buffers, so the load of tile i+1 and the store of "
+            "tile i-1 overlap the compute on tile i.");
+        return;
+    }
+    const nk_loopinfo *L = &p->loops[loop - 1];
+    char w[96];
+    where(p, L->loc, w, sizeof w);
+    if (L->kind == NK_LOOP_SEQUENTIAL)
+        say(buf, n, "The loop at %s is an NK_SEQUENTIAL_RANGE, so its tiles have one buffer and iteration i+1 "
+            "waits for iteration i. If the iterations are independent (or only accumulate into PSUM), make it "
+            "NK_AFFINE_RANGE so loads of tile i+1 overlap compute on tile i; if they carry a value, prefetch by "
+            "hand: load tile i+1 into a second tile before computing on tile i.", w);
+    else if (L->bufs < 2)
+        say(buf, n, "The affine loop at %s keeps %d buffer per tile, so iteration i+1 cannot load while "
+            "iteration i computes. Give it 2-3 buffers (NK_AFFINE_RANGE_BUFS(nc, i, n, 3)).", w, L->bufs);
+    else if (L->trip <= L->bufs)
+        say(buf, n, "The affine loop at %s runs only %lld iteration%s (%d buffers per tile): with so few tiles "
+            "the first and last stages of the pipeline have nothing to overlap. Use more iterations over "
+            "smaller tiles (keeping >= 2 KiB per partition per DMA) with a buffer for each tile in flight.",
+            w, (long long)L->trip, L->trip == 1 ? "" : "s", L->bufs);
+    else
+        say(buf, n, "The affine loop at %s has %d buffers per tile for %lld iterations. Raise the buffers "
+            "(NK_AFFINE_RANGE_BUFS(nc, i, n, %d)) so more loads are in flight, and make sure no tile used in "
+            "the body is declared outside it.", w, L->bufs, (long long)L->trip, L->bufs + 1);
+}
+
+/* ---- problem rules */
+
+/* Highlights where the DMA instructions dl run with every compute engine
+ * idle (cl: the compute instructions' merged intervals). */
+static void exposed_ranges(const nk_timeline *tl, nk_finding *f, const ulist *dl, const nk_ins_ivlist *cl)
+{
+    nk_ins_ivlist dmal = {malloc((dl->n ? dl->n : 1) * sizeof(nk_ins_ival)), 0};
+    nk_ins_ivlist exposed = {malloc((dl->n + cl->n + 1) * sizeof(nk_ins_ival)), 0};
+    if (dmal.v && exposed.v) {
+        for (uint32_t k = 0; k < dl->n; k++)
+            dmal.v[dmal.n++] = (nk_ins_ival){tl->instr_start[dl->v[k]], tl->instr_end[dl->v[k]]};
+        nk__ins_iv_merge(&dmal);
+        uint32_t j = 0;
+        for (uint32_t k = 0; k < dmal.n; k++) {
+            double s = dmal.v[k].s, e = dmal.v[k].e;
+            while (j < cl->n && cl->v[j].e <= s)
+                j++;
+            for (uint32_t m = j; m < cl->n && cl->v[m].s < e && s < e; m++) {
+                if (cl->v[m].s > s)
+                    exposed.v[exposed.n++] = (nk_ins_ival){s, cl->v[m].s};
+                s = fmax(s, cl->v[m].e);
+            }
+            if (s < e)
+                exposed.v[exposed.n++] = (nk_ins_ival){s, e};
+        }
+        set_ranges(f, &exposed);
+    }
+    free(dmal.v);
+    free(exposed.v);
+}
+
+static int rule_dma_overlap(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    double dma = a->active_ns[NK_ENGINE_DMA], comp = a->compute_ns, ov = a->dma_compute_ns;
+    double shorter = fmin(dma, comp);
+    if (shorter <= 0 || a->total_ns <= 0)
+        return 0;
+    double lost = shorter - ov;
+    if (ov >= OVERLAP_MIN_FRAC * shorter || lost < STRUCTURAL_MIN_SHARE * a->total_ns)
+        return 0;
+    /* the DMA instructions whose time no compute engine covers, most first */
+    ulist dl = {0};
+    nk_ins_ivlist cl = {malloc((p->ninstr ? p->ninstr : 1) * sizeof(nk_ins_ival)), 0};
+    int rc = cl.v ? 0 : NK_ENOMEM;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        if (p->instrs[i].engine == NK_ENGINE_DMA)
+            rc = ul_push(&dl, i);
+        else if (p->instrs[i].engine <= NK_ENGINE_GPSIMD && tl->instr_end[i] > tl->instr_start[i])
+            cl.v[cl.n++] = (nk_ins_ival){tl->instr_start[i], tl->instr_end[i]};
+    }
+    nk_finding *f = rc ? NULL : add(ins, NK_RULE_DMA_NOT_OVERLAPPED, NULL);
+    if (!f) {
+        free(dl.v);
+        free(cl.v);
+        return NK_ENOMEM;
+    }
+    nk__ins_iv_merge(&cl);
+    f->score_ns = lost;
+    rate(f, a->total_ns);
+    int dma_longer = dma >= comp;
+    say(f->title, sizeof f->title, "DMA is not overlapped with compute: only %.0f%% of the %s time runs under %s",
+        100.0 * ov / shorter, dma_longer ? "compute" : "DMA", dma_longer ? "DMA" : "compute");
+    char d[32], c[32], o[32];
+    nk__ins_fmt_ns(d, sizeof d, dma);
+    nk__ins_fmt_ns(c, sizeof c, comp);
+    nk__ins_fmt_ns(o, sizeof o, ov);
+    say(f->detail, sizeof f->detail,
+        "DMA is busy %s (%.1f%% of the kernel) and the compute engines %s (%.1f%%), but they overlap only %s. "
+        "A pipelined kernel hides the shorter of the two under the longer; here up to %.1f%% of the kernel "
+        "could be saved.", d, 100 * dma / a->total_ns, c, 100 * comp / a->total_ns, o,
+        100 * lost / a->total_ns);
+    ev(f, "dma_active", NK_UNIT_NS, dma);
+    ev(f, "compute_active", NK_UNIT_NS, comp);
+    ev(f, "overlap", NK_UNIT_NS, ov);
+    ev(f, "hidden", NK_UNIT_PERCENT, 100 * ov / shorter);
+    ev(f, "total", NK_UNIT_NS, a->total_ns);
+    rc = involve(ins, f, dl.v, dl.n);
+    if (!rc)
+        exposed_ranges(tl, f, &dl, &cl);
+    pipeline_advice(p, main_loop(ins, dl.v, dl.n), f->suggestion, sizeof f->suggestion);
+    free(dl.v);
+    free(cl.v);
+    return rc;
+}
+
+/* The DMAs that wait out their start latency during the analysis' latency
+ * gaps (no data moving). */
+static int waiting_dmas(const nk_insights *ins, ulist *l)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        if (p->instrs[i].engine != NK_ENGINE_DMA || a->xfer_first[i] <= tl->instr_start[i])
+            continue;
+        /* the first gap ending after the DMA's trigger (gaps are sorted, disjoint) */
+        uint32_t lo = 0, hi = a->nlat_gaps;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (a->lat_gaps[mid].e <= tl->instr_start[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < a->nlat_gaps && a->xfer_first[i] > a->lat_gaps[lo].s)
+            rc = ul_push(l, i);
+    }
+    return rc;
+}
+
+/* What to change about a loop so DMAs are issued ahead of need. */
+static void latency_advice(const nk_program *p, uint32_t loop, char *buf, size_t n)
+{
+    const nk_loopinfo *L = loop && loop <= p->nloops ? &p->loops[loop - 1] : NULL;
+    char w[64];
+    if (L)
+        where(p, L->loc, w, sizeof w);
+    if (L && L->trip <= L->bufs) {
+        say(buf, n,
+            "Issue DMAs ahead so their start latency overlaps transfers already running. The loop at %s runs "
+            "only %lld iteration%s: split the work into more, smaller tiles (keep >= 2 KiB per partition per "
+            "transfer) with a buffer per iteration, up to 4 (NK_AFFINE_RANGE_BUFS(nc, i, n, 4)), so all loads "
+            "are issued up front and the first stores start while later tiles still load.",
+            w, (long long)L->trip, L->trip == 1 ? "" : "s");
+    } else if (L) {
+        long long want = L->trip < L->bufs + 2 ? (long long)L->trip : (long long)L->bufs + 2;
+        say(buf, n,
+            "Issue DMAs ahead so their start latency overlaps transfers already running. The loop at %s keeps "
+            "%d buffer%s per tile for %lld iterations, so each load waits until a buffer frees up and then pays "
+            "the full latency: give it more buffers (NK_AFFINE_RANGE_BUFS(nc, i, n, %lld)) if SBUF allows.",
+            w, L->bufs, L->bufs == 1 ? "" : "s", (long long)L->trip, want);
+    } else {
+        say(buf, n,
+            "Issue DMAs ahead so their start latency overlaps transfers already running: process the data in "
+            "tiles in an NK_AFFINE_RANGE loop with several buffers per tile, so loads are issued up front and "
+            "the first stores start while later tiles still load.");
+    }
+}
+
+/* DMA-bound kernels lose time when every DMA engine idles while the next
+ * DMA waits out its start latency (~1.3 us from trigger to first byte
+ * [DMAbw]): DMAs issued only when needed, not ahead. */
+static int rule_dma_latency(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    double lost = a->dma_latency_gap_ns, path_dma = a->path_busy_ns[NK_ENGINE_DMA];
+    if (a->total_ns <= 0 || path_dma < DMA_BOUND_PATH_SHARE * a->total_ns || lost < STRUCTURAL_MIN_SHARE * a->total_ns)
+        return 0;
+    ulist l = {0};
+    int rc = waiting_dmas(ins, &l);
+    nk_finding *f = rc ? NULL : add(ins, NK_RULE_DMA_LATENCY, NULL);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    f->score_ns = lost;
+    rate(f, a->total_ns);
+    char g[32], d[32], pl[32];
+    nk__ins_fmt_ns(g, sizeof g, lost);
+    nk__ins_fmt_ns(d, sizeof d, a->dma_data_ns);
+    nk__ins_fmt_ns(pl, sizeof pl, a->path_dma_latency_ns);
+    say(f->title, sizeof f->title, "DMA-bound, but the DMA engines idle %.1f%% of the time waiting for DMAs to "
+        "start", 100 * lost / a->total_ns);
+    say(f->detail, sizeof f->detail,
+        "DMA holds %.0f%% of the critical path. After the first transfer, no data moves for %s while issued "
+        "DMAs wait out their start latency (about 1.3 us from trigger to first byte [DMAbw]); data moves %s in "
+        "all. DMA start latency on the critical path: %s.", 100 * path_dma / a->total_ns, g, d, pl);
+    ev(f, "idle_waiting", NK_UNIT_NS, lost);
+    ev(f, "data_moving", NK_UNIT_NS, a->dma_data_ns);
+    ev(f, "path_dma", NK_UNIT_PERCENT, 100 * path_dma / a->total_ns);
+    ev(f, "path_latency", NK_UNIT_NS, a->path_dma_latency_ns);
+    ev(f, "dma_waiting", NK_UNIT_COUNT, l.n);
+    rc = involve(ins, f, l.v, l.n);
+    /* highlight the gaps themselves (set_ranges sorts its list: a copy) */
+    nk_ins_ivlist gl = {malloc((a->nlat_gaps ? a->nlat_gaps : 1) * sizeof(nk_ins_ival)), a->nlat_gaps};
+    if (gl.v) {
+        memcpy(gl.v, a->lat_gaps, gl.n * sizeof *gl.v);
+        set_ranges(f, &gl);
+        free(gl.v);
+    }
+    latency_advice(p, main_loop(ins, l.v, l.n), f->suggestion, sizeof f->suggestion);
+    free(l.v);
+    return rc;
+}
+
+static int rule_engines_overlap(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    for (int r = 0; r <= NK_ENGINE_GPSIMD; r++)
+        for (int s = r + 1; s <= NK_ENGINE_GPSIMD; s++) {
+            double ar = a->active_ns[r], as = a->active_ns[s], ov = a->overlap_ns[r][s];
+            double mutual = a->wait_on[r][s] + a->wait_on[s][r];
+            double shorter = fmin(ar, as), lost = fmin(shorter - ov, mutual);
+            if (a->total_ns <= 0 || ar < ENGINE_USED_SHARE * a->total_ns || as < ENGINE_USED_SHARE * a->total_ns ||
+                ov >= NEVER_OVERLAP_FRAC * shorter || lost < STRUCTURAL_MIN_SHARE * a->total_ns)
+                continue;
+            char subj[32];
+            say(subj, sizeof subj, "%s+%s", nk_engine_name((nk_engine)r), nk_engine_name((nk_engine)s));
+            ulist l = {0};
+            int rc = 0;
+            for (uint32_t i = 0; !rc && i < p->ninstr; i++)
+                if (p->instrs[i].engine == r || p->instrs[i].engine == s)
+                    rc = ul_push(&l, i);
+            nk_finding *f = rc ? NULL : add(ins, NK_RULE_ENGINES_NO_OVERLAP, subj);
+            if (!f) {
+                free(l.v);
+                return NK_ENOMEM;
+            }
+            f->score_ns = lost;
+            rate(f, a->total_ns);
+            say(f->title, sizeof f->title, "The %s and %s engines never work at the same time",
+                nk_engine_name((nk_engine)r), nk_engine_name((nk_engine)s));
+            char x[32], y[32], o[32], m[32];
+            nk__ins_fmt_ns(m, sizeof m, mutual);
+            nk__ins_fmt_ns(x, sizeof x, ar);
+            nk__ins_fmt_ns(y, sizeof y, as);
+            nk__ins_fmt_ns(o, sizeof o, ov);
+            say(f->detail, sizeof f->detail,
+                "%s is busy %s and %s %s, overlapping only %s (%.1f%% of the shorter). They idle %s waiting for "
+                "each other's results, so their work runs back to back instead of in parallel.",
+                nk_engine_name((nk_engine)r), x, nk_engine_name((nk_engine)s), y, o, 100 * ov / shorter, m);
+            ev(f, "a_active", NK_UNIT_NS, ar);
+            ev(f, "b_active", NK_UNIT_NS, as);
+            ev(f, "overlap", NK_UNIT_NS, ov);
+            ev(f, "mutual_wait", NK_UNIT_NS, mutual);
+            rc = involve(ins, f, l.v, l.n);
+            char adv[400];
+            pipeline_advice(p, main_loop(ins, l.v, l.n), adv, sizeof adv);
+            say(f->suggestion, sizeof f->suggestion,
+                "Let the engines pipeline: the tiles passed from one to the other need at least two buffers. %s",
+                adv);
+            free(l.v);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+static int rule_small_dma(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    ulist l = {0};
+    double bytes = 0, desc_bytes = 0, ndesc = 0, tiny = 0, strided = 0;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (in->op != NK_OP_LOAD && in->op != NK_OP_STORE)
+            continue;
+        int64_t nd = 0, b = nk__ins_desc_bytes(in, &nd);
+        if (b >= DMA_RECOMMENDED_BYTES)
+            continue;
+        const nk_tensor *tile = in->op == NK_OP_LOAD ? &in->dst : &in->src[0];
+        const nk_tensor *hbm = in->op == NK_OP_LOAD ? &in->src[0] : &in->dst;
+        bytes += (double)nk__numel(hbm) * nk_dtype_size(hbm->dtype);
+        desc_bytes += (double)b * (double)nd;
+        ndesc += (double)nd;
+        tiny += b < DMA_TINY_BYTES;
+        strided += b < nk__free_size(tile) * nk_dtype_size(tile->dtype);
+        rc = ul_push(&l, i);
+    }
+    double t = rc ? 0 : xfer_union_ns(ins->pr, l.v, l.n);
+    double ideal = a->dma_peak_bps > 0 ? bytes / a->dma_peak_bps : 0;
+    double lost = t - ideal;
+    if (rc || !l.n || a->total_ns <= 0 || lost < MIN_SHARE * a->total_ns) {
+        free(l.v);
+        return rc;
+    }
+    nk_finding *f = add(ins, NK_RULE_SMALL_DMA, NULL);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    double avg = desc_bytes / ndesc;
+    f->score_ns = lost;
+    rate(f, a->total_ns);
+    say(f->title, sizeof f->title, "Small DMA transfers: %u load/store%s move %.0f bytes per partition per "
+        "descriptor on average", l.n, l.n == 1 ? "" : "s", avg);
+    char ts[32], is[32];
+    nk__ins_fmt_ns(ts, sizeof ts, t);
+    nk__ins_fmt_ns(is, sizeof is, ideal);
+    say(f->detail, sizeof f->detail,
+        "DMA cost is dominated by fixed per-descriptor overhead below 2 KiB per partition (below 256 B it is "
+        "severely overhead-bound; 4 KiB and up saturates) [DMAbw]. These transfers move data for %s where the "
+        "same bytes at peak DMA bandwidth take %s.%s", ts, is,
+        tiny > 0 ? " Some are under 256 B per partition." : "");
+    ev(f, "transfers", NK_UNIT_COUNT, l.n);
+    ev(f, "descriptors", NK_UNIT_COUNT, ndesc);
+    ev(f, "avg_descriptor", NK_UNIT_BYTES, avg);
+    ev(f, "bytes", NK_UNIT_BYTES, bytes);
+    ev(f, "moving", NK_UNIT_NS, t);
+    ev(f, "at_peak", NK_UNIT_NS, ideal);
+    rc = involve(ins, f, l.v, l.n);
+    say(f->suggestion, sizeof f->suggestion, "%s",
+        strided > 0 ? "The HBM side is strided, so each partition's data arrives in small contiguous pieces: lay "
+                      "the tensor out (or choose the tiling) so each partition reads one contiguous run of at least "
+                      "2 KiB, ideally 4 KiB or more."
+                    : "Move at least 2 KiB per partition per transfer, ideally 4 KiB or more: widen the tiles "
+                      "along the free axis (for example [128, 512] float32 or [128, 1024] bfloat16) and load "
+                      "several small tensors' rows in one transfer.");
+    free(l.v);
+    return rc;
+}
+
+static double engine_ghz(const nk_arch *arch, int engine)
+{
+    if (!arch)
+        return 0;
+    switch (engine) {
+    case NK_ENGINE_VECTOR: return arch->dve_ghz;
+    case NK_ENGINE_SCALAR: return arch->act_ghz;
+    case NK_ENGINE_GPSIMD: return arch->pool_ghz;
+    default: return 0;
+    }
+}
+
+static int rule_static_overhead(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    const nk_arch *arch = nk__ins_arch(ins->pr);
+    ulist l = {0};
+    double busy = 0, ideal = 0, elems = 0;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        double ghz = engine_ghz(arch, in->engine);
+        int64_t nfree = nk__free_size(&in->dst); /* elements streamed: the largest operand */
+        for (int k = 0; k < in->nsrc; k++)
+            if (in->src[k].buf && nk__free_size(&in->src[k]) > nfree)
+                nfree = nk__free_size(&in->src[k]);
+        if (ghz <= 0 || nfree >= STATIC_FREE_MIN)
+            continue;
+        busy += a->busy[i];
+        ideal += (double)nfree / ghz; /* one element per lane per cycle [A2] */
+        elems += (double)nfree;
+        rc = ul_push(&l, i);
+    }
+    double lost = busy - ideal;
+    if (rc || !l.n || a->total_ns <= 0 || lost < STATIC_MIN_SHARE * a->total_ns) {
+        free(l.v);
+        return rc;
+    }
+    nk_finding *f = add(ins, NK_RULE_STATIC_OVERHEAD, NULL);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    f->score_ns = lost;
+    rate(f, a->total_ns);
+    say(f->title, sizeof f->title, "%u instruction%s on Vector/Scalar/GpSimd process fewer than %d elements "
+        "per partition: static overhead dominates", l.n, l.n == 1 ? "" : "s", STATIC_FREE_MIN);
+    char b[32], id[32];
+    nk__ins_fmt_ns(b, sizeof b, busy);
+    nk__ins_fmt_ns(id, sizeof id, ideal);
+    say(f->detail, sizeof f->detail,
+        "Each Vector/Scalar instruction pays about 100 cycles of fixed cost and at least MIN_II = 64 cycles "
+        "[A2][PG][ISA-old]. These instructions average %.1f elements per partition and take %s; streaming "
+        "the same elements would take %s.", elems / l.n, b, id);
+    ev(f, "instructions", NK_UNIT_COUNT, l.n);
+    ev(f, "avg_free_elements", NK_UNIT_COUNT, elems / l.n);
+    ev(f, "busy", NK_UNIT_NS, busy);
+    ev(f, "streaming", NK_UNIT_NS, ideal);
+    rc = involve(ins, f, l.v, l.n);
+    say(f->suggestion, sizeof f->suggestion,
+        "Give each instruction more work: operate on whole [128, F] tiles with F >= 512 instead of slices or "
+        "columns, fold scale and bias into one activation (about 3x faster than separate ops [PG]), and pack "
+        "two 64-partition operations into one 128-partition instruction (about 2x [PG]).");
+    free(l.v);
+    return rc;
+}
+
+static int rule_matmul(nk_insights *ins, int rule)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    const nk_arch *arch = nk__ins_arch(ins->pr);
+    double floor_n = arch && arch->pe_mm_init_cycles > 0 ? arch->pe_mm_init_cycles : 0;
+    double fp32x = arch && arch->pe_fp32_factor > 1 ? arch->pe_fp32_factor : 0;
+    ulist l = {0};
+    double busy = 0, lost = 0, nsum = 0;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (in->op != NK_OP_MATMUL)
+            continue;
+        double n = (double)nk__free_size(&in->src[1]);
+        if (rule == NK_RULE_MATMUL_SHORT_MOVING) {
+            if (!(n < floor_n))
+                continue;
+            lost += a->busy[i] * (1 - n / floor_n); /* II ~ max(N, 64) [ISA-old][A2] */
+        } else {
+            if (fp32x <= 0 || (in->src[0].dtype != NK_F32 && in->src[1].dtype != NK_F32))
+                continue;
+            lost += a->busy[i] * (1 - 1 / fp32x); /* fp32 about 4x slower [ISA-old][A2] */
+        }
+        busy += a->busy[i];
+        nsum += n;
+        rc = ul_push(&l, i);
+    }
+    if (rc || !l.n || a->total_ns <= 0 || lost < MIN_SHARE * a->total_ns) {
+        free(l.v);
+        return rc;
+    }
+    nk_finding *f = add(ins, rule, NULL);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    f->score_ns = lost;
+    rate(f, a->total_ns);
+    char b[32];
+    nk__ins_fmt_ns(b, sizeof b, busy);
+    if (rule == NK_RULE_MATMUL_SHORT_MOVING) {
+        say(f->title, sizeof f->title, "%u matmul%s with a moving operand of fewer than %.0f columns", l.n,
+            l.n == 1 ? "" : "s", floor_n);
+        say(f->detail, sizeof f->detail,
+            "A MultiplyMoving costs at least %.0f cycles whatever its width [ISA-old][A2]; these matmuls stream "
+            "%.1f columns on average and take %s.", floor_n, nsum / l.n, b);
+        say(f->suggestion, sizeof f->suggestion,
+            "Make the moving operand wider, up to 512 columns (gemm_moving_fmax): batch more columns per "
+            "nc_matmul, or swap the operands so the larger free size streams.");
+    } else {
+        say(f->title, sizeof f->title, "%u matmul%s read float32 operands (quarter speed)", l.n,
+            l.n == 1 ? "" : "s");
+        say(f->detail, sizeof f->detail,
+            "The Tensor engine runs float32 matmuls about %.0fx slower than bfloat16/float16 [ISA-old][A2]; "
+            "these take %s.", fp32x, b);
+        say(f->suggestion, sizeof f->suggestion,
+            "Cast the operands to bfloat16 before the matmul (nk_copy(nc, x, NK_BF16), or load bfloat16 data); "
+            "PSUM still accumulates in float32.");
+    }
+    ev(f, "matmuls", NK_UNIT_COUNT, l.n);
+    ev(f, "avg_moving_columns", NK_UNIT_COUNT, nsum / l.n);
+    ev(f, "busy", NK_UNIT_NS, busy);
+    ev(f, "saving", NK_UNIT_NS, lost);
+    rc = involve(ins, f, l.v, l.n);
+    free(l.v);
+    return rc;
+}
+
+static int rule_reloaded(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    for (uint32_t h = 0; h < p->nhbm; h++) {
+        uint32_t b = p->hbm_list[h];
+        const nk_bufinfo *B = &p->bufs[b];
+        ulist l = {0};
+        double loaded = 0;
+        int rc = 0;
+        for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+            const nk_instr *in = &p->instrs[i];
+            if (in->op != NK_OP_LOAD || in->src[0].buf != b)
+                continue;
+            loaded += (double)nk__numel(&in->src[0]) * nk_dtype_size(in->src[0].dtype);
+            rc = ul_push(&l, i);
+        }
+        double times = B->bytes > 0 ? loaded / (double)B->bytes : 0;
+        double t = rc ? 0 : union_ns(tl, l.v, l.n);
+        double lost = times > 0 ? t * (1 - 1 / times) : 0;
+        if (rc || times <= RELOAD_MAX || a->total_ns <= 0 || lost < MIN_SHARE * a->total_ns) {
+            free(l.v);
+            if (rc)
+                return rc;
+            continue;
+        }
+        char name[32];
+        if (B->role == NK_ROLE_INPUT)
+            say(name, sizeof name, "input %d", B->index);
+        else if (B->role == NK_ROLE_OUTPUT)
+            say(name, sizeof name, "output %d", B->index);
+        else
+            say(name, sizeof name, "HBM tensor %u", b);
+        char subj[32];
+        say(subj, sizeof subj, "hbm%u", b);
+        nk_finding *f = add(ins, NK_RULE_TENSOR_RELOADED, subj);
+        if (!f) {
+            free(l.v);
+            return NK_ENOMEM;
+        }
+        f->score_ns = lost;
+        rate(f, a->total_ns);
+        char sz[32], ld[32], w[64];
+        nk__ins_fmt_bytes(sz, sizeof sz, (double)B->bytes);
+        nk__ins_fmt_bytes(ld, sizeof ld, loaded);
+        where(p, B->loc, w, sizeof w);
+        say(f->title, sizeof f->title, "%s is loaded %.1f times from HBM", name, times);
+        say(f->detail, sizeof f->detail,
+            "%s (%s, from %s) is read %.1f times over: %s in %u loads. Every extra pass costs HBM bandwidth "
+            "and DMA time.", name, sz, w, times, ld, l.n);
+        ev(f, "tensor", NK_UNIT_BYTES, (double)B->bytes);
+        ev(f, "loaded", NK_UNIT_BYTES, loaded);
+        ev(f, "times", NK_UNIT_RATIO, times);
+        ev(f, "loads", NK_UNIT_COUNT, l.n);
+        ev(f, "load_time", NK_UNIT_NS, t);
+        rc = involve(ins, f, l.v, l.n);
+        say(f->suggestion, sizeof f->suggestion,
+            "Load the reused part once and keep it in SBUF: hoist its load out of the inner loop, or reorder "
+            "the loops so the tensor that is reused belongs to the outer loop (%lld bytes per partition of SBUF "
+            "are free for kernels on this target).",
+            (long long)(nk__ins_arch(ins->pr)->sbuf_partition_bytes - nk__ins_arch(ins->pr)->sbuf_reserved_bytes));
+        free(l.v);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- serialized tiles: a tile that iteration i+1 overwrites while iteration
+ * i still uses it (declared outside the loop, or single-buffered) */
+
+typedef struct tsite {
+    uint32_t loc;       /* where the tile was allocated */
+    uint32_t buf;       /* one of its buffers */
+    uint32_t loop;      /* the loop it serializes */
+    int outside, carry;
+    uint32_t waits;     /* cross-iteration write-after-read/write dependencies */
+    double stall_ns;
+    ulist instrs;
+} tsite;
+
+static int same_memory(const nk_program *p, const nk_tensor *t, const nk_bufinfo *B)
+{
+    if (!t->buf || t->buf >= p->nbufs)
+        return 0;
+    const nk_bufinfo *T = &p->bufs[t->buf];
+    return T->mem == B->mem && T->mem != NK_SHARED_HBM && T->addr < B->addr + B->bytes && B->addr < T->addr + T->bytes;
+}
+
+/* 1 if instruction j reads (as_write 0) or writes (1) the memory of tile B. */
+static int touches(const nk_program *p, uint32_t j, const nk_bufinfo *B, int as_write)
+{
+    const nk_instr *in = &p->instrs[j];
+    if (as_write)
+        return same_memory(p, &in->dst, B) || same_memory(p, &in->dst2, B);
+    for (int k = 0; k < in->nsrc; k++)
+        if (same_memory(p, &in->src[k], B))
+            return 1;
+    return (in->flags & NK_IF_ACCUMULATE) && same_memory(p, &in->dst, B);
+}
+
+static tsite *site_of(tsite **sites, uint32_t *n, uint32_t *cap, uint32_t loc, uint32_t buf, uint32_t loop,
+                      int outside)
+{
+    for (uint32_t k = 0; k < *n; k++)
+        if ((*sites)[k].loc == loc && (*sites)[k].loop == loop)
+            return &(*sites)[k];
+    if (*n == *cap) {
+        uint32_t c = *cap ? *cap * 2 : 8;
+        tsite *s = realloc(*sites, c * sizeof *s);
+        if (!s)
+            return NULL;
+        *sites = s;
+        *cap = c;
+    }
+    tsite *s = &(*sites)[(*n)++];
+    memset(s, 0, sizeof *s);
+    s->loc = loc;
+    s->buf = buf;
+    s->loop = loop;
+    s->outside = outside;
+    return s;
+}
+
+static int earlier_iter(const nk_instr *j, const nk_instr *i) { return j->loop == i->loop && j->iter < i->iter; }
+
+/* Records instruction i's cross-iteration waits on the memory of the tile it
+ * writes through t. */
+static int scan_write(nk_insights *ins, uint32_t i, const nk_tensor *t, tsite **sites, uint32_t *n, uint32_t *cap)
+{
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    const nk_instr *in = &p->instrs[i];
+    if (!t->buf || t->buf >= p->nbufs || t->mem == NK_SHARED_HBM)
+        return 0;
+    const nk_bufinfo *B = &p->bufs[t->buf];
+    int outside = B->loop != in->loop;
+    if (!outside && B->nslots > 1)
+        return 0;
+    double flagged = -1, other = ins->a.prev_same[i] != NONE ? tl->instr_end[ins->a.prev_same[i]] : 0;
+    uint32_t waits = 0;
+    for (uint32_t k = 0; k < in->ndep; k++) {
+        uint32_t j = p->deps[in->dep_off + k];
+        const nk_instr *jn = &p->instrs[j];
+        if (earlier_iter(jn, in) && (touches(p, j, B, 0) || touches(p, j, B, 1))) {
+            waits++;
+            flagged = fmax(flagged, tl->instr_end[j]);
+        } else {
+            other = fmax(other, tl->instr_end[j]);
+        }
+    }
+    if (!waits)
+        return 0;
+    tsite *s = site_of(sites, n, cap, B->loc, t->buf, in->loop, outside);
+    if (!s)
+        return NK_ENOMEM;
+    s->waits += waits;
+    s->stall_ns += fmax(0, fmin(tl->instr_start[i], flagged) - other);
+    return ul_push(&s->instrs, i);
+}
+
+/* A read of a tile declared outside the loop that depends on a write of it
+ * in an earlier iteration carries a value between iterations: that tile is
+ * meant to persist. */
+static void scan_carry(const nk_program *p, uint32_t i, tsite *sites, uint32_t n)
+{
+    const nk_instr *in = &p->instrs[i];
+    for (uint32_t s = 0; s < n; s++) {
+        if (!sites[s].outside || sites[s].loop != in->loop || sites[s].carry)
+            continue;
+        const nk_bufinfo *B = &p->bufs[sites[s].buf];
+        if (!touches(p, i, B, 0))
+            continue;
+        for (uint32_t k = 0; k < in->ndep && !sites[s].carry; k++) {
+            uint32_t j = p->deps[in->dep_off + k];
+            sites[s].carry = earlier_iter(&p->instrs[j], in) && touches(p, j, B, 1);
+        }
+    }
+}
+
+static int report_site(nk_insights *ins, tsite *s)
+{
+    const nk_program *p = ins->pr->prog;
+    const nk_ins_analysis *a = &ins->a;
+    char subj[48], w[64], lw[64];
+    where(p, s->loc, w, sizeof w);
+    say(subj, sizeof subj, "%s", w);
+    nk_finding *f = add(ins, NK_RULE_SERIALIZED_TILE, subj);
+    if (!f)
+        return NK_ENOMEM;
+    const nk_loopinfo *L = s->loop && s->loop <= p->nloops ? &p->loops[s->loop - 1] : NULL;
+    if (L)
+        where(p, L->loc, lw, sizeof lw);
+    else
+        say(lw, sizeof lw, "?");
+    f->score_ns = s->stall_ns;
+    rate(f, a->total_ns);
+    char st[32];
+    nk__ins_fmt_ns(st, sizeof st, s->stall_ns);
+    if (s->outside) {
+        say(f->title, sizeof f->title, "The tile declared at %s, outside the loop at %s, serializes its "
+            "iterations", w, lw);
+        say(f->suggestion, sizeof f->suggestion,
+            "Declare the tile inside the loop body (at its first use): an NK_AFFINE_RANGE then gives it "
+            "several buffers, so iteration i+1 writes a different buffer while iteration i still reads its "
+            "own [PG][ALLOC].");
+    } else {
+        say(f->title, sizeof f->title, "The single-buffered tile at %s serializes the loop at %s", w, lw);
+        pipeline_advice(p, s->loop, f->suggestion, sizeof f->suggestion);
+    }
+    say(f->detail, sizeof f->detail,
+        "Each iteration overwrites the same memory, so its writes wait for the previous iteration's reads "
+        "and writes to finish (%u write-after-read/write waits across iterations); the engines stalled %s "
+        "on them.", s->waits, st);
+    ev(f, "waits", NK_UNIT_COUNT, s->waits);
+    ev(f, "stall", NK_UNIT_NS, s->stall_ns);
+    if (L)
+        ev(f, "iterations", NK_UNIT_COUNT, (double)L->trip);
+    int rc = involve(ins, f, s->instrs.v, s->instrs.n);
+    if (f->nlines == NK_INS_MAX_LINES)
+        f->nlines--;
+    line_add(p, f, s->loc);
+    return rc;
+}
+
+static int rule_serialized_tile(nk_insights *ins)
+{
+    const nk_program *p = ins->pr->prog;
+    tsite *sites = NULL;
+    uint32_t n = 0, cap = 0;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (!in->loop || (in->flags & NK_IF_ACCUMULATE))
+            continue;
+        rc = scan_write(ins, i, &in->dst, &sites, &n, &cap);
+        if (!rc && in->dst2.buf)
+            rc = scan_write(ins, i, &in->dst2, &sites, &n, &cap);
+    }
+    for (uint32_t i = 0; !rc && n && i < p->ninstr; i++)
+        if (p->instrs[i].loop)
+            scan_carry(p, i, sites, n);
+    for (uint32_t s = 0; s < n; s++) {
+        if (!rc && !sites[s].carry && sites[s].stall_ns >= MIN_SHARE * ins->a.total_ns && ins->a.total_ns > 0)
+            rc = report_site(ins, &sites[s]);
+        free(sites[s].instrs.v);
+    }
+    free(sites);
+    return rc;
+}
+
+/* ---- good news */
+
+static int rule_good(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    if (a->total_ns <= 0)
+        return 0;
+    int best = 0;
+    for (int e = 1; e <= NK_ENGINE_GPSIMD; e++)
+        if (a->active_ns[e] > a->active_ns[best])
+            best = e;
+    double frac = a->active_ns[best] / a->total_ns;
+    if (frac >= GOOD_ENGINE_ACTIVE) {
+        nk_finding *f = add(ins, NK_RULE_COMPUTE_BOUND, nk_engine_name((nk_engine)best));
+        if (!f)
+            return NK_ENOMEM;
+        f->severity = NK_SEV_GOOD;
+        say(f->title, sizeof f->title, "Compute-bound: the %s engine is busy %.1f%% of the time",
+            nk_engine_name((nk_engine)best), 100 * frac);
+        say(f->detail, sizeof f->detail, "The busiest engine is at or above the 90%% a compute-bound kernel "
+            "should reach [PG]. Further gains come from doing less work on it.");
+        say(f->suggestion, sizeof f->suggestion, "Look for work to move to an idle engine, fuse instructions, "
+            "or use cheaper dtypes (bfloat16, fp8) on the busiest engine.");
+        ev(f, "active", NK_UNIT_NS, a->active_ns[best]);
+        ev(f, "active", NK_UNIT_PERCENT, 100 * frac);
+        ulist l = {0};
+        int rc = 0;
+        for (uint32_t i = 0; !rc && i < p->ninstr; i++)
+            if (p->instrs[i].engine == best)
+                rc = ul_push(&l, i);
+        if (!rc)
+            rc = involve(ins, f, l.v, l.n);
+        free(l.v);
+        if (rc)
+            return rc;
+    }
+    if (a->dma_bw_frac >= GOOD_DMA_BW) {
+        nk_finding *f = add(ins, NK_RULE_MEMORY_BOUND, NULL);
+        if (!f)
+            return NK_ENOMEM;
+        f->severity = NK_SEV_GOOD;
+        say(f->title, sizeof f->title, "Memory-bound: DMA moves data at %.0f%% of the target's bandwidth",
+            100 * a->dma_bw_frac);
+        say(f->detail, sizeof f->detail, "%.0f bytes in the kernel's time is at or above the 60%% of DMA "
+            "bandwidth a memory-bound kernel should reach [PG].", a->dma_bytes);
+        say(f->suggestion, sizeof f->suggestion, "Further gains need fewer bytes: keep reused data in SBUF, "
+            "use narrower dtypes, or fuse this kernel with its neighbours to avoid HBM round trips.");
+        ev(f, "bytes", NK_UNIT_BYTES, a->dma_bytes);
+        ev(f, "bandwidth", NK_UNIT_PERCENT, 100 * a->dma_bw_frac);
+    }
+    return 0;
+}
+
+/* ---- ranking */
+
+static int cmp_finding(const void *x, const void *y)
+{
+    const nk_finding *a = x, *b = y;
+    int pa = a->severity > NK_SEV_GOOD, pb = b->severity > NK_SEV_GOOD;
+    if (pa != pb)
+        return pa ? -1 : 1;
+    if (a->score_ns != b->score_ns)
+        return a->score_ns > b->score_ns ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+int nk__ins_rules(nk_insights *ins)
+{
+    int rc;
+    if ((rc = rule_dma_overlap(ins)) || (rc = rule_dma_latency(ins)) || (rc = rule_engines_overlap(ins)) || (rc = rule_small_dma(ins)) ||
+        (rc = rule_static_overhead(ins)) || (rc = rule_matmul(ins, NK_RULE_MATMUL_SHORT_MOVING)) ||
+        (rc = rule_matmul(ins, NK_RULE_MATMUL_FP32)) || (rc = rule_reloaded(ins)) ||
+        (rc = rule_serialized_tile(ins)) || (rc = rule_good(ins)))
+        return rc;
+    if (ins->n > 1)
+        qsort(ins->f, ins->n, sizeof *ins->f, cmp_finding);
+    return 0;
+}
+
+const char *nk_ins_rule_name(int rule)
+{
+    static const char *names[NK_RULE_COUNT] = {
+        "dma-not-overlapped", "dma-latency-exposed", "engines-never-overlap", "small-dma", "static-overhead", "matmul-short-moving",
+        "matmul-fp32", "tensor-reloaded", "serialized-tile", "compute-bound", "memory-bound"};
+    return (unsigned)rule < NK_RULE_COUNT ? names[rule] : "?";
+}
+
+const char *nk_ins_severity_name(int sev)
+{
+    static const char *names[] = {"good", "low", "medium", "high"};
+    return (unsigned)sev < 4 ? names[sev] : "?";
+}
+
+/* ---- entry points */
+
+int nk_insights_build(const nk_profile *pr, nk_insights **out)
+{
+    *out = NULL;
+    nk_insights *ins = calloc(1, sizeof *ins);
+    if (!ins)
+        return NK_ENOMEM;
+    ins->pr = pr;
+    int rc = nk__ins_analyze(pr, &ins->a);
+    if (!rc)
+        rc = nk__ins_rules(ins);
+    if (rc) {
+        nk_insights_free(ins);
+        return rc;
+    }
+    *out = ins;
+    return 0;
+}
+
+void nk_insights_free(nk_insights *ins)
+{
+    if (!ins)
+        return;
+    nk__ins_analysis_free(&ins->a);
+    free(ins->f);
+    free(ins);
+}
+
+uint32_t nk_insights_problems(const nk_insights *ins)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ins->n; i++)
+        n += ins->f[i].severity > NK_SEV_GOOD;
+    return n;
+}
+
+const nk_finding *nk_insights_find(const nk_insights *ins, int rule)
+{
+    for (uint32_t i = 0; i < ins->n; i++)
+        if (ins->f[i].rule == rule)
+            return &ins->f[i];
+    return NULL;
+}

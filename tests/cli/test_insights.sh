@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# `nklab insights` and `nklab diff` from the command line: NKI's profiling
+# example (tensor_exp [250, 512] float32) and its pipelined rewrite
+# (kernels/variants/tensor_exp.c), the JSON form, and every usage error with
+# its exact message and exit code.
+# Uses $NK_BUILD/nklab (default build/nklab). The last line is "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+B=${NK_BUILD:-build}
+NK=$B/nklab
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL $1"
+    shift
+    for l in "$@"; do echo "    $l"; done
+}
+
+if [ ! -x "$NK" ]; then
+    echo "FAIL $NK is not built (make BUILD=$B $NK)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+W=$(mktemp -d /tmp/nklab_ins_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+run() {
+    "$@" >"$W/out" 2>"$W/err"
+    rc=$?
+}
+
+expect_fail() {
+    local name=$1 code=$2 msg=$3
+    shift 3
+    run "$NK" "$@"
+    local err
+    err=$(cat "$W/err")
+    if [ "$rc" -eq "$code" ] && [ "$err" = "$msg" ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ]; then
+        ok
+    else
+        bad "$name" "exit $rc (want $code)" "stderr: $err" "want:   $msg" "stdout: $(head -c 200 "$W/out")"
+    fi
+}
+
+expect_match() {
+    if grep -Eq -- "$3" "$2"; then ok; else bad "$1" "no line matches /$3/ in:" "$(head -c 600 "$2")"; fi
+}
+
+expect_no_match() {
+    if grep -Eq -- "$3" "$2"; then bad "$1" "a line matches /$3/:" "$(grep -E -- "$3" "$2" | head -3)"; else ok; fi
+}
+
+# ---- the two profiles
+run "$NK" profile tensor_exp --no-exec -o "$W/before.nkp"
+if [ "$rc" -eq 0 ]; then ok; else bad "profile tensor_exp" "exit $rc" "$(cat "$W/err")"; fi
+run "$NK" profile kernels/variants/tensor_exp.c:nk_kernel_tensor_exp_pipelined --random in=250x512:float32 \
+    --no-exec -o "$W/after.nkp"
+if [ "$rc" -eq 0 ]; then ok; else bad "profile the rewrite" "exit $rc" "$(cat "$W/err")"; fi
+
+# ---- insights: engines, overlap, what to change
+run "$NK" insights "$W/before.nkp"
+if [ "$rc" -eq 0 ] && [ ! -s "$W/err" ]; then ok; else bad "insights exits 0" "exit $rc" "$(cat "$W/err")"; fi
+cp "$W/out" "$W/before.txt"
+expect_match "insights names the kernel" "$W/before.txt" '^Insights: kernel tensor_exp on trn1, [0-9.]+ us total, 6 instructions$'
+expect_match "insights lists Scalar" "$W/before.txt" '^  scalar +[0-9.]+% active .*2 instructions$'
+expect_match "insights lists DMA" "$W/before.txt" '^  dma +100\.0% active .*4 instructions on 2 queues'
+expect_match "insights says DMA overlaps compute" "$W/before.txt" '100% of the compute time runs under DMA'
+expect_match "insights ranks the latency finding first" "$W/before.txt" '^1\. \[medium\] DMA-bound, but the DMA engines idle'
+expect_match "insights says what to change" "$W/before.txt" 'do: Issue DMAs ahead .*tensor_exp\.c:13 runs only 2 iterations'
+expect_match "insights shows the source line" "$W/before.txt" 'tensor_exp\.c:17 \(2 instr, .*nk_store\(nc, nk_ix\(nc, out, r, NK_ALL\), e\);'
+
+run "$NK" insights "$W/after.nkp"
+expect_match "the rewrite has no problem" "$W/out" '^Findings: 0 problems, 1 good$'
+
+# ---- JSON
+run "$NK" insights --json "$W/before.nkp"
+if [ "$rc" -eq 0 ]; then ok; else bad "insights --json exits 0" "exit $rc"; fi
+if [ "$(head -c 1 "$W/out")" = "[" ] && [ "$(tail -c 2 "$W/out" | head -c 1)" = "]" ]; then ok; else
+    bad "insights --json prints an array" "$(head -c 100 "$W/out")"
+fi
+expect_match "json finding" "$W/out" '"rule":"dma-latency-exposed","key":"dma-latency-exposed","severity":"medium"'
+expect_match "json line" "$W/out" '"lines":\[\{"file":"kernels/tensor_exp.c","line":17,'
+if command -v python3 >/dev/null; then
+    if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d, list) and d[0]["ranges"]' "$W/out"; then
+        ok
+    else
+        bad "insights --json parses as JSON"
+    fi
+fi
+
+# ---- diff
+run "$NK" diff "$W/before.nkp" "$W/after.nkp"
+if [ "$rc" -eq 0 ] && [ ! -s "$W/err" ]; then ok; else bad "diff exits 0" "exit $rc" "$(cat "$W/err")"; fi
+expect_match "diff shows the gain" "$W/out" '^  total time +[0-9.]+ us +[0-9.]+ us +-[0-9.]+ (ns|us) +\(-[0-9.]+%\)$'
+expect_match "diff: finding gone" "$W/out" '^  gone: +\[medium\] dma-latency-exposed'
+expect_no_match "diff: no new problem" "$W/out" '^  new: +\[(low|medium|high)\]'
+expect_match "diff pairs moved lines by text" "$W/out" '^  tensor_exp\.c:16 +tensor_exp\.c:26 .*nk_tensor e = nk_exp\(nc, tile\);$'
+expect_match "diff per opcode" "$W/out" '^  load +2 +4 '
+
+# ---- usage errors and unreadable files
+expect_fail "insights without a profile" 2 "nklab: insights: which profile? (nklab insights PROFILE.nkp)" insights
+expect_fail "insights unknown option" 2 "nklab: insights: unknown option '--html' (see nklab insights --help)" \
+    insights --html "$W/before.nkp"
+expect_fail "insights two profiles" 2 "nklab: insights: one profile at a time ('$W/before.nkp' and '$W/after.nkp')" \
+    insights "$W/before.nkp" "$W/after.nkp"
+expect_fail "diff one profile" 2 "nklab: diff: needs two profiles (nklab diff A.nkp B.nkp)" diff "$W/before.nkp"
+expect_fail "diff three profiles" 2 "nklab: diff: compares two profiles, got a third ('$W/x.nkp')" \
+    diff "$W/before.nkp" "$W/after.nkp" "$W/x.nkp"
+expect_fail "diff unknown option" 2 "nklab: diff: unknown option '--json' (see nklab diff --help)" \
+    diff --json "$W/before.nkp" "$W/after.nkp"
+run "$NK" insights "$W/missing.nkp"
+if [ "$rc" -eq 1 ] && grep -q "^nklab: insights: $W/missing.nkp: " "$W/err" && [ ! -s "$W/out" ]; then ok; else
+    bad "insights on a missing file" "exit $rc" "$(cat "$W/err")"
+fi
+printf 'not a profile' >"$W/junk.nkp"
+run "$NK" diff "$W/before.nkp" "$W/junk.nkp"
+if [ "$rc" -eq 1 ] && grep -q "^nklab: diff: $W/junk.nkp: " "$W/err" && [ ! -s "$W/out" ]; then ok; else
+    bad "diff on a corrupt file" "exit $rc" "$(cat "$W/err")"
+fi
+run "$NK" insights --help
+if [ "$rc" -eq 0 ] && grep -q '^usage: nklab insights PROFILE.nkp \[--json\]$' "$W/out"; then ok; else
+    bad "insights --help" "exit $rc"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
