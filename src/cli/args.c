@@ -1,10 +1,14 @@
 /*
- * args.c - long options and the shared KERNEL --in/--out/--target arguments.
+ * args.c - long options and the shared KERNEL --in/--random/--seed/--out/--target
+ * arguments.
  */
 #include "args.h"
 
+#include "userkernel.h"
 #include "arch/arch.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 int nk_cli_optval(int argc, char **argv, int *i, const char *name, const char **val)
@@ -40,12 +44,143 @@ static int add_file(const char *cmd, const char *opt, const char **list, int *n,
     return 1;
 }
 
+#define NK_DTYPE_LIST "float32, bfloat16, float16, float8_e4m3, float8_e4m3fn, float8_e5m2, int8, int16, " \
+                      "int32, uint8, uint16, uint32"
+
+int nk_cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        nk_cli_error(NK_EXIT_USAGE, "%s '%s': expected an integer from %ld to %ld", opt, val, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* "...:DTYPE": parses the suffix after the last ':' into s (none: 0). */
+static int dtype_suffix(const char *opt, const char *text, const char *colon, nk_input_spec *s)
+{
+    if (!colon)
+        return 0;
+    if (nk_dtype_parse(colon + 1, &s->dtype)) {
+        nk_cli_error(NK_EXIT_USAGE, "%s '%s': unknown dtype '%s' (one of " NK_DTYPE_LIST ")", opt, text, colon + 1);
+        return -1;
+    }
+    s->has_dtype = 1;
+    return 0;
+}
+
+/* --in FILE[:DTYPE]. A suffix after the last ':' holding no '/' or '.' is a
+ * dtype (so "x.npy:bf16" converts; "dir:1/x.npy" is a file). */
+static int parse_in(const char *v, nk_input_spec *s)
+{
+    const char *colon = strrchr(v, ':');
+    if (colon && strpbrk(colon + 1, "/."))
+        colon = NULL;
+    size_t n = colon ? (size_t)(colon - v) : strlen(v);
+    if (n == 0 || n >= sizeof s->path) {
+        nk_cli_error(NK_EXIT_USAGE, "--in '%s': %s", v, n ? "path too long" : "no file name");
+        return -1;
+    }
+    memcpy(s->path, v, n);
+    s->path[n] = 0;
+    return dtype_suffix("--in", v, colon, s);
+}
+
+/* "250x512" into s->shape. */
+static int parse_shape(const char *v, const char *p, const char *end, nk_input_spec *s)
+{
+    s->ndim = 0;
+    int64_t numel = 1;
+    while (p < end) {
+        const char *x = memchr(p, 'x', (size_t)(end - p));
+        if (!x)
+            x = end;
+        int64_t d = 0;
+        int ok = x > p;
+        for (const char *c = p; ok && c < x; c++) {
+            ok = *c >= '0' && *c <= '9' && d < ((int64_t)1 << 31);
+            d = d * 10 + (*c - '0');
+        }
+        if (!ok || d < 1 || d > INT32_MAX) {
+            nk_cli_error(NK_EXIT_USAGE, "--random '%s': dimension '%.*s' is not a positive integer", v,
+                         (int)(x - p), p);
+            return -1;
+        }
+        if (s->ndim == NK_MAXDIM) {
+            nk_cli_error(NK_EXIT_USAGE, "--random '%s': at most %d dimensions", v, NK_MAXDIM);
+            return -1;
+        }
+        numel *= d;
+        if (numel > ((int64_t)1 << 31)) {
+            nk_cli_error(NK_EXIT_USAGE, "--random '%s': more than 2^31 elements", v);
+            return -1;
+        }
+        s->shape[s->ndim++] = d;
+        p = x + 1;
+        if (x == end - 1) { /* a trailing 'x' */
+            nk_cli_error(NK_EXIT_USAGE, "--random '%s': dimension '' is not a positive integer", v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --random NAME=D0xD1[...][:DTYPE] */
+static int parse_random(const char *v, nk_input_spec *s)
+{
+    const char *eq = strchr(v, '=');
+    const char *colon = eq ? strchr(eq, ':') : NULL;
+    const char *end = colon ? colon : v + strlen(v);
+    if (!eq || eq == v || eq + 1 == end) {
+        nk_cli_error(NK_EXIT_USAGE, "--random '%s': expected NAME=SHAPE[:DTYPE], e.g. x=250x512:float32", v);
+        return -1;
+    }
+    if ((size_t)(eq - v) >= sizeof s->name) {
+        nk_cli_error(NK_EXIT_USAGE, "--random '%s': name too long", v);
+        return -1;
+    }
+    memcpy(s->name, v, (size_t)(eq - v));
+    s->name[eq - v] = 0;
+    s->random = 1;
+    if (parse_shape(v, eq + 1, end, s))
+        return -1;
+    return dtype_suffix("--random", v, colon, s);
+}
+
+static int add_input(nk_kernel_cmd *c, const char *opt, const char *v)
+{
+    if (c->nin >= NK_CLI_MAX_FILES) {
+        nk_cli_error(NK_EXIT_USAGE, "%s: at most %d inputs (--in and --random)", c->cmd, NK_CLI_MAX_FILES);
+        return -1;
+    }
+    nk_input_spec *s = &c->in[c->nin];
+    memset(s, 0, sizeof *s);
+    s->text = v;
+    if (opt[2] == 'r' ? parse_random(v, s) : parse_in(v, s))
+        return -1;
+    c->nin++;
+    return 1;
+}
+
 int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c)
 {
     const char *v;
     int r;
     if ((r = nk_cli_optval(argc, argv, i, "--in", &v)))
-        return r < 0 ? r : add_file(c->cmd, "--in", c->in, &c->nin, v);
+        return r < 0 ? r : add_input(c, "--in", v);
+    if ((r = nk_cli_optval(argc, argv, i, "--random", &v)))
+        return r < 0 ? r : add_input(c, "--random", v);
+    if ((r = nk_cli_optval(argc, argv, i, "--seed", &v))) {
+        long seed;
+        if (r < 0 || nk_cli_parse_int("--seed", v, 0, LONG_MAX, &seed))
+            return -1;
+        c->seed = (uint64_t)seed;
+        return 1;
+    }
     if ((r = nk_cli_optval(argc, argv, i, "--out", &v)))
         return r < 0 ? r : add_file(c->cmd, "--out", c->out, &c->nout, v);
     if ((r = nk_cli_optval(argc, argv, i, "--target", &v))) {
@@ -64,30 +199,55 @@ int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c)
     return 1;
 }
 
-const nk_kernel_info *nk_cli_kernel_check(const nk_kernel_cmd *c, int outs_required)
+/* Built-in kernels: input count, --random names and ranks. */
+static int check_builtin_inputs(const nk_kernel_cmd *c, int flags, const nk_kernel_info *k)
 {
-    if (!c->kernel) {
-        nk_cli_error(NK_EXIT_USAGE, "%s: missing KERNEL (see nklab %s --help)", c->cmd, c->cmd);
-        return NULL;
+    if (c->nin == 0 && (flags & NK_CHECK_EXAMPLES))
+        return NK_EXIT_OK;
+    if (c->nin != k->nargs)
+        return nk_cli_error(NK_EXIT_USAGE, "%s takes %d input%s (one --in or --random per argument), got %d",
+                            k->name, k->nargs, k->nargs == 1 ? "" : "s", c->nin);
+    for (int i = 0; i < c->nin; i++) {
+        const nk_input_spec *s = &c->in[i];
+        const nk_argspec *a = &k->args[i];
+        if (!s->random)
+            continue;
+        if (strcmp(s->name, a->name))
+            return nk_cli_error(NK_EXIT_USAGE, "--random '%s': %s's argument %d is '%s', not '%s'", s->text,
+                                k->name, i + 1, a->name, s->name);
+        if (s->ndim != a->ndim)
+            return nk_cli_error(NK_EXIT_USAGE, "--random '%s': %s's argument '%s' has %d dim%s, not %d", s->text,
+                                k->name, a->name, a->ndim, a->ndim == 1 ? "" : "s", s->ndim);
+    }
+    return NK_EXIT_OK;
+}
+
+int nk_cli_kernel_check(const nk_kernel_cmd *c, int flags, const nk_kernel_info **ki)
+{
+    *ki = NULL;
+    if (!c->kernel)
+        return nk_cli_error(NK_EXIT_USAGE, "%s: missing KERNEL (see nklab %s --help)", c->cmd, c->cmd);
+    if (c->target && !nk_arch_get(c->target))
+        return nk_cli_error(NK_EXIT_USAGE, "unknown target '%s' (trn1 or trn2)", c->target);
+    if (nk_cli_is_user_kernel(c->kernel)) {
+        if (c->nin == 0)
+            return nk_cli_error(NK_EXIT_USAGE, "%s: a kernel from a C file needs its inputs: --in FILE.npy or "
+                                "--random NAME=SHAPE:DTYPE, one per argument", c->cmd);
+        return NK_EXIT_OK;
     }
     const nk_kernel_info *k = nk_builtin_kernel(c->kernel);
     if (!k) {
-        nk_cli_error(NK_EXIT_USAGE, "unknown kernel '%s' (`nklab kernels` lists them)", c->kernel);
-        return NULL;
+        if (strchr(c->kernel, ':') || strstr(c->kernel, ".c"))
+            return nk_cli_error(NK_EXIT_USAGE, "'%s' is neither a built-in kernel nor FILE.c:FUNCTION",
+                                c->kernel);
+        return nk_cli_error(NK_EXIT_USAGE, "unknown kernel '%s' (`nklab kernels` lists them)", c->kernel);
     }
-    if (c->target && !nk_arch_get(c->target)) {
-        nk_cli_error(NK_EXIT_USAGE, "unknown target '%s' (trn1 or trn2)", c->target);
-        return NULL;
-    }
-    if (c->nin != k->nargs) {
-        nk_cli_error(NK_EXIT_USAGE, "%s takes %d input%s (one --in per argument), got %d", k->name, k->nargs,
-                     k->nargs == 1 ? "" : "s", c->nin);
-        return NULL;
-    }
-    if ((outs_required || c->nout) && c->nout != k->nouts) {
-        nk_cli_error(NK_EXIT_USAGE, "%s has %d output%s (one --out per output), got %d", k->name, k->nouts,
-                     k->nouts == 1 ? "" : "s", c->nout);
-        return NULL;
-    }
-    return k;
+    int rc = check_builtin_inputs(c, flags, k);
+    if (rc)
+        return rc;
+    if (((flags & NK_CHECK_OUTS) || c->nout) && c->nout != k->nouts)
+        return nk_cli_error(NK_EXIT_USAGE, "%s has %d output%s (one --out per output), got %d", k->name, k->nouts,
+                            k->nouts == 1 ? "" : "s", c->nout);
+    *ki = k;
+    return NK_EXIT_OK;
 }

@@ -8,6 +8,8 @@
 
 #include "cli.h"
 
+#include <limits.h>
+
 #define NK_CLI_MAX_FILES 16 /* --in or --out files per command */
 
 /* If argv[*i] is the option `name` ("--in"), written "--in VALUE" or
@@ -16,26 +18,52 @@
  * error when the value is missing. */
 int nk_cli_optval(int argc, char **argv, int *i, const char *name, const char **val);
 
-/* The kernel, its input and output files and the target. */
+/* One kernel input: a .npy file (--in FILE[:DTYPE]) or generated values
+ * (--random NAME=SHAPE[:DTYPE]). */
+typedef struct nk_input_spec {
+    const char *text;         /* the option's value as given */
+    int random;               /* 1: --random, 0: --in */
+    char path[PATH_MAX];      /* --in: the file (text without a :DTYPE suffix) */
+    char name[64];            /* --random: the argument's name */
+    int ndim;                 /* --random: the shape */
+    int64_t shape[NK_MAXDIM];
+    int has_dtype;            /* a :DTYPE suffix was given */
+    nk_dtype dtype;
+} nk_input_spec;
+
+/* The kernel (a built-in name or FILE.c:FUNCTION), its inputs in argument
+ * order, output files, target and the seed of generated inputs. */
 typedef struct nk_kernel_cmd {
     const char *cmd;    /* the command's name, for messages */
     const char *kernel; /* KERNEL, the one positional argument */
-    const char *in[NK_CLI_MAX_FILES];
+    nk_input_spec in[NK_CLI_MAX_FILES];
     int nin;
     const char *out[NK_CLI_MAX_FILES];
     int nout;
     const char *target; /* NULL: trn1 */
+    uint64_t seed;      /* --seed: generated inputs (default 0) */
 } nk_kernel_cmd;
 
-/* Consumes argv[*i] if it is one of the shared options (--in, --out,
- * --target) or the KERNEL name: 1 consumed, 0 not one of them, -1 usage
- * error printed. */
+/* Consumes argv[*i] if it is one of the shared options (--in, --random,
+ * --seed, --out, --target) or the KERNEL: 1 consumed, 0 not one of them, -1
+ * usage error printed. */
 int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c);
 
-/* Checks the parsed command: the kernel exists, the target is known, one
- * --in per kernel argument and (when outs_required, else when any are given)
- * one --out per kernel output. Returns the kernel or NULL after printing a
- * usage error. */
-const nk_kernel_info *nk_cli_kernel_check(const nk_kernel_cmd *c, int outs_required);
+/* nk_cli_kernel_check flags */
+enum {
+    NK_CHECK_OUTS = 1,     /* one --out per output is required (built-in kernels) */
+    NK_CHECK_EXAMPLES = 2  /* a built-in kernel without inputs runs on its example arguments */
+};
+
+/* Checks the parsed command: the kernel exists (a built-in, or FILE.c:FUNCTION
+ * syntax), the target is known, one input per built-in kernel argument (none
+ * with NK_CHECK_EXAMPLES), --random names match its argument names and
+ * (with NK_CHECK_OUTS, else when any are given) one --out per output. Sets
+ * *ki to the built-in kernel, NULL for a user kernel. Returns NK_EXIT_OK or
+ * NK_EXIT_USAGE after printing. */
+int nk_cli_kernel_check(const nk_kernel_cmd *c, int flags, const nk_kernel_info **ki);
+
+/* Option values shared by the commands that run kernels. */
+int nk_cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out);
 
 #endif

@@ -1,74 +1,115 @@
 /*
  * cmd_run.c - `nklab run KERNEL --in a.npy ... --out y.npy ...`: runs a
- * built-in kernel on .npy inputs and writes its outputs as float32 .npy.
+ * built-in or user kernel on .npy or generated inputs and writes its outputs
+ * as float32 .npy.
  *
- * The steps are kept apart so options can slot in between: parse, load the
- * inputs, compile (traced once, cached), [time or profile the program],
- * execute, write the outputs.
+ * The steps: parse, load the kernel and its inputs, compile (traced once,
+ * cached), write the profile (--profile), then execute and write the outputs,
+ * or with --no-exec only report the modelled device time.
  */
 #include "args.h"
 #include "kio.h"
+#include "progress.h"
+
+#include "timing/timing.h"
 
 #include <stdio.h>
+#include <string.h>
 
 void nk_help_run(void)
 {
-    printf("usage: nklab run KERNEL --in A.npy [--in B.npy ...] --out OUT.npy [--out ...]\n"
-           "                [--target trn1|trn2]\n\n"
-           "Runs a built-in kernel (see `nklab kernels`) on the host and writes its outputs.\n\n"
-           "  --in FILE       one .npy file per kernel argument, in the kernel's argument order;\n"
-           "                  the shape comes from the file, the values are converted to the\n"
-           "                  argument's dtype (files may hold f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1)\n"
-           "  --out FILE      one per kernel output, written as float32 .npy\n"
-           "  --target NAME   trn1 (default) or trn2\n\n"
-           "example:\n"
-           "  nklab run tensor_exp --in x.npy --out y.npy\n\n"
-           "exit codes: 0 success, 1 the run failed (unreadable or malformed input, kernel\n"
-           "error, unwritable output), 2 bad command line (unknown kernel or option, wrong\n"
-           "number of --in or --out)\n");
+    printf("usage: nklab run KERNEL [--in A.npy[:DTYPE] | --random NAME=SHAPE[:DTYPE]] ...\n"
+           "                [--out OUT.npy ...] [--seed N] [--target trn1|trn2]\n"
+           "                [--profile FILE.nkp] [--no-exec]\n\n"
+           "Runs a kernel on the host and writes its outputs. KERNEL is a built-in kernel\n"
+           "(see `nklab kernels`) or FILE.c:FUNCTION, a kernel in your own C file, compiled\n"
+           "with the system C compiler ($CC, else cc) against nklab.h and cached.\n\n"
+           "  --in FILE[:DTYPE]   a .npy file for the next kernel argument; the shape comes\n"
+           "                      from the file (files may hold f2 f4 f8 i1 i2 i4 i8 u1 u2\n"
+           "                      u4 u8 b1); the values are converted to DTYPE if given,\n"
+           "                      else to a built-in argument's dtype, else kept in the\n"
+           "                      file's own (float64 -> float32, 64-bit ints -> 32-bit)\n"
+           "  --random NAME=SHAPE[:DTYPE]\n"
+           "                      generated values for the next argument, e.g.\n"
+           "                      in=250x512:float32: uniform in a built-in argument's\n"
+           "                      example range, else [-1, 1) for floats, [-64, 64) for\n"
+           "                      ints, [0, 128) for unsigned, rounded to DTYPE (default:\n"
+           "                      the declared dtype, else float32); NAME must be the\n"
+           "                      built-in argument's name\n"
+           "  --seed N            seed of --random values (default 0): same seed, same values\n"
+           "  --out FILE          one per kernel output, written as float32 .npy\n"
+           "  --target NAME       trn1 (default) or trn2\n"
+           "  --profile FILE      also write the profile (the timeline of every instruction\n"
+           "                      on the target's model, and the source) to FILE\n"
+           "  --no-exec           time the program only: no values are computed and no\n"
+           "                      outputs written (--out is then optional); prints the\n"
+           "                      modelled device time\n\n"
+           "examples:\n"
+           "  nklab run tensor_exp --in x.npy --out y.npy\n"
+           "  nklab run examples/tensor_exp.c:tensor_exp --random in=250x512:float32 --out y.npy\n"
+           "  nklab run tensor_exp --in x.npy:bfloat16 --out y.npy --profile exp.nkp\n\n"
+           "exit codes: 0 success, 1 the run failed (unreadable or malformed input, the C\n"
+           "file does not compile, kernel error, unwritable output), 2 bad command line\n"
+           "(unknown kernel or option, wrong number of inputs or --out)\n");
 }
 
 typedef struct run_opts {
     nk_kernel_cmd kc;
-    /* run's own options (--profile FILE, --no-exec) are added here */
+    const char *profile; /* --profile FILE */
+    int no_exec;         /* --no-exec */
 } run_opts;
 
 static int parse(int argc, char **argv, run_opts *o)
 {
     for (int i = 1; i < argc; i++) {
         int r = nk_cli_kernel_arg(argc, argv, &i, &o->kc);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--profile", &o->profile);
+        if (!r && !strcmp(argv[i], "--no-exec"))
+            r = o->no_exec = 1;
         if (r < 0)
             return NK_EXIT_USAGE;
         if (r > 0)
             continue;
-        /* run's own options are matched here, before the unknown-option error */
         return nk_cli_error(NK_EXIT_USAGE, "run: unknown option '%s' (see nklab run --help)", argv[i]);
     }
     return NK_EXIT_OK;
 }
 
-/* Compiles, executes and writes; args are the loaded inputs. */
-static int run_kernel(const run_opts *o, const nk_kernel_info *ki, nk_kernel *k, const nk_array *args)
+/* --no-exec: the modelled device time instead of values. */
+static int report_model_only(const nk_cli_kernel *ck, const nk_program *p)
 {
-    nk_options opts = {o->kc.target, 0};
-    const nk_program *p;
-    if (nk_kernel_compile(k, args, ki->nargs, &opts, &p)) {
-        /* the tracer's message starts with the kernel's file:line */
-        fprintf(stderr, "%s\n", nk_kernel_error(k));
-        return NK_EXIT_FAIL;
-    }
+    nk_timeline *tl;
+    int st = nk_time_program(p, NULL, &tl);
+    if (st)
+        return nk_cli_error(NK_EXIT_FAIL, "%s: timing failed: %s", nk_cli_kernel_name(ck), nk_strerror(st));
+    printf("%s on %s: %zu instructions, device time %.3f us (modelled)\n", nk_cli_kernel_name(ck),
+           nk_program_target(p), nk_program_num_instructions(p), tl->total_ns * 1e-3);
+    printf("--no-exec: no values computed, no outputs written\n");
+    nk_timeline_free(tl);
+    return NK_EXIT_OK;
+}
+
+/* Executes p and writes the outputs. */
+static int execute(const run_opts *o, const nk_cli_kernel *ck, const nk_program *p)
+{
     int nouts = nk_program_num_outputs(p);
     if (nouts != o->kc.nout)
-        return nk_cli_error(NK_EXIT_FAIL, "%s returned %d outputs, %d --out given", ki->name, nouts, o->kc.nout);
-    /* timing and profiling of p (--profile FILE) and skipping execution
-     * (--no-exec) go here: the program is compiled, nothing has run yet */
+        return nk_cli_error(NK_EXIT_FAIL, "%s returned %d outputs, %d --out given", nk_cli_kernel_name(ck), nouts,
+                            o->kc.nout);
     nk_array outs[NK_CLI_MAX_FILES] = {{0}};
     int rc = nk_cli_alloc_outputs(p, outs);
     if (rc)
         return rc;
-    int st = nk_program_run(p, args, ki->nargs, outs, nouts);
+    nk_progress pg;
+    char label[96];
+    snprintf(label, sizeof label, "running %s (%zu instructions)", nk_cli_kernel_name(ck),
+             nk_program_num_instructions(p));
+    nk_progress_begin(&pg, label);
+    int st = nk_program_run(p, ck->args, ck->nargs, outs, nouts);
+    nk_progress_end(&pg);
     if (st)
-        rc = nk_cli_error(NK_EXIT_FAIL, "%s: execution failed: %s", ki->name, nk_strerror(st));
+        rc = nk_cli_error(NK_EXIT_FAIL, "%s: execution failed: %s", nk_cli_kernel_name(ck), nk_strerror(st));
     else
         rc = nk_cli_write_outputs(&o->kc, outs, nouts, 0);
     nk_cli_free_arrays(outs, nouts);
@@ -81,18 +122,15 @@ int nk_cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc;
-    const nk_kernel_info *ki = nk_cli_kernel_check(&o.kc, 1);
-    if (!ki)
-        return NK_EXIT_USAGE;
-    nk_array args[NK_KERNEL_MAX_ARGS] = {{0}};
-    if ((rc = nk_cli_load_inputs(ki, &o.kc, args)))
+    nk_cli_kernel ck;
+    if ((rc = nk_cli_kernel_open(&o.kc, o.no_exec ? 0 : NK_CHECK_OUTS, &ck)))
         return rc;
-    nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
-    if (!k)
-        rc = nk_cli_error(NK_EXIT_FAIL, "out of memory");
-    else
-        rc = run_kernel(&o, ki, k, args);
-    nk_kernel_free(k);
-    nk_cli_free_arrays(args, ki->nargs);
+    const nk_program *p;
+    rc = nk_cli_kernel_compile(&ck, &o.kc, &p);
+    if (!rc && o.profile)
+        rc = nk_cli_write_profile(p, o.profile, stdout);
+    if (!rc)
+        rc = o.no_exec ? report_model_only(&ck, p) : execute(&o, &ck, p);
+    nk_cli_kernel_close(&ck);
     return rc;
 }

@@ -1,8 +1,10 @@
 /*
- * kio.c - loading a kernel's inputs from .npy files and writing its outputs.
+ * kio.c - the kernel of a command, its inputs (.npy files, generated values or
+ * a built-in kernel's examples) and its outputs.
  */
 #include "kio.h"
 #include "npy.h"
+#include "progress.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,23 +24,141 @@ static void shape_text(char *buf, size_t n, const int64_t *shape, int ndim)
         snprintf(buf + k, n - k, "]");
 }
 
-int nk_cli_load_inputs(const nk_kernel_info *k, const nk_kernel_cmd *c, nk_array *args)
+/* The dtype of a .npy file's values as nklab holds them. */
+static nk_dtype npy_dtype(const nk_npy_info *info)
 {
+    char kind = info->descr[1];
+    int size = info->itemsize;
+    if (kind == 'f')
+        return size == 2 ? NK_F16 : NK_F32;
+    if (kind == 'i')
+        return size == 1 ? NK_I8 : size == 2 ? NK_I16 : NK_I32;
+    if (kind == 'u')
+        return size == 1 ? NK_U8 : size == 2 ? NK_U16 : NK_U32;
+    return NK_U8; /* bool */
+}
+
+static int load_file(const nk_kernel_cmd *c, const nk_kernel_info *ki, int i, nk_array *a)
+{
+    const nk_input_spec *s = &c->in[i];
     char err[512];
-    for (int i = 0; i < k->nargs; i++) {
-        const nk_argspec *s = &k->args[i];
-        if (nk_npy_read(c->in[i], s->dtype, &args[i], NULL, err, sizeof err)) {
-            nk_cli_free_arrays(args, i);
+    nk_npy_info info;
+    nk_dtype want = s->has_dtype ? s->dtype : ki ? ki->args[i].dtype : NK_F32;
+    if (nk_npy_read(s->path, want, a, &info, err, sizeof err))
+        return nk_cli_error(NK_EXIT_FAIL, "%s", err);
+    if (!ki && !s->has_dtype && npy_dtype(&info) != want) {
+        /* a user kernel sees the file's own dtype: read it again as that */
+        nk_array_free(a);
+        if (nk_npy_read(s->path, npy_dtype(&info), a, NULL, err, sizeof err))
             return nk_cli_error(NK_EXIT_FAIL, "%s", err);
-        }
-        if (args[i].ndim != s->ndim) {
-            char sh[96];
-            shape_text(sh, sizeof sh, args[i].shape, args[i].ndim);
-            nk_cli_free_arrays(args, i + 1);
-            return nk_cli_error(NK_EXIT_FAIL, "%s: %s's argument '%s' has %d dim%s, the file has %d (%s)",
-                                c->in[i], k->name, s->name, s->ndim, s->ndim == 1 ? "" : "s",
-                                args[i].ndim, sh);
-        }
+    }
+    if (ki && a->ndim != ki->args[i].ndim) {
+        const nk_argspec *as = &ki->args[i];
+        char sh[96];
+        int nd = a->ndim;
+        shape_text(sh, sizeof sh, a->shape, nd);
+        nk_array_free(a);
+        return nk_cli_error(NK_EXIT_FAIL, "%s: %s's argument '%s' has %d dim%s, the file has %d (%s)", s->path,
+                            ki->name, as->name, as->ndim, as->ndim == 1 ? "" : "s", nd, sh);
+    }
+    return NK_EXIT_OK;
+}
+
+void nk_cli_random_range(const nk_kernel_info *ki, int i, nk_dtype dt, double *lo, double *hi)
+{
+    if (ki && (ki->args[i].lo != 0 || ki->args[i].hi != 0)) {
+        *lo = ki->args[i].lo;
+        *hi = ki->args[i].hi;
+    } else if (nk_dtype_is_float(dt) || ki) {
+        *lo = -1;
+        *hi = 1;
+    } else if (dt == NK_U8 || dt == NK_U16 || dt == NK_U32) {
+        *lo = 0;
+        *hi = 128;
+    } else {
+        *lo = -64;
+        *hi = 64;
+    }
+}
+
+/* The seed of input i: the same derivation as nk_kernel_example_args, so a
+ * --random input equals the built-in example argument of the same seed. */
+static uint64_t input_seed(uint64_t seed, int i) { return seed * 1000003u + (uint64_t)i; }
+
+static int gen_random(const nk_kernel_cmd *c, const nk_kernel_info *ki, int i, nk_array *a)
+{
+    const nk_input_spec *s = &c->in[i];
+    nk_dtype dt = s->has_dtype ? s->dtype : ki ? ki->args[i].dtype : NK_F32;
+    if (nk_array_alloc(a, dt, s->ndim, s->shape))
+        return nk_cli_error(NK_EXIT_FAIL, "--random '%s': out of memory", s->text);
+    double lo, hi;
+    nk_cli_random_range(ki, i, dt, &lo, &hi);
+    nk_fill_uniform(a, input_seed(c->seed, i), lo, hi);
+    return NK_EXIT_OK;
+}
+
+static int load_inputs(const nk_kernel_cmd *c, nk_cli_kernel *ck)
+{
+    const nk_kernel_info *ki = ck->info;
+    if (ki && c->nin == 0) {
+        if (nk_kernel_example_args(ki, c->seed, ck->args))
+            return nk_cli_error(NK_EXIT_FAIL, "out of memory for %s's example arguments", ki->name);
+        ck->nargs = ki->nargs;
+        return NK_EXIT_OK;
+    }
+    for (int i = 0; i < c->nin; i++) {
+        int rc = c->in[i].random ? gen_random(c, ki, i, &ck->args[i]) : load_file(c, ki, i, &ck->args[i]);
+        if (rc)
+            return rc;
+        ck->nargs = i + 1;
+    }
+    return NK_EXIT_OK;
+}
+
+const char *nk_cli_kernel_name(const nk_cli_kernel *ck)
+{
+    return ck->info ? ck->info->name : ck->user.function;
+}
+
+void nk_cli_kernel_close(nk_cli_kernel *ck)
+{
+    nk_cli_free_arrays(ck->args, ck->nargs);
+    ck->nargs = 0;
+    nk_kernel_free(ck->k);
+    ck->k = NULL;
+    nk_cli_unload_user_kernel(&ck->user);
+}
+
+int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
+{
+    memset(ck, 0, sizeof *ck);
+    int rc = nk_cli_kernel_check(c, flags, &ck->info);
+    if (rc)
+        return rc;
+    nk_kernel_fn fn = ck->info ? ck->info->fn : NULL;
+    if (!ck->info) {
+        char err[PATH_MAX + 256];
+        if (nk_cli_load_user_kernel(c->kernel, &ck->user, nk_progress_enabled(), err, sizeof err))
+            return nk_cli_error(NK_EXIT_FAIL, "%s", err);
+        fn = ck->user.fn;
+    }
+    ck->k = nk_kernel_new(nk_cli_kernel_name(ck), fn);
+    if (!ck->k)
+        rc = nk_cli_error(NK_EXIT_FAIL, "out of memory");
+    else
+        rc = load_inputs(c, ck);
+    if (rc)
+        nk_cli_kernel_close(ck);
+    return rc;
+}
+
+int nk_cli_kernel_compile(nk_cli_kernel *ck, const nk_kernel_cmd *c, const nk_program **p)
+{
+    nk_options opts = {c->target, 0};
+    if (nk_kernel_compile(ck->k, ck->args, ck->nargs, &opts, p)) {
+        /* the tracer's message starts with the kernel's file:line */
+        fprintf(stderr, "%s\n", nk_kernel_error(ck->k));
+        return NK_EXIT_FAIL;
     }
     return NK_EXIT_OK;
 }

@@ -1,16 +1,50 @@
 /*
- * kio.h - a built-in kernel's inputs and outputs as .npy files, for every
- * command that runs kernels (run, bench, profile).
+ * kio.h - the kernel of a command (built-in or from a user's C file), its
+ * inputs (.npy files or generated) and outputs (.npy files), for every command
+ * that runs kernels (run, bench, profile).
  */
 #ifndef NK_CLI_KIO_H
 #define NK_CLI_KIO_H
 
 #include "args.h"
+#include "userkernel.h"
 
-/* Reads c->in[i] for each argument of k, converted to the argument's declared
- * dtype (the shape comes from the file; the rank must be the declared one).
- * Returns NK_EXIT_OK, or NK_EXIT_FAIL after printing one line (args freed). */
-int nk_cli_load_inputs(const nk_kernel_info *k, const nk_kernel_cmd *c, nk_array *args);
+#include <stdio.h>
+
+/* A kernel ready to compile: a built-in one or one loaded from a user's C
+ * file, and its inputs. */
+typedef struct nk_cli_kernel {
+    const nk_kernel_info *info; /* the built-in kernel; NULL for a user kernel */
+    nk_user_kernel user;        /* a user kernel's file, function and loaded code */
+    nk_kernel *k;
+    nk_array args[NK_CLI_MAX_FILES];
+    int nargs;
+} nk_cli_kernel;
+
+/* Checks the command (nk_cli_kernel_check with flags), compiles and loads a
+ * user kernel's C file, then reads or generates the inputs:
+ *   --in FILE[:DTYPE]  the file's shape; values converted to DTYPE, else to
+ *                      a built-in argument's declared dtype, else the file's
+ *                      own (float64 and 64-bit integers narrow to float32,
+ *                      int32 and uint32; bool is uint8);
+ *   --random NAME=SHAPE[:DTYPE]  uniform values for c->seed (see
+ *                      nk_cli_random_range), DTYPE else the declared dtype
+ *                      else float32;
+ *   none (built-in, NK_CHECK_EXAMPLES): the kernel's example arguments.
+ * Returns NK_EXIT_OK, or the exit code after printing one line (the
+ * compiler's own messages come first); ck is then already closed. */
+int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck);
+/* Compiles (traced once, cached) for c's target. A kernel error is printed
+ * as "file:line: message" and gives NK_EXIT_FAIL. */
+int nk_cli_kernel_compile(nk_cli_kernel *ck, const nk_kernel_cmd *c, const nk_program **p);
+void nk_cli_kernel_close(nk_cli_kernel *ck);
+/* The kernel's name: a built-in's, or a user kernel's function. */
+const char *nk_cli_kernel_name(const nk_cli_kernel *ck);
+
+/* The range of generated values of input i: a built-in argument's example
+ * range; else [-1, 1) for floats, [-64, 64) for signed and [0, 128) for
+ * unsigned integers (then rounded to the dtype). */
+void nk_cli_random_range(const nk_kernel_info *ki, int i, nk_dtype dt, double *lo, double *hi);
 
 /* Allocates one array per program output (its shape and dtype). Returns
  * NK_EXIT_OK or NK_EXIT_FAIL after printing. */
@@ -21,5 +55,10 @@ int nk_cli_alloc_outputs(const nk_program *p, nk_array *outs);
 int nk_cli_write_outputs(const nk_kernel_cmd *c, const nk_array *outs, int n, int quiet);
 
 void nk_cli_free_arrays(nk_array *a, int n);
+
+/* Captures the profile of p (timed on its target) and writes it to path,
+ * then prints "wrote PATH (...)" on note. Returns NK_EXIT_OK or NK_EXIT_FAIL
+ * after printing. (cmd_profile.c) */
+int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note);
 
 #endif

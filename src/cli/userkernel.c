@@ -75,7 +75,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* <dir of this executable>/../include, if it holds nklab.h. */
+/* <dir of this executable>/../include (installed, or build/nklab), else
+ * <dir>/../../include (build/NAME/nklab in a build tree), if it holds nklab.h. */
 static int include_dir(char *out, size_t n)
 {
     char exe[PATH_MAX];
@@ -87,11 +88,16 @@ static int include_dir(char *out, size_t n)
     if (!slash)
         return -1;
     *slash = 0;
-    if (snprintf(out, n, "%s/../include", exe) >= (int)n)
-        return -1;
-    char hdr[PATH_MAX + 16];
-    snprintf(hdr, sizeof hdr, "%s/nklab.h", out);
-    return access(hdr, R_OK) == 0 ? 0 : -1;
+    static const char *const up[] = {"/../include", "/../../include"};
+    for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
+        if (snprintf(out, n, "%s%s", exe, up[i]) >= (int)n)
+            return -1;
+        char hdr[PATH_MAX + 16];
+        snprintf(hdr, sizeof hdr, "%s/nklab.h", out);
+        if (access(hdr, R_OK) == 0)
+            return 0;
+    }
+    return -1;
 }
 
 static int mkdirs(const char *path)

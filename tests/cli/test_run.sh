@@ -120,9 +120,9 @@ expect_fail "unknown kernel" 2 "nklab: unknown kernel 'nope' (\`nklab kernels\` 
     run nope --in "$W/x.npy" --out "$W/o.npy"
 expect_fail "missing kernel" 2 "nklab: run: missing KERNEL (see nklab run --help)" \
     run --in "$W/x.npy" --out "$W/o.npy"
-expect_fail "no --in" 2 "nklab: tensor_exp takes 1 input (one --in per argument), got 0" \
+expect_fail "no --in" 2 "nklab: tensor_exp takes 1 input (one --in or --random per argument), got 0" \
     run tensor_exp --out "$W/o.npy"
-expect_fail "two --in" 2 "nklab: tensor_exp takes 1 input (one --in per argument), got 2" \
+expect_fail "two --in" 2 "nklab: tensor_exp takes 1 input (one --in or --random per argument), got 2" \
     run tensor_exp --in "$W/x.npy" --in "$W/x.npy" --out "$W/o.npy"
 expect_fail "no --out" 2 "nklab: tensor_exp has 1 output (one --out per output), got 0" \
     run tensor_exp --in "$W/x.npy"

@@ -1,0 +1,139 @@
+/*
+ * cmd_profile.c - `nklab profile KERNEL ... -o P.nkp`: compiles a kernel,
+ * runs it once and writes its profile (every instruction on every engine and
+ * DMA queue of the target's model, mapped to the source), the file that
+ * summary, view, timeline, export and insights read. Also the profile writer
+ * of `run --profile` and `bench --profile`.
+ */
+#include "args.h"
+#include "kio.h"
+#include "progress.h"
+
+#include "profile/profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nk_help_profile(void)
+{
+    printf("usage: nklab profile KERNEL [--in A.npy[:DTYPE] | --random NAME=SHAPE[:DTYPE]] ...\n"
+           "                    [-o FILE.nkp] [--out OUT.npy ...] [--seed N]\n"
+           "                    [--target trn1|trn2] [--no-exec]\n\n"
+           "Compiles KERNEL (a built-in kernel or FILE.c:FUNCTION), runs it once and writes\n"
+           "its profile: the compiled program, the modelled timeline of every instruction on\n"
+           "every engine and DMA queue, and the kernel's source, in one file. Read it with\n"
+           "`nklab summary`, `nklab timeline`, `nklab view`, `nklab insights`, `nklab export`.\n\n"
+           "  -o, --output FILE   the profile to write (default: KERNEL.nkp, KERNEL being the\n"
+           "                      built-in's or the C function's name)\n"
+           "  --in, --random, --seed, --target\n"
+           "                      the kernel's inputs and target, as for `nklab run`; a\n"
+           "                      built-in kernel without inputs runs on its example\n"
+           "                      arguments (`nklab kernels`)\n"
+           "  --out FILE          also write the outputs of the run (float32 .npy)\n"
+           "  --no-exec           do not execute: the timeline needs no values\n\n"
+           "examples:\n"
+           "  nklab profile tensor_exp -o exp.nkp\n"
+           "  nklab profile examples/tensor_exp.c:tensor_exp --random in=250x512:float32 -o exp.nkp\n"
+           "  nklab summary exp.nkp\n\n"
+           "exit codes: 0 success, 1 failed (unreadable input, the C file does not compile,\n"
+           "kernel error, unwritable file), 2 bad command line\n");
+}
+
+int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note)
+{
+    nk_profile *pr;
+    int st = nk_profile_capture(p, NULL, &pr);
+    if (st)
+        return nk_cli_error(NK_EXIT_FAIL, "profile: capturing %s failed: %s", path, nk_strerror(st));
+    errno = 0;
+    st = nk_profile_write(pr, path);
+    if (st) {
+        /* the system's reason, when the failed call left one */
+        const char *why = st == NK_EIO && errno ? strerror(errno) : nk_strerror(st);
+        nk_profile_free(pr);
+        return nk_cli_error(NK_EXIT_FAIL, "profile: cannot write %s: %s", path, why);
+    }
+    fprintf(note, "wrote %s (%zu instructions, device time %.3f us on %s)\n", path, nk_program_num_instructions(p),
+            pr->tl->total_ns * 1e-3, nk_program_target(p));
+    nk_profile_free(pr);
+    return NK_EXIT_OK;
+}
+
+typedef struct profile_opts {
+    nk_kernel_cmd kc;
+    const char *output; /* -o FILE */
+    int no_exec;
+} profile_opts;
+
+static int parse(int argc, char **argv, profile_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        int r = nk_cli_kernel_arg(argc, argv, &i, &o->kc);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "-o", &o->output);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--output", &o->output);
+        if (!r && !strcmp(argv[i], "--no-exec"))
+            r = o->no_exec = 1;
+        if (r < 0)
+            return NK_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        return nk_cli_error(NK_EXIT_USAGE, "profile: unknown option '%s' (see nklab profile --help)", argv[i]);
+    }
+    if (o->no_exec && o->kc.nout)
+        return nk_cli_error(NK_EXIT_USAGE, "profile: --out needs values; --no-exec computes none");
+    return NK_EXIT_OK;
+}
+
+/* Runs p once; writes the outputs when --out was given. */
+static int run_once(const profile_opts *o, const nk_cli_kernel *ck, const nk_program *p)
+{
+    int nouts = nk_program_num_outputs(p);
+    if (o->kc.nout && nouts != o->kc.nout)
+        return nk_cli_error(NK_EXIT_FAIL, "%s returned %d outputs, %d --out given", nk_cli_kernel_name(ck), nouts,
+                            o->kc.nout);
+    nk_array outs[NK_CLI_MAX_FILES] = {{0}};
+    if (nouts > NK_CLI_MAX_FILES)
+        return nk_cli_error(NK_EXIT_FAIL, "%s returned %d outputs (at most %d)", nk_cli_kernel_name(ck), nouts,
+                            NK_CLI_MAX_FILES);
+    int rc = nk_cli_alloc_outputs(p, outs);
+    if (rc)
+        return rc;
+    nk_progress pg;
+    nk_progress_begin(&pg, "running once");
+    int st = nk_program_run(p, ck->args, ck->nargs, outs, nouts);
+    nk_progress_end(&pg);
+    if (st)
+        rc = nk_cli_error(NK_EXIT_FAIL, "%s: execution failed: %s", nk_cli_kernel_name(ck), nk_strerror(st));
+    else if (o->kc.nout)
+        rc = nk_cli_write_outputs(&o->kc, outs, nouts, 0);
+    nk_cli_free_arrays(outs, nouts);
+    return rc;
+}
+
+int nk_cmd_profile(int argc, char **argv)
+{
+    profile_opts o = {.kc = {.cmd = "profile"}};
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc;
+    nk_cli_kernel ck;
+    if ((rc = nk_cli_kernel_open(&o.kc, NK_CHECK_EXAMPLES, &ck)))
+        return rc;
+    char def[160];
+    if (!o.output) {
+        snprintf(def, sizeof def, "%s.nkp", nk_cli_kernel_name(&ck));
+        o.output = def;
+    }
+    const nk_program *p;
+    rc = nk_cli_kernel_compile(&ck, &o.kc, &p);
+    if (!rc && !o.no_exec)
+        rc = run_once(&o, &ck, p);
+    if (!rc)
+        rc = nk_cli_write_profile(p, o.output, stdout);
+    nk_cli_kernel_close(&ck);
+    return rc;
+}
