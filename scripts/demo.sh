@@ -35,11 +35,21 @@ if has summary; then
     printf "\$ %s | grep -E '%s'\n" "$NK summary $D/tensor_exp.nkp" "$keys"
     "$NK" summary "$D/tensor_exp.nkp" | grep -E "$keys"
 fi
-more=()
-has insights && more+=("$NK insights $D/tensor_exp.nkp")
-has view && more+=("$NK view $D/tensor_exp.nkp")
-has export && more+=("$NK export $D/tensor_exp.nkp --format perfetto -o $D/trace.json")
-if [ ${#more[@]} -gt 0 ]; then
-    printf '\nmore of the same profile (insights; an HTML viewer; a Perfetto trace):\n'
-    printf '  %s\n' "${more[@]}"
+if has insights; then
+    step "6. what limits it, and what to change"
+    printf '$ %s | sed -n %s\n' "$NK insights $D/tensor_exp.nkp" "'/^Findings/,\$p'"
+    "$NK" insights "$D/tensor_exp.nkp" | sed -n '/^Findings/,$p'
+fi
+if has view; then
+    step "7. open it in a browser: one self-contained HTML file, no server"
+    show "$NK" view "$D/tensor_exp.nkp" -o "$D/tensor_exp.html"
+fi
+if has diff; then
+    step "8. rewrite it on that advice (kernels/variants/tensor_exp.c) and compare"
+    V=kernels/variants/tensor_exp.c:nk_kernel_tensor_exp_pipelined
+    show "$NK" profile "$V" "${IN[@]}" -o "$D/tensor_exp_pipelined.nkp"
+    show "$NK" diff "$D/tensor_exp.nkp" "$D/tensor_exp_pipelined.nkp"
+fi
+if has export; then
+    printf '\nalso: %s\n' "$NK export $D/tensor_exp.nkp --format perfetto -o $D/trace.json  (opens in ui.perfetto.dev)"
 fi
