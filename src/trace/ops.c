@@ -40,6 +40,16 @@ static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, n
                  "until the end of the loop body that allocates it (allocate it before the loop)", op, what, where);
         return 0;
     }
+    if (t.buf < nc->cap_stale && nc->stale[t.buf]) {
+        const nk_bufinfo *b = &nc->p->bufs[t.buf];
+        char where[256];
+        nk__buf_where(nc, t.buf, where, sizeof where);
+        nk__fail(nc, loc, NK_ELOOP, "%s: %s is the tile allocated at %s in an earlier iteration, and a later "
+                 "iteration's tile now holds its memory (%d buffer%s per tile in this loop); carry values across "
+                 "iterations in a tile allocated before the loop", op, what, where, b->nslots,
+                 b->nslots == 1 ? "" : "s");
+        return 0;
+    }
     return 1;
 }
 
@@ -734,8 +744,12 @@ nk_tensor nk_unary_at(nk_ctx *nc, nk_loc loc, nk_act f, nk_tensor x)
     return nc->status ? NK_NONE : t;
 }
 
-/* NKI's promotion: float beats int; the wider type wins; bf16 with fp16
- * (or two different 8-bit floats) gives float32; mixed-sign ints widen. */
+/* NKI's type promotion (NKI API common fields, "NKI Type Promotion"): float
+ * beats int; otherwise the wider type wins; two different floats of one
+ * width widen (bf16 with fp16 to float32, two 8-bit floats to bfloat16); a
+ * signed and an unsigned int give the signed one when it is wider, else the
+ * signed type twice the unsigned one's width, float32 past int32 (the
+ * hardware has no int64). */
 static nk_dtype promote(nk_dtype a, nk_dtype b)
 {
     if (a == b)
@@ -745,12 +759,14 @@ static nk_dtype promote(nk_dtype a, nk_dtype b)
         return fa ? a : b;
     int sa = nk_dtype_size(a), sb = nk_dtype_size(b);
     if (fa)
-        return sa == sb ? NK_F32 : sa > sb ? a : b;
+        return sa != sb ? (sa > sb ? a : b) : sa == 2 ? NK_F32 : NK_BF16;
     int ua = a >= NK_U8, ub = b >= NK_U8;
     if (ua == ub)
         return sa > sb ? a : b;
-    int s = sa > sb ? sa : sb;
-    return s >= 4 ? NK_I32 : s == 2 ? NK_I32 : NK_I16;
+    int ss = ua ? sb : sa, su = ua ? sa : sb;
+    if (ss > su)
+        return ua ? b : a;
+    return su == 1 ? NK_I16 : su == 2 ? NK_I32 : NK_F32;
 }
 
 static int is_column(nk_tensor t) { return t.ndim >= 1 && nk__free_size(&t) == 1; }
@@ -903,9 +919,11 @@ nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape)
         nk__fail(nc, loc, NK_ESHAPE, "%s: target shape needs 2 to %d dims", op, NK_MAXDIM);
         return NK_NONE;
     }
-    int64_t P = shape.d[0], F = 1;
-    for (int i = 1; i < shape.n; i++)
-        F *= shape.d[i];
+    int64_t P = shape.d[0], F = nk__dims_product(shape.d + 1, shape.n - 1);
+    if (F < 0) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: a target dimension is negative or their product overflows", op);
+        return NK_NONE;
+    }
     if (x.shape[0] == P && nk__free_size(&x) == 1) {
         /* free-axis broadcast: a stride-0 view copied on the Vector engine */
         nk_tensor v = x;

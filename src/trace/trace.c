@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Invalid tensor handles the kernel sees after its arguments. */
+#define NK_ARGS_SLACK 16
+
 /* ---- growable arrays */
 
 static int grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
@@ -177,6 +180,17 @@ static const char *mem_name(int mem)
     return mem == NK_SBUF ? "SBUF" : mem == NK_PSUM ? "PSUM" : "HBM";
 }
 
+int64_t nk__dims_product(const int64_t *d, int n)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) {
+        if (d[i] < 0 || (d[i] && p > INT64_MAX / d[i]))
+            return -1;
+        p *= d[i];
+    }
+    return p;
+}
+
 /* Reserves bytes per partition at the top of memory mem, or fails. */
 static int reserve(nk_ctx *nc, nk_loc loc, const char *opname, int mem, int64_t bytes, int64_t *addr)
 {
@@ -199,6 +213,20 @@ static int reserve(nk_ctx *nc, nk_loc loc, const char *opname, int mem, int64_t 
     return 0;
 }
 
+/* Buffer id takes slot `slot` of a loop's allocation site: the tile an
+ * earlier iteration left there is stale from now on. */
+static int take_slot(nk_ctx *nc, nk_loc loc, nk_site *s, int slot, uint32_t id)
+{
+    uint32_t prev = s->owner[slot];
+    s->owner[slot] = id;
+    if (!prev)
+        return 0;
+    if (grow((void **)&nc->stale, &nc->cap_stale, nc->p->nbufs, 1))
+        return nk__fail(nc, loc, NK_ENOMEM, "out of memory");
+    nc->stale[prev] = 1;
+    return 0;
+}
+
 nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *shape, int ndim,
                    nk_dtype dt)
 {
@@ -213,14 +241,23 @@ nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, co
         nk__fail(nc, loc, NK_EDTYPE, "%s: invalid dtype %d", opname, (int)dt);
         return bad;
     }
-    int64_t fsz = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0 || shape[i] > INT32_MAX) {
             nk__fail(nc, loc, NK_ESHAPE, "%s: invalid dimension %lld", opname, (long long)shape[i]);
             return bad;
         }
-        if (i > 0)
-            fsz *= shape[i];
+    }
+    /* at most INT32_MAX elements a partition keeps every byte count below in range */
+    int64_t fsz = nk__dims_product(shape + 1, ndim - 1);
+    if (fsz < 0 || fsz > INT32_MAX) {
+        int32_t s32[NK_MAXDIM];
+        char s[96];
+        for (int i = 0; i < ndim; i++)
+            s32[i] = (int32_t)shape[i];
+        nk__format_shape(s, sizeof s, s32, ndim);
+        nk__fail(nc, loc, NK_ECAPACITY, "%s: %s capacity exceeded: a tile %s holds more than %d elements per "
+                 "partition", opname, mem_name(mem), s, INT32_MAX);
+        return bad;
     }
     if (shape[0] > nc->arch->partitions) {
         nk__fail(nc, loc, NK_EPARTITION, "%s: partition dimension %lld exceeds %d", opname,
@@ -234,6 +271,7 @@ nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, co
         bytes = 0;
     int64_t addr = 0;
     uint16_t slot = 0, nslots = 1;
+    nk_site *site = NULL;
     if (nc->depth == 0) {
         if (reserve(nc, loc, opname, mem, bytes, &addr))
             return bad;
@@ -264,9 +302,10 @@ nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, co
         slot = (uint16_t)(f->i % s->nslots);
         nslots = (uint16_t)s->nslots;
         addr = s->base + slot * s->slot_bytes;
+        site = s;
     }
     uint32_t id = new_buf(nc, loc);
-    if (!id)
+    if (!id || (site && take_slot(nc, loc, site, slot, id)))
         return bad;
     nk_bufinfo *b = &nc->p->bufs[id];
     b->mem = (uint8_t)mem;
@@ -305,13 +344,22 @@ nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_
         nk__fail(nc, loc, NK_EDTYPE, "nk_ndarray: invalid dtype %d", (int)dt);
         return bad;
     }
-    int64_t n = 1;
     for (int i = 0; i < shape.n; i++) {
         if (shape.d[i] < 1 || shape.d[i] > INT32_MAX) {
             nk__fail(nc, loc, NK_ESHAPE, "nk_ndarray: invalid dimension %lld on axis %d", (long long)shape.d[i], i);
             return bad;
         }
-        n *= shape.d[i];
+    }
+    int64_t n = nk__dims_product(shape.d, shape.n);
+    if (n < 0 || n > INT64_MAX / nk_dtype_size(dt)) {
+        int32_t s32[NK_MAXDIM];
+        char s[96];
+        for (int i = 0; i < shape.n; i++)
+            s32[i] = (int32_t)shape.d[i];
+        nk__format_shape(s, sizeof s, s32, shape.n);
+        nk__fail(nc, loc, NK_ESHAPE, "nk_ndarray: an HBM tensor %s %s holds more than 2^63 bytes", s,
+                 nk_dtype_name(dt));
+        return bad;
     }
     uint32_t id = new_buf(nc, loc);
     if (!id)
@@ -402,7 +450,7 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
                      (long long)stop, d);
             return bad;
         }
-        int64_t count = stop > start ? (stop - start + step - 1) / step : 0;
+        int64_t count = stop > start ? 1 + (stop - start - 1) / step : 0; /* no overflow for a huge step */
         if (tile && d == 0) {
             if (q.kind == NK_RANGE_INDEX) {
                 nk__fail(nc, loc, NK_EPARTITION,
@@ -424,7 +472,7 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
         if (q.kind == NK_RANGE_INDEX)
             continue;
         v.shape[nd] = (int32_t)count;
-        v.stride[nd] = t.stride[d] * step;
+        v.stride[nd] = count > 1 ? t.stride[d] * step : t.stride[d]; /* one element: any step */
         nd++;
     }
     if (nd == 0) {
@@ -465,9 +513,13 @@ nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape)
         nk__fail(nc, loc, NK_ESHAPE, "nk_reshape: 1 to %d dims, got %d", NK_MAXDIM, shape.n);
         return bad;
     }
-    int64_t n = 1;
-    for (int i = 0; i < shape.n; i++)
-        n *= shape.d[i];
+    for (int i = 0; i < shape.n; i++) {
+        if (shape.d[i] < 0 || shape.d[i] > INT32_MAX) {
+            nk__fail(nc, loc, NK_ESHAPE, "nk_reshape: invalid dimension %lld on axis %d", (long long)shape.d[i], i);
+            return bad;
+        }
+    }
+    int64_t n = nk__dims_product(shape.d, shape.n);
     int tile = t.mem != NK_SHARED_HBM;
     if (n != nk__numel(&t) || (tile && shape.d[0] != t.shape[0])) {
         char a[64], b[64];
@@ -525,8 +577,8 @@ int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int
         nk__fail(nc, loc, NK_EINVAL, "loop trip count %lld is negative", (long long)n);
         n = 0;
     }
-    if (bufs < 0 || bufs > 32) {
-        nk__fail(nc, loc, NK_EINVAL, "loop buffer count %d is outside 1..32", bufs);
+    if (bufs < 0 || bufs > NK_MAX_LOOP_BUFS) {
+        nk__fail(nc, loc, NK_EINVAL, "loop buffer count %d is outside 1..%d", bufs, NK_MAX_LOOP_BUFS);
         bufs = 1;
     }
     if (kind == NK_LOOP_SEQUENTIAL)
@@ -604,7 +656,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
              nk_program **out, char *err, size_t errlen)
 {
     const char *target = opts && opts->target ? opts->target : "trn1";
-    const nk_arch *arch = nk_arch_get(target);
+    const nk_arch *arch = opts && opts->arch ? opts->arch : nk_arch_get(target);
     *out = NULL;
     if (err && errlen)
         err[0] = 0;
@@ -613,15 +665,30 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
             snprintf(err, errlen, "unknown target '%s' (known: trn1, trn2)", target);
         return NK_ENOTFOUND;
     }
+    if (opts && opts->arch) { /* a caller's table: trusted no more than a file */
+        int rc = nk_arch_check(arch, err, errlen);
+        if (rc)
+            return rc;
+    }
     nk_ctx *nc = calloc(1, sizeof *nc);
     nk_program *p = calloc(1, sizeof *p);
-    nk_tensor *targs = calloc((size_t)(nargs > 0 ? nargs : 1), sizeof *targs);
+    /* invalid handles (buf 0) past the arguments: a kernel given too few
+     * inputs that reads args[nargs] gets an error, not memory past the array */
+    nk_tensor *targs = calloc((size_t)(nargs > 0 ? nargs : 0) + NK_ARGS_SLACK, sizeof *targs);
     int rc = NK_ENOMEM;
     if (!nc || !p || !targs)
         goto out;
     snprintf(p->kernel, sizeof p->kernel, "%s", name ? name : "kernel");
+    p->table = *arch; /* the program's own copy: the caller's table may go */
+    p->arch = arch = &p->table;
     snprintf(p->target, sizeof p->target, "%s", arch->name);
-    p->arch = arch;
+    if (opts && (opts->default_bufs < 0 || opts->default_bufs > NK_MAX_LOOP_BUFS)) {
+        if (err)
+            snprintf(err, errlen, "default_bufs %d is outside 0..%d (0: the target's default)", opts->default_bufs,
+                     NK_MAX_LOOP_BUFS);
+        rc = NK_EINVAL;
+        goto out;
+    }
     p->bufs_default = opts && opts->default_bufs > 0 ? opts->default_bufs : arch->default_bufs;
     nc->p = p;
     nc->arch = arch;
@@ -689,6 +756,7 @@ out:
         for (int d = 0; d < NK_MAX_LOOP_DEPTH; d++)
             free(nc->frames[d].sites);
         free(nc->lochash);
+        free(nc->stale);
     }
     free(nc);
     free(targs);

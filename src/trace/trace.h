@@ -7,12 +7,14 @@
 #include "nkint.h"
 
 #define NK_MAX_LOOP_DEPTH 16
+#define NK_MAX_LOOP_BUFS 32 /* buffers per tile of an affine loop */
 
 typedef struct nk_site {
     int64_t base;       /* address of slot 0 */
     int64_t slot_bytes; /* bytes per partition per slot */
     int nslots;
     int mem;
+    uint32_t owner[NK_MAX_LOOP_BUFS]; /* the tile now in each slot (buffer id) */
 } nk_site;
 
 typedef struct nk_frame {
@@ -37,6 +39,10 @@ struct nk_ctx {
     int64_t top[3], cap[3]; /* allocator per memory (index nk_buffer) */
     nk_frame frames[NK_MAX_LOOP_DEPTH];
     int depth, overflow;
+    /* per buffer: a later iteration's tile took its slot, so its memory no
+     * longer holds its values (cap_stale entries) */
+    uint8_t *stale;
+    uint32_t cap_stale;
 };
 
 /* Records the first error (later ones are dropped); returns status. */
@@ -51,5 +57,7 @@ nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, co
 static inline nk_bufinfo *nk__buf(nk_ctx *nc, nk_tensor t) { return &nc->p->bufs[t.buf]; }
 /* "file:line" of a buffer's allocation. */
 void nk__buf_where(nk_ctx *nc, uint32_t buf, char *out, size_t n);
+/* The product of n dims, or -1 when one is negative or it overflows int64. */
+int64_t nk__dims_product(const int64_t *d, int n);
 
 #endif

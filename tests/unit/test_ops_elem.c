@@ -352,8 +352,10 @@ static const dt_pair bin_pairs[] = {
     {NK_FP8_E4M3, NK_FP8_E4M3, NK_FP8_E4M3}, {NK_FP8_E5M2, NK_FP8_E5M2, NK_FP8_E5M2},
     {NK_I8, NK_I8, NK_I8},            {NK_I32, NK_I32, NK_I32},      {NK_U8, NK_U8, NK_U8},
     {NK_BF16, NK_F32, NK_F32},        {NK_F16, NK_BF16, NK_F32},     {NK_I8, NK_F32, NK_F32},
-    {NK_I32, NK_BF16, NK_BF16},       {NK_U8, NK_I8, NK_I16},        {NK_FP8_E4M3, NK_FP8_E5M2, NK_F32},
-    {NK_I16, NK_I32, NK_I32},         {NK_FP8_E4M3, NK_BF16, NK_BF16},
+    {NK_I32, NK_BF16, NK_BF16},       {NK_U8, NK_I8, NK_I16},        {NK_FP8_E4M3, NK_FP8_E5M2, NK_BF16},
+    {NK_I16, NK_I32, NK_I32},         {NK_FP8_E4M3, NK_BF16, NK_BF16}, {NK_I16, NK_U8, NK_I16},
+    {NK_I8, NK_U16, NK_I32},          {NK_U16, NK_I32, NK_I32},      {NK_I32, NK_U32, NK_F32},
+    {NK_U32, NK_I8, NK_F32},          {NK_FP8_E4M3, NK_F16, NK_F16},
 };
 
 static const nk_alu bin_ops[] = {NK_ALU_ADD, NK_ALU_SUBTRACT, NK_ALU_MULTIPLY, NK_ALU_DIVIDE, NK_ALU_MAX,
