@@ -105,9 +105,9 @@ typedef struct nk_loopinfo {
 
 struct nk_program {
     char kernel[64];
-    char target[16];
+    char target[16];      /* arch->name */
     int bufs_default;
-    const nk_arch *arch;
+    const nk_arch *arch;  /* the target table: &table, except in programs built by hand */
     nk_instr *instrs;
     uint32_t ninstr;
     nk_bufinfo *bufs; /* bufs[0] is unused: buffer ids start at 1 */
@@ -127,6 +127,9 @@ struct nk_program {
     uint32_t nhbm;
     int64_t sbuf_peak, psum_peak; /* bytes per partition at the high-water mark */
     int owned;            /* 1 when loaded from a file (nk_program_free frees it) */
+    nk_arch table;        /* the program's own copy of its target table (a
+                             built-in or a modified one), so it never depends
+                             on memory its caller may free */
 };
 
 /* ---- tracer (src/trace) */

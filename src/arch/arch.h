@@ -74,5 +74,9 @@ int nk_arch_load_text(const char *text, const char *where, nk_arch *arch, char *
 /* The target in the file format above (every key, with its meaning); the
  * caller frees *text. */
 int nk_arch_format(const nk_arch *arch, char **text);
+/* Checks a table as the loader does: a valid name, every field in its
+ * key's range, and the relations between fields. NK_EINVAL with a message
+ * naming the first bad field. */
+int nk_arch_check(const nk_arch *arch, char *err, size_t errlen);
 
 #endif

@@ -280,6 +280,41 @@ int nk_arch_load_file(const char *path, nk_arch *arch, char *err, size_t errlen)
     return rc;
 }
 
+/* The numeric value of field k of a. */
+static double field_value(const nk_arch *a, const key *k)
+{
+    const char *base = (const char *)a + k->off;
+    if (k->type == K_INT)
+        return *(const int *)(const void *)base;
+    if (k->type == K_I64)
+        return (double)*(const int64_t *)(const void *)base;
+    return *(const double *)(const void *)base;
+}
+
+int nk_arch_check(const nk_arch *arch, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (!arch)
+        return fail(err, errlen, NK_EINVAL, "no target table");
+    if (!memchr(arch->name, 0, sizeof arch->name) || !valid_name(arch->name))
+        return fail(err, errlen, NK_EINVAL, "target table: invalid name");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const key *k = &keys[i];
+        if (k->type == K_NAME)
+            continue;
+        double v = field_value(arch, k);
+        if (!isfinite(v) || v < k->lo || v > k->hi) {
+            char exp[96];
+            expected(exp, sizeof exp, k);
+            return fail(err, errlen, NK_EINVAL, "target %s: %s = %.17g: expected %s", arch->name, k->name, v, exp);
+        }
+    }
+    char where[40];
+    snprintf(where, sizeof where, "target %s", arch->name);
+    return check_target(arch, where, err, errlen);
+}
+
 static void format_value(char *buf, size_t n, const nk_arch *a, const key *k)
 {
     const char *base = (const char *)a + k->off;
@@ -289,8 +324,16 @@ static void format_value(char *buf, size_t n, const nk_arch *a, const key *k)
         snprintf(buf, n, "%d", *(const int *)(const void *)base);
     else if (k->type == K_I64)
         snprintf(buf, n, "%lld", (long long)*(const int64_t *)(const void *)base);
-    else
-        snprintf(buf, n, "%.17g", *(const double *)(const void *)base);
+    else {
+        /* the shortest decimal that reads back as the same double (2.8, not
+           2.7999999999999998) */
+        double v = *(const double *)(const void *)base;
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(buf, n, "%.*g", prec, v);
+            if (strtod(buf, NULL) == v)
+                break;
+        }
+    }
 }
 
 int nk_arch_format(const nk_arch *arch, char **text)

@@ -1,6 +1,6 @@
 /*
- * args.c - long options and the shared KERNEL --in/--random/--seed/--out/--target
- * arguments.
+ * args.c - long options and the shared KERNEL --in/--random/--seed/--out/--target/
+ * --target-file arguments.
  */
 #include "args.h"
 
@@ -188,6 +188,11 @@ int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c)
             c->target = v;
         return r;
     }
+    if ((r = nk_cli_optval(argc, argv, i, "--target-file", &v))) {
+        if (r > 0)
+            c->target_file = v;
+        return r;
+    }
     if (argv[*i][0] == '-')
         return 0;
     if (c->kernel) {
@@ -227,6 +232,9 @@ int nk_cli_kernel_check(const nk_kernel_cmd *c, int flags, const nk_kernel_info 
     *ki = NULL;
     if (!c->kernel)
         return nk_cli_error(NK_EXIT_USAGE, "%s: missing KERNEL (see nklab %s --help)", c->cmd, c->cmd);
+    if (c->target && c->target_file)
+        return nk_cli_error(NK_EXIT_USAGE, "%s: --target and --target-file exclude each other (a target file "
+                            "names its base target)", c->cmd);
     if (c->target && !nk_arch_get(c->target))
         return nk_cli_error(NK_EXIT_USAGE, "unknown target '%s' (trn1 or trn2)", c->target);
     if (nk_cli_is_user_kernel(c->kernel)) {

@@ -32,7 +32,8 @@ typedef struct nk_input_spec {
 } nk_input_spec;
 
 /* The kernel (a built-in name or FILE.c:FUNCTION), its inputs in argument
- * order, output files, target and the seed of generated inputs. */
+ * order, output files, target (a built-in name or a target file) and the
+ * seed of generated inputs. */
 typedef struct nk_kernel_cmd {
     const char *cmd;    /* the command's name, for messages */
     const char *kernel; /* KERNEL, the one positional argument */
@@ -41,22 +42,26 @@ typedef struct nk_kernel_cmd {
     const char *out[NK_CLI_MAX_FILES];
     int nout;
     const char *target; /* NULL: trn1 */
+    const char *target_file; /* --target-file: a modified target (exclusive with --target) */
     uint64_t seed;      /* --seed: generated inputs (default 0) */
 } nk_kernel_cmd;
 
 /* Consumes argv[*i] if it is one of the shared options (--in, --random,
- * --seed, --out, --target) or the KERNEL: 1 consumed, 0 not one of them, -1
- * usage error printed. */
+ * --seed, --out, --target, --target-file) or the KERNEL: 1 consumed, 0 not
+ * one of them, -1 usage error printed. */
 int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c);
 
-/* nk_cli_kernel_check flags */
+/* nk_cli_kernel_check and nk_cli_kernel_open flags */
 enum {
     NK_CHECK_OUTS = 1,     /* one --out per output is required (built-in kernels) */
-    NK_CHECK_EXAMPLES = 2  /* a built-in kernel without inputs runs on its example arguments */
+    NK_CHECK_EXAMPLES = 2, /* a built-in kernel without inputs runs on its example arguments */
+    NK_OPEN_SHAPES_ONLY = 4, /* nothing executes: --random inputs get a shape and no data */
+    NK_OPEN_NO_FILL = 8      /* nothing reads values: --random inputs stay zero (no fill) */
 };
 
 /* Checks the parsed command: the kernel exists (a built-in, or FILE.c:FUNCTION
- * syntax), the target is known, one input per built-in kernel argument (none
+ * syntax), the target is known (and not given twice, by --target and
+ * --target-file), one input per built-in kernel argument (none
  * with NK_CHECK_EXAMPLES), --random names match its argument names and
  * (with NK_CHECK_OUTS, else when any are given) one --out per output. Sets
  * *ki to the built-in kernel, NULL for a user kernel. Returns NK_EXIT_OK or

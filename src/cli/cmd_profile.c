@@ -20,25 +20,27 @@ void nk_help_profile(void)
 {
     printf("usage: nklab profile KERNEL [--in A.npy[:DTYPE] | --random NAME=SHAPE[:DTYPE]] ...\n"
            "                    [-o FILE.nkp] [--out OUT.npy ...] [--seed N]\n"
-           "                    [--target trn1|trn2] [--no-exec]\n\n"
+           "                    [--target trn1|trn2 | --target-file FILE] [--no-exec]\n\n"
            "Compiles KERNEL (a built-in kernel or FILE.c:FUNCTION), runs it once and writes\n"
            "its profile: the compiled program, the modelled timeline of every instruction on\n"
            "every engine and DMA queue, and the kernel's source, in one file. Read it with\n"
            "`nklab summary`, `nklab timeline`, `nklab view`, `nklab insights`, `nklab export`.\n\n"
            "  -o, --output FILE   the profile to write (default: KERNEL.nkp, KERNEL being the\n"
            "                      built-in's or the C function's name)\n"
-           "  --in, --random, --seed, --target\n"
+           "  --in, --random, --seed, --target, --target-file\n"
            "                      the kernel's inputs and target, as for `nklab run`; a\n"
            "                      built-in kernel without inputs runs on its example\n"
            "                      arguments (`nklab kernels`)\n"
            "  --out FILE          also write the outputs of the run (float32 .npy)\n"
-           "  --no-exec           do not execute: the timeline needs no values\n\n"
+           "  --no-exec           do not execute: the timeline needs no values (--random\n"
+           "                      inputs are then never generated, only their shapes)\n\n"
            "examples:\n"
            "  nklab profile tensor_exp -o exp.nkp\n"
            "  nklab profile examples/tensor_exp.c:tensor_exp --random in=250x512:float32 -o exp.nkp\n"
-           "  nklab summary exp.nkp\n\n"
-           "exit codes: 0 success, 1 failed (unreadable input, the C file does not compile,\n"
-           "kernel error, unwritable file), 2 bad command line\n");
+           "  nklab summary exp.nkp\n"
+           "  nklab profile tensor_exp --target-file fast-dma.txt -o exp-fast-dma.nkp\n\n"
+           "exit codes: 0 success, 1 failed (unreadable input or target file, the C file\n"
+           "does not compile, kernel error, unwritable file), 2 bad command line\n");
 }
 
 int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note)
@@ -121,7 +123,7 @@ int nk_cmd_profile(int argc, char **argv)
     if (rc)
         return rc;
     nk_cli_kernel ck;
-    if ((rc = nk_cli_kernel_open(&o.kc, NK_CHECK_EXAMPLES, &ck)))
+    if ((rc = nk_cli_kernel_open(&o.kc, NK_CHECK_EXAMPLES | (o.no_exec ? NK_OPEN_SHAPES_ONLY : 0), &ck)))
         return rc;
     char def[160];
     if (!o.output) {

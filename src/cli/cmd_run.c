@@ -19,7 +19,8 @@
 void nk_help_run(void)
 {
     printf("usage: nklab run KERNEL [--in A.npy[:DTYPE] | --random NAME=SHAPE[:DTYPE]] ...\n"
-           "                [--out OUT.npy ...] [--seed N] [--target trn1|trn2]\n"
+           "                [--out OUT.npy ...] [--seed N]\n"
+           "                [--target trn1|trn2 | --target-file FILE]\n"
            "                [--profile FILE.nkp] [--no-exec]\n\n"
            "Runs a kernel on the host and writes its outputs. KERNEL is a built-in kernel\n"
            "(see `nklab kernels`) or FILE.c:FUNCTION, a kernel in your own C file, compiled\n"
@@ -39,6 +40,10 @@ void nk_help_run(void)
            "  --seed N            seed of --random values (default 0): same seed, same values\n"
            "  --out FILE          one per kernel output, written as float32 .npy\n"
            "  --target NAME       trn1 (default) or trn2\n"
+           "  --target-file FILE  a modified target, to ask what-if questions: a first line\n"
+           "                      `base = trn1` (or trn2), then `key = value` lines (set\n"
+           "                      `name` to tell it apart); `nklab target show` prints\n"
+           "                      every key with its meaning; not with --target\n"
            "  --profile FILE      also write the profile (the timeline of every instruction\n"
            "                      on the target's model, and the source) to FILE\n"
            "  --no-exec           time the program only: no values are computed and no\n"
@@ -48,8 +53,9 @@ void nk_help_run(void)
            "  nklab run tensor_exp --in x.npy --out y.npy\n"
            "  nklab run examples/tensor_exp.c:tensor_exp --random in=250x512:float32 --out y.npy\n"
            "  nklab run tensor_exp --in x.npy:bfloat16 --out y.npy --profile exp.nkp\n\n"
-           "exit codes: 0 success, 1 the run failed (unreadable or malformed input, the C\n"
-           "file does not compile, kernel error, unwritable output), 2 bad command line\n"
+           "exit codes: 0 success, 1 the run failed (unreadable or malformed input or\n"
+           "target file, the C file does not compile, kernel error, unwritable output),\n"
+           "2 bad command line\n"
            "(unknown kernel or option, wrong number of inputs or --out)\n");
 }
 
@@ -123,7 +129,7 @@ int nk_cmd_run(int argc, char **argv)
     if (rc)
         return rc;
     nk_cli_kernel ck;
-    if ((rc = nk_cli_kernel_open(&o.kc, o.no_exec ? 0 : NK_CHECK_OUTS, &ck)))
+    if ((rc = nk_cli_kernel_open(&o.kc, o.no_exec ? NK_OPEN_SHAPES_ONLY : NK_CHECK_OUTS, &ck)))
         return rc;
     const nk_program *p;
     rc = nk_cli_kernel_compile(&ck, &o.kc, &p);

@@ -85,19 +85,28 @@ void nk_cli_random_range(const nk_kernel_info *ki, int i, nk_dtype dt, double *l
  * --random input equals the built-in example argument of the same seed. */
 static uint64_t input_seed(uint64_t seed, int i) { return seed * 1000003u + (uint64_t)i; }
 
-static int gen_random(const nk_kernel_cmd *c, const nk_kernel_info *ki, int i, nk_array *a)
+static int gen_random(const nk_kernel_cmd *c, const nk_kernel_info *ki, int i, int flags, nk_array *a)
 {
     const nk_input_spec *s = &c->in[i];
     nk_dtype dt = s->has_dtype ? s->dtype : ki ? ki->args[i].dtype : NK_F32;
+    if (flags & NK_OPEN_SHAPES_ONLY) { /* nothing will read the values: no memory for them */
+        memset(a, 0, sizeof *a);
+        a->dtype = dt;
+        a->ndim = s->ndim;
+        memcpy(a->shape, s->shape, sizeof a->shape);
+        return NK_EXIT_OK;
+    }
     if (nk_array_alloc(a, dt, s->ndim, s->shape))
         return nk_cli_error(NK_EXIT_FAIL, "--random '%s': out of memory", s->text);
+    if (flags & NK_OPEN_NO_FILL) /* zeroed pages, never touched */
+        return NK_EXIT_OK;
     double lo, hi;
     nk_cli_random_range(ki, i, dt, &lo, &hi);
     nk_fill_uniform(a, input_seed(c->seed, i), lo, hi);
     return NK_EXIT_OK;
 }
 
-static int load_inputs(const nk_kernel_cmd *c, nk_cli_kernel *ck)
+static int load_inputs(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
 {
     const nk_kernel_info *ki = ck->info;
     if (ki && c->nin == 0) {
@@ -107,7 +116,7 @@ static int load_inputs(const nk_kernel_cmd *c, nk_cli_kernel *ck)
         return NK_EXIT_OK;
     }
     for (int i = 0; i < c->nin; i++) {
-        int rc = c->in[i].random ? gen_random(c, ki, i, &ck->args[i]) : load_file(c, ki, i, &ck->args[i]);
+        int rc = c->in[i].random ? gen_random(c, ki, i, flags, &ck->args[i]) : load_file(c, ki, i, &ck->args[i]);
         if (rc)
             return rc;
         ck->nargs = i + 1;
@@ -126,6 +135,8 @@ void nk_cli_kernel_close(nk_cli_kernel *ck)
     ck->nargs = 0;
     nk_kernel_free(ck->k);
     ck->k = NULL;
+    nk_target_free(ck->table);
+    ck->table = NULL;
     nk_cli_unload_user_kernel(&ck->user);
 }
 
@@ -135,26 +146,41 @@ int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
     int rc = nk_cli_kernel_check(c, flags, &ck->info);
     if (rc)
         return rc;
+    if (c->target_file) {
+        char err[PATH_MAX + 256];
+        if (nk_target_load(c->target_file, &ck->table, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err); /* "PATH:LINE: message", as compilers print */
+            return NK_EXIT_FAIL;
+        }
+    }
     nk_kernel_fn fn = ck->info ? ck->info->fn : NULL;
     if (!ck->info) {
         char err[PATH_MAX + 256];
-        if (nk_cli_load_user_kernel(c->kernel, &ck->user, nk_progress_enabled(), err, sizeof err))
+        if (nk_cli_load_user_kernel(c->kernel, &ck->user, nk_progress_enabled(), err, sizeof err)) {
+            nk_cli_kernel_close(ck);
             return nk_cli_error(NK_EXIT_FAIL, "%s", err);
+        }
         fn = ck->user.fn;
     }
     ck->k = nk_kernel_new(nk_cli_kernel_name(ck), fn);
     if (!ck->k)
         rc = nk_cli_error(NK_EXIT_FAIL, "out of memory");
     else
-        rc = load_inputs(c, ck);
+        rc = load_inputs(c, flags, ck);
     if (rc)
         nk_cli_kernel_close(ck);
     return rc;
 }
 
+nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c)
+{
+    nk_options opts = {c->target, 0, ck->table};
+    return opts;
+}
+
 int nk_cli_kernel_compile(nk_cli_kernel *ck, const nk_kernel_cmd *c, const nk_program **p)
 {
-    nk_options opts = {c->target, 0};
+    nk_options opts = nk_cli_kernel_options(ck, c);
     if (nk_kernel_compile(ck->k, ck->args, ck->nargs, &opts, p)) {
         /* the tracer's message starts with the kernel's file:line */
         fprintf(stderr, "%s\n", nk_kernel_error(ck->k));

@@ -17,23 +17,29 @@ typedef struct nk_cli_kernel {
     const nk_kernel_info *info; /* the built-in kernel; NULL for a user kernel */
     nk_user_kernel user;        /* a user kernel's file, function and loaded code */
     nk_kernel *k;
+    nk_target *table;           /* --target-file's table; NULL for a built-in target */
     nk_array args[NK_CLI_MAX_FILES];
     int nargs;
 } nk_cli_kernel;
 
-/* Checks the command (nk_cli_kernel_check with flags), compiles and loads a
- * user kernel's C file, then reads or generates the inputs:
+/* Checks the command (nk_cli_kernel_check with flags), loads the target file
+ * (its loader's "PATH:LINE: message" printed as is on failure), compiles and
+ * loads a user kernel's C file, then reads or generates the inputs:
  *   --in FILE[:DTYPE]  the file's shape; values converted to DTYPE, else to
  *                      a built-in argument's declared dtype, else the file's
  *                      own (float64 and 64-bit integers narrow to float32,
  *                      int32 and uint32; bool is uint8);
  *   --random NAME=SHAPE[:DTYPE]  uniform values for c->seed (see
  *                      nk_cli_random_range), DTYPE else the declared dtype
- *                      else float32;
+ *                      else float32; with NK_OPEN_SHAPES_ONLY the shape and
+ *                      dtype alone (data NULL: compiling and timing read no
+ *                      values), with NK_OPEN_NO_FILL zeros never written;
  *   none (built-in, NK_CHECK_EXAMPLES): the kernel's example arguments.
  * Returns NK_EXIT_OK, or the exit code after printing one line (the
  * compiler's own messages come first); ck is then already closed. */
 int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck);
+/* The options compiling for c's target (ck->table when a file gave it). */
+nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c);
 /* Compiles (traced once, cached) for c's target. A kernel error is printed
  * as "file:line: message" and gives NK_EXIT_FAIL. */
 int nk_cli_kernel_compile(nk_cli_kernel *ck, const nk_kernel_cmd *c, const nk_program **p);

@@ -240,8 +240,9 @@ int nk_insights_diff(const nk_profile *pa, const char *name_a, const nk_profile 
     if (rc)
         goto done;
     match_lines(&A, &B);
+    /* each on the target its timeline was computed on (what-if tables may differ from the programs') */
     nk_text_printf(out, "a: %s (kernel %s on %s)\nb: %s (kernel %s on %s)\n\n", A.name, pa->prog->kernel,
-                   pa->prog->target, B.name, pb->prog->kernel, pb->prog->target);
+                   nk__ins_arch(pa)->name, B.name, pb->prog->kernel, nk__ins_arch(pb)->name);
     diff_overview(out, &A, &B);
     diff_ops(out, &A, &B);
     diff_lines(out, &A, &B);

@@ -4,7 +4,8 @@
  * A kernel is traced and compiled once per signature (argument dtypes and
  * shapes, target, options); later calls hash the signature, find the program
  * and only bind arguments. The cache is an open-addressing table keyed by the
- * encoded signature.
+ * encoded signature. A caller's target table is part of the key byte for
+ * byte, so tables that differ in any value never share a program.
  */
 #include "nkint.h"
 
@@ -13,7 +14,7 @@
 #include <string.h>
 
 #define NK_MAX_ARGS 32
-#define KEY_MAX (16 + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM))
+#define KEY_MAX (16 + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM))
 
 typedef struct centry {
     uint64_t hash;
@@ -66,20 +67,29 @@ void nk_kernel_cache_stats(const nk_kernel *k, uint64_t *compiles, uint64_t *hit
 
 /* Encodes the signature (target, options, then dtype, rank and shape of
  * each argument: a prefix-free encoding, so equal keys mean equal
- * signatures). Returns its length, or -1 for too many arguments and -2 for a
- * target name too long to be one. */
+ * signatures). The target is a built-in's name, or every byte of the
+ * caller's table: equal bytes are equal tables (tables are built zeroed, so
+ * padding matches; were it not, two equal tables would only trace twice).
+ * Returns its length, or -1 for too many arguments and -2 for a target name
+ * too long to be one. */
 static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_options *opts)
 {
     if (nargs < 0 || nargs > NK_MAX_ARGS)
         return -1;
     size_t n = 0;
-    const char *t = opts && opts->target ? opts->target : "trn1";
-    size_t tl = strlen(t);
-    if (tl > 11)
-        return -2;
-    key[n++] = (uint8_t)tl;
-    memcpy(key + n, t, tl);
-    n += tl;
+    if (opts && opts->arch) {
+        key[n++] = 0xff; /* no name length: names are shorter */
+        memcpy(key + n, opts->arch, sizeof(nk_arch));
+        n += sizeof(nk_arch);
+    } else {
+        const char *t = opts && opts->target ? opts->target : "trn1";
+        size_t tl = strlen(t);
+        if (tl > 11)
+            return -2;
+        key[n++] = (uint8_t)tl;
+        memcpy(key + n, t, tl);
+        n += tl;
+    }
     int bufs = opts ? opts->default_bufs : 0;
     memcpy(key + n, &bufs, sizeof bufs);
     n += sizeof bufs;
@@ -93,12 +103,22 @@ static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_op
     return (int)n;
 }
 
-static uint64_t fnv1a(const uint8_t *p, size_t n)
+/* A 64-bit hash of the key, eight bytes a step (multiply and xor-shift),
+ * so a key holding a whole target table still hashes in well under a
+ * microsecond. Only the table's slot depends on it: keys are compared. */
+static uint64_t hash_key(const uint8_t *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, p + i, n - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
 }
 
 static int cache_insert(nk_kernel *k, uint64_t h, const uint8_t *key, uint32_t klen, nk_program *prog)
@@ -143,7 +163,7 @@ int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_op
         snprintf(k->err, sizeof k->err, "unknown target '%.40s' (known: trn1, trn2)", opts->target);
         return NK_ENOTFOUND;
     }
-    uint64_t h = fnv1a(key, (size_t)klen);
+    uint64_t h = hash_key(key, (size_t)klen);
     if (k->cap) {
         uint32_t j = (uint32_t)h & (k->cap - 1);
         while (k->tab[j].prog) {
@@ -184,6 +204,7 @@ int nk_program_num_inputs(const nk_program *p) { return p->ninputs; }
 int nk_program_num_outputs(const nk_program *p) { return p->noutputs; }
 size_t nk_program_num_instructions(const nk_program *p) { return p->ninstr; }
 const char *nk_program_target(const nk_program *p) { return p->target; }
+const nk_target *nk_program_target_table(const nk_program *p) { return p->arch; }
 
 static int describe(const nk_program *p, uint32_t buf, nk_array *d)
 {

@@ -24,18 +24,18 @@
 
 /* ================================================================ writer */
 
-static void wr_reserve(nk_wr *w, size_t n)
+void nk__wr_grow(nk_wr *w, size_t n)
 {
-    if (w->oom || w->n + n <= w->cap)
+    if (w->oom || w->cap - w->n >= n)
         return;
-    size_t cap = w->cap ? w->cap : 4096;
-    while (cap < w->n + n) {
-        if (cap > SIZE_MAX / 2) {
-            w->oom = 1;
-            return;
-        }
-        cap *= 2;
+    if (n > SIZE_MAX / 2 - w->n) {
+        w->oom = 1;
+        return;
     }
+    /* doubling, or exactly what a large reservation asks */
+    size_t cap = w->cap ? w->cap * 2 : 4096;
+    if (cap < w->n + n)
+        cap = w->n + n;
     uint8_t *p = realloc(w->p, cap);
     if (!p) {
         w->oom = 1;
@@ -47,33 +47,11 @@ static void wr_reserve(nk_wr *w, size_t n)
 
 void nk__wr_bytes(nk_wr *w, const void *b, size_t n)
 {
-    wr_reserve(w, n);
-    if (w->oom || !n)
+    uint8_t *d = nk__wr_room(w, n);
+    if (!d || !n)
         return;
-    memcpy(w->p + w->n, b, n);
+    memcpy(d, b, n);
     w->n += n;
-}
-
-static void wr_le(nk_wr *w, uint64_t v, int bytes)
-{
-    uint8_t b[8];
-    for (int i = 0; i < bytes; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-    nk__wr_bytes(w, b, (size_t)bytes);
-}
-
-void nk__wr_u8(nk_wr *w, uint8_t v) { wr_le(w, v, 1); }
-void nk__wr_u16(nk_wr *w, uint16_t v) { wr_le(w, v, 2); }
-void nk__wr_u32(nk_wr *w, uint32_t v) { wr_le(w, v, 4); }
-void nk__wr_u64(nk_wr *w, uint64_t v) { wr_le(w, v, 8); }
-void nk__wr_i32(nk_wr *w, int32_t v) { wr_le(w, (uint32_t)v, 4); }
-void nk__wr_i64(nk_wr *w, int64_t v) { wr_le(w, (uint64_t)v, 8); }
-
-void nk__wr_f64(nk_wr *w, double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof u);
-    wr_le(w, u, 8);
 }
 
 void nk__wr_str(nk_wr *w, const char *s)
@@ -114,6 +92,7 @@ void nk__wr_free(nk_wr *w)
 void nk__rd_init(nk_rd *r, const void *p, size_t n, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    r->version = NK_FORMAT_VERSION;
     r->p = p;
     r->n = n;
     r->err = err;
@@ -156,30 +135,45 @@ static const uint8_t *rd_take(nk_rd *r, size_t n)
     return b;
 }
 
-static uint64_t rd_le(nk_rd *r, int bytes)
+uint64_t nk__rd_short(nk_rd *r, size_t bytes)
 {
-    const uint8_t *b = rd_take(r, (size_t)bytes);
-    uint64_t v = 0;
-    if (!b)
-        return 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)b[i] << (8 * i);
-    return v;
+    rd_take(r, bytes); /* fails: records why */
+    return 0;
 }
 
-uint8_t nk__rd_u8(nk_rd *r) { return (uint8_t)rd_le(r, 1); }
-uint16_t nk__rd_u16(nk_rd *r) { return (uint16_t)rd_le(r, 2); }
-uint32_t nk__rd_u32(nk_rd *r) { return (uint32_t)rd_le(r, 4); }
-uint64_t nk__rd_u64(nk_rd *r) { return rd_le(r, 8); }
-int32_t nk__rd_i32(nk_rd *r) { return (int32_t)(uint32_t)rd_le(r, 4); }
-int64_t nk__rd_i64(nk_rd *r) { return (int64_t)rd_le(r, 8); }
-
-double nk__rd_f64(nk_rd *r)
+uint64_t nk__rd_uv_slow(nk_rd *r)
 {
-    uint64_t u = rd_le(r, 8);
-    double v;
-    memcpy(&v, &u, sizeof v);
-    return v;
+    if (r->rc)
+        return 0;
+    uint64_t v = 0;
+    size_t at = r->pos;
+    for (int k = 0; k < 10; k++) {
+        if (r->pos >= r->n) {
+            nk__rd_fail(r, NK_EFORMAT, "truncated: variable-length integer at offset %zu runs past the end", at);
+            return 0;
+        }
+        uint8_t b = r->p[r->pos++];
+        if (k == 9 && b > 1) /* bit 64 and above */
+            break;
+        v |= (uint64_t)(b & 0x7f) << (7 * k);
+        if (b < 0x80) {
+            if (k > 0 && b == 0)
+                break;
+            return v;
+        }
+    }
+    nk__rd_fail(r, NK_EFORMAT, "malformed variable-length integer at offset %zu", at);
+    return 0;
+}
+
+uint64_t nk__rd_too_wide(nk_rd *r, int64_t v, int is_signed, size_t at, int bits)
+{
+    if (is_signed)
+        nk__rd_fail(r, NK_EFORMAT, "integer %lld at offset %zu exceeds %d bits", (long long)v, at, bits);
+    else
+        nk__rd_fail(r, NK_EFORMAT, "integer %llu at offset %zu exceeds %d bits", (unsigned long long)(uint64_t)v,
+                    at, bits);
+    return 0;
 }
 
 static const uint8_t *rd_strbytes(nk_rd *r, size_t max, const char *what, uint32_t *len)
@@ -268,6 +262,7 @@ int nk__rd_section(nk_rd *r, const char tag[4], nk_rd *sub)
         sub->ctx[k++] = '/';
     memcpy(sub->ctx + k, tag, 4);
     sub->ctx[k + 4] = 0;
+    sub->version = r->version;
     r->pos += (size_t)len;
     return 0;
 }
@@ -281,13 +276,64 @@ int nk__rd_end(nk_rd *r)
 
 /* ================================================================ files */
 
+/* The checksum is XXH64 with seed 0 (the xxHash specification), chosen
+ * for speed: four independent lanes of 8-byte words, several GB/s, where a
+ * byte-at-a-time hash spends tens of milliseconds on a large profile. */
+#define XP1 0x9e3779b185ebca87ull
+#define XP2 0xc2b2ae3d27d4eb4full
+#define XP3 0x165667b19e3779f9ull
+#define XP4 0x85ebca77c2b2ae63ull
+#define XP5 0x27d4eb2f165667c5ull
+
+static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static uint64_t le64(const uint8_t *b) { return nk__get_le(b, 8); }
+static uint64_t le32(const uint8_t *b) { return nk__get_le(b, 4); }
+
+static uint64_t xxh_round(uint64_t acc, uint64_t input) { return rotl64(acc + input * XP2, 31) * XP1; }
+
+static uint64_t xxh_merge(uint64_t h, uint64_t v) { return (h ^ xxh_round(0, v)) * XP1 + XP4; }
+
+/* Version 1's checksum: FNV-1a, 64 bits. */
+static uint64_t fnv1a64(const uint8_t *b, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 uint64_t nk__checksum(const void *p, size_t n)
 {
-    const uint8_t *b = p;
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64-bit offset basis */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull; /* FNV 64-bit prime */
-    return h;
+    const uint8_t *b = p, *end = b + n;
+    uint64_t h;
+    if (n >= 32) {
+        uint64_t v1 = XP1 + XP2, v2 = XP2, v3 = 0, v4 = 0 - XP1;
+        for (; end - b >= 32; b += 32) {
+            v1 = xxh_round(v1, le64(b));
+            v2 = xxh_round(v2, le64(b + 8));
+            v3 = xxh_round(v3, le64(b + 16));
+            v4 = xxh_round(v4, le64(b + 24));
+        }
+        h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+        h = xxh_merge(xxh_merge(xxh_merge(xxh_merge(h, v1), v2), v3), v4);
+    } else {
+        h = XP5;
+    }
+    h += (uint64_t)n;
+    for (; end - b >= 8; b += 8)
+        h = rotl64(h ^ xxh_round(0, le64(b)), 27) * XP1 + XP4;
+    if (end - b >= 4) {
+        h = rotl64(h ^ le32(b) * XP1, 23) * XP2 + XP3;
+        b += 4;
+    }
+    for (; b < end; b++)
+        h = rotl64(h ^ *b * XP5, 11) * XP1;
+    h ^= h >> 33;
+    h *= XP2;
+    h ^= h >> 29;
+    h *= XP3;
+    return h ^ (h >> 32);
 }
 
 void nk__file_begin(nk_wr *w, const char magic[8])
@@ -357,9 +403,12 @@ int nk__file_open(const uint8_t *data, size_t n, const char magic[8], const char
     if (len < have)
         return errf(err, errlen, NK_EFORMAT, "%zu bytes of trailing data after the announced %llu bytes of "
                     "content", have - (size_t)len, (unsigned long long)len);
-    if (nk__checksum(data + NK_FILE_HEADER_BYTES, have) != sum)
+    uint64_t want = version == 1 ? fnv1a64(data + NK_FILE_HEADER_BYTES, have)
+                                 : nk__checksum(data + NK_FILE_HEADER_BYTES, have);
+    if (want != sum)
         return errf(err, errlen, NK_EFORMAT, "checksum mismatch: the content is corrupt");
     nk__rd_init(content, data + NK_FILE_HEADER_BYTES, have, err, errlen);
+    content->version = version;
     return 0;
 }
 
@@ -457,24 +506,40 @@ int nk__file_write_atomic(const char *path, const void *data, size_t n)
 
 /* ================================================================ encode */
 
+/* Operands and buffers use the variable-length fields (uv, sv, fc): most
+ * values are small, and a profile of a large kernel holds millions. */
 static void put_tensor(nk_wr *w, const nk_tensor *t)
 {
-    nk__wr_u32(w, t->buf);
+    nk__wr_uv(w, t->buf);
     if (!t->buf)
         return;
     nk__wr_u8(w, t->dtype);
     nk__wr_u8(w, t->ndim);
     nk__wr_u8(w, t->mem);
     nk__wr_u8(w, t->part0);
-    nk__wr_i64(w, t->off);
+    nk__wr_sv(w, t->off);
     for (int d = 0; d < t->ndim && d < NK_MAXDIM; d++) {
-        nk__wr_i32(w, t->shape[d]);
-        nk__wr_i64(w, t->stride[d]);
+        nk__wr_sv(w, t->shape[d]);
+        nk__wr_sv(w, t->stride[d]);
     }
 }
 
-static void put_instr(nk_wr *w, const nk_program *p, const nk_instr *in)
+/* Dependencies newest first, each as its distance from the one before
+ * (from the instruction itself for the first): small numbers. */
+static void put_deps(nk_wr *w, const nk_program *p, uint32_t i, const nk_instr *in)
 {
+    nk__wr_uv(w, in->ndep);
+    int64_t prev = i;
+    for (uint32_t k = in->ndep; k-- > 0;) {
+        int64_t d = p->deps[in->dep_off + k];
+        nk__wr_sv(w, prev - d);
+        prev = d;
+    }
+}
+
+static void put_instr(nk_wr *w, const nk_program *p, uint32_t i)
+{
+    const nk_instr *in = &p->instrs[i];
     nk__wr_u8(w, in->op);
     nk__wr_u8(w, in->engine);
     nk__wr_u8(w, in->func);
@@ -483,20 +548,18 @@ static void put_instr(nk_wr *w, const nk_program *p, const nk_instr *in)
     nk__wr_u8(w, in->cmp);
     nk__wr_u8(w, (uint8_t)in->axis);
     nk__wr_u8(w, in->nsrc);
-    nk__wr_u16(w, in->flags);
-    nk__wr_u16(w, in->queue);
-    nk__wr_u32(w, in->loc);
-    nk__wr_u32(w, in->loop);
-    nk__wr_u32(w, in->iter);
-    nk__wr_f64(w, in->imm0);
-    nk__wr_f64(w, in->imm1);
-    nk__wr_i32(w, in->aff.c);
-    nk__wr_i32(w, in->aff.cp);
+    nk__wr_uv(w, in->flags);
+    nk__wr_uv(w, in->queue);
+    nk__wr_uv(w, in->loc);
+    nk__wr_uv(w, in->loop);
+    nk__wr_uv(w, in->iter);
+    nk__wr_fc(w, in->imm0);
+    nk__wr_fc(w, in->imm1);
+    nk__wr_sv(w, in->aff.c);
+    nk__wr_sv(w, in->aff.cp);
     for (int k = 0; k < NK_MAXDIM - 1; k++)
-        nk__wr_i32(w, in->aff.cf[k]);
-    nk__wr_u32(w, in->ndep);
-    for (uint32_t k = 0; k < in->ndep; k++)
-        nk__wr_u32(w, p->deps[in->dep_off + k]);
+        nk__wr_sv(w, in->aff.cf[k]);
+    put_deps(w, p, i, in);
     put_tensor(w, &in->dst);
     put_tensor(w, &in->dst2);
     for (int k = 0; k < 3; k++)
@@ -509,19 +572,25 @@ static void put_buf(nk_wr *w, const nk_bufinfo *b)
     nk__wr_u8(w, b->dtype);
     nk__wr_u8(w, b->ndim);
     nk__wr_u8(w, b->role);
-    nk__wr_i32(w, b->index);
+    nk__wr_sv(w, b->index);
     for (int d = 0; d < b->ndim && d < NK_MAXDIM; d++)
-        nk__wr_i64(w, b->shape[d]);
-    nk__wr_i64(w, b->addr);
-    nk__wr_i64(w, b->bytes);
-    nk__wr_u32(w, b->loc);
-    nk__wr_u32(w, b->loop);
-    nk__wr_u16(w, b->slot);
-    nk__wr_u16(w, b->nslots);
+        nk__wr_sv(w, b->shape[d]);
+    nk__wr_sv(w, b->addr);
+    nk__wr_sv(w, b->bytes);
+    nk__wr_uv(w, b->loc);
+    nk__wr_uv(w, b->loop);
+    nk__wr_uv(w, b->slot);
+    nk__wr_uv(w, b->nslots);
 }
 
 int nk__program_encode(const nk_program *p, nk_wr *w)
 {
+    char *table = NULL;
+    if (!p->arch)
+        return NK_EINVAL;
+    int rc = nk_arch_format(p->arch, &table);
+    if (rc)
+        return rc;
     size_t s = nk__wr_begin(w, "PHDR");
     nk__wr_str(w, p->kernel);
     nk__wr_str(w, p->target);
@@ -531,6 +600,13 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
     nk__wr_u32(w, (uint32_t)p->ninputs);
     nk__wr_u32(w, (uint32_t)p->noutputs);
     nk__wr_end(w, s);
+
+    /* the whole target table, so a program traced for a modified target
+       reads back without it */
+    s = nk__wr_begin(w, "TARG");
+    nk__wr_str(w, table);
+    nk__wr_end(w, s);
+    free(table);
 
     s = nk__wr_begin(w, "FILE");
     nk__wr_u32(w, p->nfiles);
@@ -568,7 +644,7 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
     s = nk__wr_begin(w, "INST");
     nk__wr_u32(w, p->ninstr);
     for (uint32_t i = 0; i < p->ninstr; i++)
-        put_instr(w, p, &p->instrs[i]);
+        put_instr(w, p, i);
     nk__wr_end(w, s);
     return w->oom ? NK_ENOMEM : 0;
 }
@@ -577,20 +653,21 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
 
 /* Minimum encoded sizes, for the counts-versus-bytes checks: a location,
  * a loop, a rank-1 buffer, an instruction with no dependency and five
- * absent tensors. */
-enum { MIN_LOC = 8, MIN_LOOP = 20, MIN_BUF = 44, MIN_INSTR = 84 };
+ * absent tensors (one byte per variable-length field; version 1 in the
+ * second column). */
+enum { MIN_LOC = 8, MIN_LOOP = 20, MIN_BUF = 12, MIN_BUF_V1 = 44, MIN_INSTR = 26, MIN_INSTR_V1 = 84 };
 
 static void get_tensor(nk_rd *r, nk_tensor *t)
 {
     memset(t, 0, sizeof *t);
-    t->buf = nk__rd_u32(r);
+    t->buf = nk__rd_vu32(r);
     if (!t->buf)
         return;
     t->dtype = nk__rd_u8(r);
     t->ndim = nk__rd_u8(r);
     t->mem = nk__rd_u8(r);
     t->part0 = nk__rd_u8(r);
-    t->off = nk__rd_i64(r);
+    t->off = nk__rd_vi64(r);
     if (r->rc)
         return;
     if (t->ndim < 1 || t->ndim > NK_MAXDIM) {
@@ -598,8 +675,8 @@ static void get_tensor(nk_rd *r, nk_tensor *t)
         return;
     }
     for (int d = 0; d < t->ndim; d++) {
-        t->shape[d] = nk__rd_i32(r);
-        t->stride[d] = nk__rd_i64(r);
+        t->shape[d] = nk__rd_vi32(r);
+        t->stride[d] = nk__rd_vi64(r);
     }
 }
 
@@ -622,10 +699,38 @@ static int get_phdr(nk_rd *r, nk_program *p)
     p->bufs_default = (int)bufs;
     p->ninputs = (int)nin;
     p->noutputs = (int)nout;
-    p->arch = nk_arch_get(p->target);
-    if (!p->target[0] || !p->arch)
-        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "unknown target '%s'", p->target);
+    if (nk__rd_v1(r)) { /* version 1 names a built-in target and stores no table */
+        const nk_arch *a = nk_arch_get(p->target);
+        if (!p->target[0] || !a)
+            return r->rc = nk__rd_fail(&s, NK_EFORMAT, "unknown target '%s'", p->target);
+        p->table = *a;
+        p->arch = &p->table;
+    }
     return 0;
+}
+
+/* The program's target table, as target-file text; its name must be the
+ * header's target. */
+static int get_targ(nk_rd *r, nk_program *p)
+{
+    nk_rd s;
+    if (nk__rd_v1(r))
+        return 0;
+    if (nk__rd_section(r, "TARG", &s))
+        return r->rc;
+    char *text = nk__rd_str(&s, NK_IO_MAX_TARGET_TEXT, "target table");
+    if (text) {
+        char msg[256];
+        if (nk_arch_load_text(text, "target table", &p->table, msg, sizeof msg))
+            nk__rd_fail(&s, NK_EFORMAT, "%s", msg);
+        else if (strcmp(p->table.name, p->target))
+            nk__rd_fail(&s, NK_EFORMAT, "the table is target '%s', the header names '%s'", p->table.name,
+                        p->target);
+        else
+            p->arch = &p->table;
+        free(text);
+    }
+    return r->rc = nk__rd_end(&s);
 }
 
 static int get_files(nk_rd *r, nk_program *p)
@@ -688,7 +793,7 @@ static int get_bufs(nk_rd *r, nk_program *p)
     nk_rd s;
     if (nk__rd_section(r, "BUFS", &s))
         return r->rc;
-    uint32_t n = nk__rd_count(&s, MIN_BUF, "buffers");
+    uint32_t n = nk__rd_count(&s, nk__rd_vmin(&s, MIN_BUF_V1, MIN_BUF), "buffers");
     if (!s.rc && !(p->bufs = calloc((size_t)n + 1, sizeof *p->bufs)))
         nk__rd_fail(&s, NK_ENOMEM, "out of memory");
     for (uint32_t i = 1; i <= n && !s.rc; i++) {
@@ -697,7 +802,7 @@ static int get_bufs(nk_rd *r, nk_program *p)
         b->dtype = nk__rd_u8(&s);
         b->ndim = nk__rd_u8(&s);
         b->role = nk__rd_u8(&s);
-        b->index = nk__rd_i32(&s);
+        b->index = nk__rd_vi32(&s);
         if (s.rc)
             break;
         if (b->ndim < 1 || b->ndim > NK_MAXDIM) {
@@ -705,17 +810,49 @@ static int get_bufs(nk_rd *r, nk_program *p)
             break;
         }
         for (int d = 0; d < b->ndim; d++)
-            b->shape[d] = nk__rd_i64(&s);
-        b->addr = nk__rd_i64(&s);
-        b->bytes = nk__rd_i64(&s);
-        b->loc = nk__rd_u32(&s);
-        b->loop = nk__rd_u32(&s);
-        b->slot = nk__rd_u16(&s);
-        b->nslots = nk__rd_u16(&s);
+            b->shape[d] = nk__rd_vi64(&s);
+        b->addr = nk__rd_vi64(&s);
+        b->bytes = nk__rd_vi64(&s);
+        b->loc = nk__rd_vu32(&s);
+        b->loop = nk__rd_vu32(&s);
+        b->slot = nk__rd_vu16(&s);
+        b->nslots = nk__rd_vu16(&s);
     }
     if (!s.rc)
         p->nbufs = n + 1;
     return r->rc = nk__rd_end(&s);
+}
+
+/* A dependency count, checked against the bytes left (4 bytes each in
+ * version 1, at least 1 since). */
+static uint32_t get_dep_count(nk_rd *s)
+{
+    if (nk__rd_v1(s))
+        return nk__rd_count(s, 4, "dependencies");
+    uint64_t n = nk__rd_uv(s);
+    if (!s->rc && (n > s->n - s->pos || n > UINT32_MAX))
+        nk__rd_fail(s, NK_EFORMAT, "dependencies: count %llu needs at least as many bytes, %zu left",
+                    (unsigned long long)n, s->n - s->pos);
+    return s->rc ? 0 : (uint32_t)n;
+}
+
+/* The dependencies of instruction i: version 1 stores them as they are;
+ * later versions newest first, each as its distance from the one before. */
+static void get_deps(nk_rd *s, uint32_t i, uint32_t *deps, uint32_t nd)
+{
+    if (nk__rd_v1(s)) {
+        for (uint32_t k = 0; k < nd; k++)
+            deps[k] = nk__rd_u32(s);
+        return;
+    }
+    int64_t prev = i;
+    for (uint32_t k = nd; k-- > 0 && !s->rc;) {
+        int64_t d = prev - nk__rd_sv(s);
+        if (d < 0 || d > UINT32_MAX)
+            nk__rd_fail(s, NK_EFORMAT, "instruction %u: dependency %lld out of range", i, (long long)d);
+        deps[k] = (uint32_t)d;
+        prev = d;
+    }
 }
 
 static int get_instrs(nk_rd *r, nk_program *p)
@@ -724,7 +861,7 @@ static int get_instrs(nk_rd *r, nk_program *p)
     uint32_t capdeps = 0;
     if (nk__rd_section(r, "INST", &s))
         return r->rc;
-    uint32_t n = nk__rd_count(&s, MIN_INSTR, "instructions");
+    uint32_t n = nk__rd_count(&s, nk__rd_vmin(&s, MIN_INSTR_V1, MIN_INSTR), "instructions");
     if (!s.rc && !(p->instrs = calloc(n ? n : 1, sizeof *p->instrs)))
         nk__rd_fail(&s, NK_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < n && !s.rc; i++) {
@@ -737,18 +874,18 @@ static int get_instrs(nk_rd *r, nk_program *p)
         in->cmp = nk__rd_u8(&s);
         in->axis = (int8_t)nk__rd_u8(&s);
         in->nsrc = nk__rd_u8(&s);
-        in->flags = nk__rd_u16(&s);
-        in->queue = nk__rd_u16(&s);
-        in->loc = nk__rd_u32(&s);
-        in->loop = nk__rd_u32(&s);
-        in->iter = nk__rd_u32(&s);
-        in->imm0 = nk__rd_f64(&s);
-        in->imm1 = nk__rd_f64(&s);
-        in->aff.c = nk__rd_i32(&s);
-        in->aff.cp = nk__rd_i32(&s);
+        in->flags = nk__rd_vu16(&s);
+        in->queue = nk__rd_vu16(&s);
+        in->loc = nk__rd_vu32(&s);
+        in->loop = nk__rd_vu32(&s);
+        in->iter = nk__rd_vu32(&s);
+        in->imm0 = nk__rd_vfc(&s);
+        in->imm1 = nk__rd_vfc(&s);
+        in->aff.c = nk__rd_vi32(&s);
+        in->aff.cp = nk__rd_vi32(&s);
         for (int k = 0; k < NK_MAXDIM - 1; k++)
-            in->aff.cf[k] = nk__rd_i32(&s);
-        uint32_t nd = nk__rd_count(&s, 4, "dependencies");
+            in->aff.cf[k] = nk__rd_vi32(&s);
+        uint32_t nd = get_dep_count(&s);
         if (s.rc)
             break;
         if ((uint64_t)p->ndeps + nd > capdeps) {
@@ -765,8 +902,8 @@ static int get_instrs(nk_rd *r, nk_program *p)
         }
         in->dep_off = p->ndeps;
         in->ndep = nd;
-        for (uint32_t k = 0; k < nd; k++)
-            p->deps[p->ndeps + k] = nk__rd_u32(&s);
+        if (nd)
+            get_deps(&s, i, p->deps + p->ndeps, nd);
         p->ndeps += nd;
         get_tensor(&s, &in->dst);
         get_tensor(&s, &in->dst2);
@@ -819,7 +956,7 @@ int nk__program_decode(nk_rd *r, nk_program **out)
     if (!p)
         return nk__rd_fail(r, NK_ENOMEM, "out of memory");
     p->owned = 1;
-    if (get_phdr(r, p) || get_files(r, p) || get_locs(r, p) || get_loops(r, p) || get_bufs(r, p) ||
+    if (get_phdr(r, p) || get_targ(r, p) || get_files(r, p) || get_locs(r, p) || get_loops(r, p) || get_bufs(r, p) ||
         get_instrs(r, p) || derive_tables(r, p))
         goto fail;
     char msg[384];
@@ -835,21 +972,53 @@ fail:
     return r->rc ? r->rc : NK_EFORMAT;
 }
 
+/* A copy of n elements of size bytes (a non-NULL pointer even for none);
+ * NULL after setting *bad when out of memory. */
+static void *dup_array(const void *src, size_t n, size_t size, int *bad)
+{
+    void *d = malloc(n ? n * size : 1);
+    if (!d)
+        *bad = 1;
+    else if (n)
+        memcpy(d, src, n * size);
+    return d;
+}
+
 int nk__program_copy(const nk_program *p, nk_program **out)
 {
-    nk_wr w = {0};
-    char err[256];
     *out = NULL;
-    int rc = nk__program_encode(p, &w);
-    if (!rc) {
-        nk_rd r;
-        nk__rd_init(&r, w.p, w.n, err, sizeof err);
-        rc = nk__program_decode(&r, out);
-        if (!rc)
-            rc = nk__rd_end(&r);
+    if (!p || !p->arch)
+        return NK_EINVAL;
+    nk_program *q = malloc(sizeof *q);
+    if (!q)
+        return NK_ENOMEM;
+    *q = *p;
+    q->files = NULL;
+    q->nfiles = 0;
+    q->table = *p->arch;
+    q->arch = &q->table;
+    q->owned = 1;
+    int bad = 0;
+    q->instrs = dup_array(p->instrs, p->ninstr, sizeof *p->instrs, &bad);
+    q->bufs = dup_array(p->bufs, p->nbufs, sizeof *p->bufs, &bad);
+    q->locs = dup_array(p->locs, p->nlocs, sizeof *p->locs, &bad);
+    q->loops = dup_array(p->loops, p->nloops, sizeof *p->loops, &bad);
+    q->deps = dup_array(p->deps, p->ndeps, sizeof *p->deps, &bad);
+    q->input_buf = dup_array(p->input_buf, (size_t)p->ninputs, sizeof *p->input_buf, &bad);
+    q->output_buf = dup_array(p->output_buf, (size_t)p->noutputs, sizeof *p->output_buf, &bad);
+    q->hbm_list = dup_array(p->hbm_list, p->nhbm, sizeof *p->hbm_list, &bad);
+    q->files = calloc(p->nfiles ? p->nfiles : 1, sizeof *q->files);
+    bad |= !q->files;
+    for (uint32_t i = 0; !bad && i < p->nfiles; i++) {
+        bad = !(q->files[i] = strdup(p->files[i]));
+        q->nfiles = i + 1;
     }
-    nk__wr_free(&w);
-    return rc;
+    if (bad) {
+        nk__program_destroy(q);
+        return NK_ENOMEM;
+    }
+    *out = q;
+    return 0;
 }
 
 /* ================================================================ check */
@@ -888,7 +1057,10 @@ static int check_header(chk *c)
     if (!memchr(p->kernel, 0, sizeof p->kernel) || !memchr(p->target, 0, sizeof p->target))
         return bad(c, "kernel or target name not terminated");
     if (!a || !p->target[0] || strcmp(a->name, p->target))
-        return bad(c, "unknown target '%s' or architecture table not set from it", p->target);
+        return bad(c, "target '%s' without its table, or a table of another name", p->target);
+    char msg[160];
+    if (nk_arch_check(a, msg, sizeof msg))
+        return bad(c, "%s", msg);
     if (p->bufs_default < 1 || p->bufs_default > NK_IO_MAX_LOOP_BUFS)
         return bad(c, "default buffers per tile %d outside 1..%d", p->bufs_default, NK_IO_MAX_LOOP_BUFS);
     int64_t sbuf_cap = a->sbuf_partition_bytes - a->sbuf_reserved_bytes;

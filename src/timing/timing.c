@@ -39,6 +39,7 @@ typedef struct dmainfo {
     double rate;         /* bytes per ns of one engine at this efficiency */
     uint64_t part_bytes; /* bytes per partition */
     uint32_t parts;      /* partitions */
+    uint32_t per, extra; /* parts / neng, parts % neng: the first `extra` descriptors take one more */
     uint16_t queue;
     uint8_t e0, neng, store;
 } dmainfo;
@@ -321,15 +322,15 @@ static void dma_resolved(sim *s, uint32_t i)
         commit_dma(s, i);
         return;
     }
-    for (uint32_t k = 0; k < s->dma[i].neng; k++)
-        wake(s, (s->dma[i].e0 + k) % s->ne, s->ready[i]);
+    for (uint32_t k = 0, e = s->dma[i].e0; k < s->dma[i].neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
+        wake(s, e, s->ready[i]);
 }
 
 /* Starts the descriptor of DMA instruction i on engine e at time t. */
 static void start_desc(sim *s, uint32_t e, uint32_t i, double t)
 {
     const dmainfo *m = &s->dma[i];
-    uint32_t k = (e + s->ne - m->e0) % s->ne, parts = m->parts / m->neng + (k < m->parts % m->neng);
+    uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, parts = m->per + (k < m->extra);
     uint64_t bytes = (uint64_t)parts * m->part_bytes;
     s->hbm_free = dmax(s->hbm_free, t) + (double)bytes / s->a->hbm_gbps;
     double end = dmax(t + (double)bytes / m->rate, s->hbm_free);
@@ -482,11 +483,12 @@ static int plan_dma(sim *s)
         if (nk__time_dma_plan(s->a, in, &pl))
             return NK_EINVAL;
         uint16_t q = (uint16_t)(in->queue % s->nq);
-        s->dma[i] = (dmainfo){s->a->dma_engine_gbps * pl.efficiency, pl.part_bytes, pl.partitions, in->queue,
-                              (uint8_t)rot, (uint8_t)pl.engines, in->op == NK_OP_STORE};
+        uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
+        s->dma[i] = (dmainfo){s->a->dma_engine_gbps * pl.efficiency, pl.part_bytes, pl.partitions, per, extra,
+                              in->queue, (uint8_t)rot, (uint8_t)pl.engines, in->op == NK_OP_STORE};
         s->left[i] = pl.engines;
-        for (uint32_t k = 0; k < pl.engines; k++)
-            s->fifo_off[((rot + k) % s->ne) * s->nq + q + 1]++;
+        for (uint32_t k = 0, e = rot; k < pl.engines; k++, e = e + 1 == s->ne ? 0 : e + 1)
+            s->fifo_off[e * s->nq + q + 1]++;
         rot = (rot + pl.engines) % s->ne;
         total += pl.engines;
     }
@@ -503,8 +505,9 @@ static int plan_dma(sim *s)
         if (p->instrs[i].engine != NK_ENGINE_DMA)
             continue;
         const dmainfo *m = &s->dma[i];
-        for (uint32_t k = 0; k < m->neng; k++)
-            s->fifo[s->fifo_cur[((m->e0 + k) % s->ne) * s->nq + m->queue % s->nq]++] = i;
+        uint32_t q = m->queue % s->nq;
+        for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
+            s->fifo[s->fifo_cur[e * s->nq + q]++] = i;
     }
     memcpy(s->fifo_cur, s->fifo_off, nslot * sizeof *s->fifo_cur);
     for (uint32_t e = 0; e < s->ne; e++)

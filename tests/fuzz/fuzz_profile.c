@@ -6,7 +6,9 @@
  *   0  a whole profile file: header, version, length, checksum, sections;
  *   1  a profile's sections alone, past the checksum, so mutations reach
  *      every check behind it;
- *   2  the program decoder (the sections inside PROG and program files).
+ *   2  the program decoder (the sections inside PROG and program files);
+ * and, for 1 and 2, the layout (byte / 3 odd: format version 1, which
+ * readers still read; even: the current version).
  * Whatever a decoder accepts must hold up in every later stage: it passes
  * the validators again, yields metrics, a summary and a listing, re-encodes
  * to bytes that decode again, times on the model into a valid timeline and,
@@ -59,10 +61,20 @@ static void use_program(const nk_program *p)
     char *text = NULL;
     REQUIRE(nk_program_dump(p, &text) == 0);
     free(text);
-    /* encoding what was decoded gives bytes that decode to the same listing */
+    /* encoding what was decoded gives bytes that decode to the same program */
     nk_program *q = NULL;
-    REQUIRE(nk__program_copy(p, &q) == 0);
+    nk_wr w = {0};
+    nk_rd r;
+    REQUIRE(nk__program_encode(p, &w) == 0);
+    nk__rd_init(&r, w.p, w.n, NULL, 0);
+    REQUIRE(nk__program_decode(&r, &q) == 0 && nk__rd_end(&r) == 0);
     REQUIRE(q->ninstr == p->ninstr && q->nbufs == p->nbufs && q->ndeps == p->ndeps);
+    REQUIRE(!strcmp(q->arch->name, p->arch->name) && q->arch->hbm_gbps == p->arch->hbm_gbps);
+    nk__program_destroy(q);
+    nk__wr_free(&w);
+    /* so does a direct copy */
+    REQUIRE(nk__program_copy(p, &q) == 0);
+    REQUIRE(q->ninstr == p->ninstr && q->arch == &q->table);
     nk__program_destroy(q);
     /* the timing model accepts every valid program and yields a valid timeline */
     nk_timeline *tl = NULL;
@@ -105,6 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     int mode = data[0] % 3;
+    uint32_t version = data[0] / 3 % 2 ? 1 : NK_FORMAT_VERSION;
     data++;
     size--;
     char err[256];
@@ -119,6 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (mode == 1) {
         nk_profile *pr = NULL;
         nk__rd_init(&r, data, size, err, sizeof err);
+        r.version = version;
         if (!nk__profile_decode_content(&r, &pr))
             use_profile(pr);
         else
@@ -127,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         nk_program *p = NULL;
         nk__rd_init(&r, data, size, err, sizeof err);
+        r.version = version;
         if (!nk__program_decode(&r, &p))
             use_program(p);
         else

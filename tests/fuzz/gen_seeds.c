@@ -64,6 +64,41 @@ static int seeds_of(const char *dir, const nk_kernel_info *ki)
     return rc ? -1 : n;
 }
 
+/* Seeds in format version 1 from the files an earlier nklab wrote
+ * (tests/golden/v1_*): the whole profile (entry 0), its content past the
+ * header (entry 1 on version 1: byte 4) and the program file's PROG payload
+ * (entry 2 on version 1: byte 5). Returns how many were written or -1. */
+static int seeds_v1(const char *dir)
+{
+    uint8_t *prof = NULL, *prog = NULL;
+    size_t np = 0, ng = 0;
+    char err[256];
+    int n = -1;
+    if (nk__file_read_all("tests/golden/v1_tensor_exp_trn2.profile", &prof, &np, err, sizeof err) ||
+        nk__file_read_all("tests/golden/v1_tensor_exp_trn2.nkprog", &prog, &ng, err, sizeof err)) {
+        fprintf(stderr, "gen_seeds: %s (run from the repository root)\n", err);
+        goto out;
+    }
+    /* the program file: header, META (tag, u64 length, payload), PROG (tag, u64 length, payload) */
+    size_t meta = NK_FILE_HEADER_BYTES, len = 0;
+    for (int i = 0; i < 8 && meta + 12 <= ng; i++)
+        len |= (size_t)prog[meta + 4 + i] << (8 * i);
+    size_t at = meta + 12 + len;
+    if (np <= NK_FILE_HEADER_BYTES || at + 12 > ng) {
+        fprintf(stderr, "gen_seeds: tests/golden/v1_* are not the expected files\n");
+        goto out;
+    }
+    if (put(dir, "file", "v1", 0, prof, np) < 0 ||
+        put(dir, "content", "v1", 4, prof + NK_FILE_HEADER_BYTES, np - NK_FILE_HEADER_BYTES) < 0 ||
+        put(dir, "prog", "v1", 5, prog + at + 12, ng - at - 12) < 0)
+        goto out;
+    n = 3;
+out:
+    free(prof);
+    free(prog);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -78,6 +113,11 @@ int main(int argc, char **argv)
         else
             total += n;
     }
+    int v1 = seeds_v1(argv[1]);
+    if (v1 < 0)
+        failed++;
+    else
+        total += v1;
     printf("%d seeds\n", total);
     return failed ? 1 : 0;
 }

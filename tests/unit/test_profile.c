@@ -94,7 +94,11 @@ TEST(profile_capture_write_read_roundtrip)
     CHECK_STR(err, "");
     if (q) {
         check_same_profile(pr, q);
-        CHECK(q->prog->arch == nk_arch_get("trn1"));
+        /* the program read back owns a copy of trn1's table */
+        CHECK(q->prog->arch == &q->prog->table);
+        CHECK_STR(q->prog->arch->name, "trn1");
+        CHECK(q->prog->arch->pe_ghz == nk_arch_get("trn1")->pe_ghz &&
+              q->prog->arch->hbm_gbps == nk_arch_get("trn1")->hbm_gbps);
         CHECK(nk_profile_program(q) == q->prog);
     }
     nk_profile_free(q);
@@ -463,13 +467,16 @@ TEST(profile_reader_rejects_foreign_and_future_files)
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "not an nklab profile: this is an nklab program file");
     memcpy(b, w.p, w.n);
-    b[8] = 2;
+    b[8] = 3;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 2 is newer than this nklab reads (1); use a newer nklab");
+    CHECK_STR(err, "format version 3 is newer than this nklab reads (2); use a newer nklab");
+    b[8] = 1; /* version 1 is read, with its own checksum (FNV-1a), which this content fails */
+    CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
+    CHECK_STR(err, "checksum mismatch: the content is corrupt");
     b[8] = 0;
     b[11] = 1; /* 2^24 */
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (1); use a newer nklab");
+    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (2); use a newer nklab");
     memcpy(b, w.p, w.n);
     b[12] = 1;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);

@@ -102,8 +102,21 @@ static void check_same_program(const nk_program *a, const nk_program *b)
 {
     CHECK_STR(a->kernel, b->kernel);
     CHECK_STR(a->target, b->target);
-    CHECK(a->arch == b->arch);
-    CHECK(b->arch == nk_arch_get(b->target));
+    /* b owns its own copy of a's table, value for value */
+    CHECK(b->arch == &b->table && b->arch != a->arch);
+    if (a->arch && b->arch) {
+        CHECK_STR(a->arch->name, b->arch->name);
+        CHECK(a->arch->hbm_gbps == b->arch->hbm_gbps && a->arch->pe_ghz == b->arch->pe_ghz &&
+              a->arch->dma_engine_gbps == b->arch->dma_engine_gbps);
+        CHECK_INT(a->arch->sbuf_partition_bytes, b->arch->sbuf_partition_bytes);
+        char *ta = NULL, *tb = NULL;
+        CHECK_INT(nk_arch_format(a->arch, &ta), 0);
+        CHECK_INT(nk_arch_format(b->arch, &tb), 0);
+        if (ta && tb)
+            CHECK_STR(ta, tb);
+        free(ta);
+        free(tb);
+    }
     CHECK_INT(a->bufs_default, b->bufs_default);
     CHECK_INT(a->sbuf_peak, b->sbuf_peak);
     CHECK_INT(a->psum_peak, b->psum_peak);
@@ -240,6 +253,25 @@ static int decode_bytes(const uint8_t *b, size_t n, char *err, size_t errlen)
     return rc;
 }
 
+/* Through the encoder and the decoder: a new program (owned), or NULL. */
+static nk_program *reencode(const nk_program *p)
+{
+    nk_wr w = {0};
+    nk_program *q = NULL;
+    char err[256] = "";
+    if (nk__program_encode(p, &w) == 0) {
+        nk_rd r;
+        nk__rd_init(&r, w.p, w.n, err, sizeof err);
+        if (nk__program_decode(&r, &q) || nk__rd_end(&r)) {
+            printf("  decode: %s\n", err);
+            nk__program_destroy(q);
+            q = NULL;
+        }
+    }
+    nk__wr_free(&w);
+    return q;
+}
+
 /* Decodes a copy of p changed by edit and returns the decoder's message. */
 static int decode_edited(const nk_program *p, void (*edit)(nk_program *), char *err, size_t errlen)
 {
@@ -288,14 +320,22 @@ TEST(program_io_roundtrip_in_memory_equals_field_by_field)
     for (int t = 0; t < 2; t++) {
         nk_kernel *k;
         const nk_program *p = compile_mix(&k, targets[t]);
-        nk_program *q = NULL;
         CHECK(p != NULL);
-        CHECK_INT(nk__program_copy(p, &q), 0);
+        nk_program *q = p ? reencode(p) : NULL, *c = NULL;
+        CHECK(q != NULL);
         if (p && q) {
             CHECK_INT(q->owned, 1);
             check_same_program(p, q);
             check_same_outputs(p, q);
         }
+        /* the direct deep copy agrees too */
+        CHECK_INT(p ? nk__program_copy(p, &c) : -1, 0);
+        if (p && c) {
+            CHECK_INT(c->owned, 1);
+            check_same_program(p, c);
+            CHECK(c->instrs != p->instrs && c->deps != p->deps && c->files[0] != p->files[0]);
+        }
+        nk_program_free(c);
         nk_program_free(q);
         nk_kernel_free(k);
     }
@@ -318,7 +358,8 @@ TEST(program_io_every_builtin_kernel_roundtrips)
             CHECK_INT(nk__program_check(p, err, sizeof err), 0);
             if (err[0])
                 printf("  %s: %s\n", ki->name, err);
-            CHECK_INT(nk__program_copy(p, &q), 0);
+            q = reencode(p);
+            CHECK(q != NULL);
         }
         if (q) {
             check_same_program(p, q);
@@ -371,18 +412,14 @@ TEST(program_io_file_is_little_endian_with_header)
     CHECK(n > 64);
     if (d && n > 64) {
         CHECK(!memcmp(d, "NKLABPRG", 8));
-        CHECK(d[8] == 1 && d[9] == 0 && d[10] == 0 && d[11] == 0); /* format version 1, little-endian */
+        CHECK(d[8] == 2 && d[9] == 0 && d[10] == 0 && d[11] == 0); /* format version 2, little-endian */
         uint64_t len = 0, sum = 0;
         for (int i = 7; i >= 0; i--) {
             len = len << 8 | d[16 + i];
             sum = sum << 8 | d[24 + i];
         }
         CHECK_INT(len, n - 32);
-        /* FNV-1a 64 computed here independently */
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (size_t i = 32; i < n; i++)
-            h = (h ^ d[i]) * 0x100000001b3ull;
-        CHECK(h == sum);
+        CHECK(nk__checksum(d + 32, n - 32) == sum); /* XXH64: see program_io_checksum_is_xxh64 */
         CHECK(!memcmp(d + 32, "META", 4));
         /* META: u64 length, then the version string with a u32 length */
         CHECK_INT(d[36], 4 + strlen(NK_VERSION));
@@ -434,7 +471,7 @@ TEST(program_io_decoder_rejects_bad_fields_with_exact_messages)
     } cases[] = {
         {e_buf, "instruction 2: src[0]: buffer 99 out of range (1..6)"},
         {e_dep, "instruction 4: depends on instruction 4, which is not earlier"},
-        {e_target, "PHDR: unknown target 'trn9'"},
+        {e_target, "TARG: the table is target 'trn1', the header names 'trn9'"},
         {e_loc, "instruction 1: location 500 out of range (6 locations)"},
         {e_dtype, "buffer 1: memory 0, dtype 12, rank 2 or role 0 out of range"},
         {e_op, "instruction 0: opcode 12 out of range"},
@@ -485,11 +522,13 @@ TEST(program_io_decoder_rejects_every_truncation_and_bad_structure)
     CHECK_INT(fails, w.n);
     CHECK_INT(decode_bytes(w.p, 10, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "truncated: 8 bytes needed at offset 4, 6 left");
-    /* the layout: PHDR (12-byte section header + fields), then FILE */
+    /* the layout: PHDR (12-byte section header + fields), TARG, then FILE */
     uint8_t *b = malloc(w.n + 1);
     memcpy(b, w.p, w.n);
-    size_t phdr_len = b[4] | (size_t)b[5] << 8;
-    size_t file_at = 12 + phdr_len;
+    size_t phdr_len = b[4] | (size_t)b[5] << 8, targ_at = 12 + phdr_len;
+    CHECK(!memcmp(b + targ_at, "TARG", 4));
+    size_t targ_len = b[targ_at + 4] | (size_t)b[targ_at + 5] << 8 | (size_t)b[targ_at + 6] << 16;
+    size_t file_at = targ_at + 12 + targ_len;
     CHECK(!memcmp(b + file_at, "FILE", 4));
     put32(b + file_at + 12, 1000000); /* file count far beyond the section */
     CHECK_INT(decode_bytes(b, w.n, err, sizeof err), NK_EFORMAT);
@@ -510,20 +549,22 @@ TEST(program_io_decoder_rejects_every_truncation_and_bad_structure)
             break;
         }
     CHECK(bufs_at > 0);
-    /* three records pass the count check (3 x 44 <= 142 bytes) when two
-     * rank-4 records (68 bytes each) leave 6 for the third */
-    uint8_t cut[12 + 146];
+    /* three records pass the count check (3 x 12 <= 36 bytes: four bytes,
+     * then eight variable-length fields of one byte at least) when two
+     * rank-4 records (15 bytes each, every field 0) leave 6 for the third */
+    uint8_t cut[12 + 40];
     memset(cut, 0, sizeof cut);
     memcpy(cut, "BUFS", 4);
-    cut[4] = 146;
+    cut[4] = 40;
     cut[12] = 3;
     for (int r = 0; r < 2; r++)
-        cut[16 + 68 * r + 2] = 4; /* rank 4 */
-    cut[16 + 136 + 2] = 200;      /* the third: rank 200, then half an index */
+        cut[16 + 15 * r + 2] = 4; /* rank 4 */
+    cut[16 + 30 + 2] = 200;       /* the third: rank 200, then an index cut short */
+    cut[16 + 34] = cut[16 + 35] = 0x80;
     memcpy(b, w.p, bufs_at);
     memcpy(b + bufs_at, cut, sizeof cut);
     CHECK_INT(decode_bytes(b, bufs_at + sizeof cut, err, sizeof err), NK_EFORMAT);
-    CHECK_STR(err, "BUFS: truncated: 4 bytes needed at offset 144, 2 left");
+    CHECK_STR(err, "BUFS: truncated: variable-length integer at offset 38 runs past the end");
     /* a NUL inside a recorded file name */
     memcpy(b, w.p, w.n);
     b[file_at + 12 + 4 + 4] = 0; /* first byte of the first file name */
@@ -581,10 +622,16 @@ TEST(program_io_load_rejects_corrupt_foreign_and_future_files)
     CHECK_STR(err, "not an nklab program file: this is an nklab profile");
 
     memcpy(b, d, n);
-    b[8] = 2;
+    b[8] = 3;
     write_bytes(path, b, n);
     CHECK_INT(load_status(path, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 2 is newer than this nklab reads (1); use a newer nklab");
+    CHECK_STR(err, "format version 3 is newer than this nklab reads (2); use a newer nklab");
+
+    memcpy(b, d, n); /* version 1 is read, with its own checksum (FNV-1a), which this content fails */
+    b[8] = 1;
+    write_bytes(path, b, n);
+    CHECK_INT(load_status(path, err, sizeof err), NK_EFORMAT);
+    CHECK_STR(err, "checksum mismatch: the content is corrupt");
 
     memcpy(b, d, n);
     b[8] = 0;
@@ -699,4 +746,165 @@ TEST(program_io_dump_tensor_exp_matches_golden)
     }
     free(text);
     nk_kernel_free(k);
+}
+
+/* ---- the checksum and the variable-length fields */
+
+TEST(program_io_checksum_is_xxh64)
+{
+    /* XXH64 with seed 0 of these inputs, as the xxHash library (0.8.1)
+     * computes them */
+    uint8_t k[1024];
+    for (int i = 0; i < 1024; i++)
+        k[i] = (uint8_t)i;
+    const char *s52 = "nklab checksum: 32 bytes or more, in four lanes of 8";
+    CHECK(nk__checksum("", 0) == 0xef46db3751d8e999ull);
+    CHECK(nk__checksum("abc", 3) == 0x44bc2cf5ad770999ull);
+    CHECK_INT(strlen(s52), 52);
+    CHECK(nk__checksum(s52, 52) == 0x9c7a8f8203aeed99ull);
+    CHECK(nk__checksum(k, 1024) == 0x6f3914f18fe4df57ull);
+}
+
+/* The bytes w holds, as hex. */
+static const char *hex(const nk_wr *w)
+{
+    static char s[256];
+    size_t k = 0;
+    for (size_t i = 0; i < w->n && k + 3 < sizeof s; i++)
+        k += (size_t)snprintf(s + k, sizeof s - k, "%s%02x", i ? " " : "", w->p[i]);
+    s[k] = 0;
+    return s;
+}
+
+static const char *uv_bytes(uint64_t v)
+{
+    nk_wr w = {0};
+    nk__wr_uv(&w, v);
+    const char *s = hex(&w);
+    nk__wr_free(&w);
+    return s;
+}
+
+static const char *sv_bytes(int64_t v)
+{
+    nk_wr w = {0};
+    nk__wr_sv(&w, v);
+    const char *s = hex(&w);
+    nk__wr_free(&w);
+    return s;
+}
+
+static const char *fc_bytes(double v)
+{
+    nk_wr w = {0};
+    nk__wr_fc(&w, v);
+    const char *s = hex(&w);
+    nk__wr_free(&w);
+    return s;
+}
+
+TEST(program_io_variable_length_fields_have_their_documented_bytes)
+{
+    /* LEB128: seven bits a byte, low group first, high bit = more follow */
+    CHECK_STR(uv_bytes(0), "00");
+    CHECK_STR(uv_bytes(127), "7f");
+    CHECK_STR(uv_bytes(128), "80 01");
+    CHECK_STR(uv_bytes(300), "ac 02");
+    CHECK_STR(uv_bytes(16384), "80 80 01");
+    CHECK_STR(uv_bytes(1ull << 63), "80 80 80 80 80 80 80 80 80 01");
+    CHECK_STR(uv_bytes(UINT64_MAX), "ff ff ff ff ff ff ff ff ff 01");
+    /* zigzag: 0, -1, 1, -2 ... as 0, 1, 2, 3 ... */
+    CHECK_STR(sv_bytes(0), "00");
+    CHECK_STR(sv_bytes(-1), "01");
+    CHECK_STR(sv_bytes(1), "02");
+    CHECK_STR(sv_bytes(-65), "81 01");
+    CHECK_STR(sv_bytes(INT64_MAX), "fe ff ff ff ff ff ff ff ff 01");
+    CHECK_STR(sv_bytes(INT64_MIN), "ff ff ff ff ff ff ff ff ff 01");
+    /* fc: the bits byte-reversed; 1.0 is 0x3ff0000000000000 -> 0xf03f */
+    CHECK_STR(fc_bytes(0.0), "00");
+    CHECK_STR(fc_bytes(1.0), "bf e0 03");
+    CHECK_STR(fc_bytes(-0.0), "80 01");
+    /* fx: the xor with a nearby value; equal values take one byte */
+    nk_wr w = {0};
+    nk__wr_fx(&w, 1234.5, 1234.5);
+    CHECK_STR(hex(&w), "00");
+    nk__wr_free(&w);
+}
+
+TEST(program_io_variable_length_fields_round_trip_every_value)
+{
+    const uint64_t u[] = {0, 1, 127, 128, 255, 16383, 16384, 1u << 31, UINT32_MAX, 1ull << 35, 1ull << 63,
+                          UINT64_MAX - 1, UINT64_MAX};
+    const int64_t sv[] = {0, -1, 1, -64, 64, INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX, -1234567890123ll};
+    double nan_payload;
+    uint64_t nb = 0x7ff8000000001234ull;
+    memcpy(&nan_payload, &nb, sizeof nb);
+    const double d[] = {0.0, -0.0, 1.0, 0.1, 1e-310, -3.5e300, INFINITY, -INFINITY, nan_payload, 39391215.75};
+    nk_wr w = {0};
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++)
+        nk__wr_uv(&w, u[i]);
+    for (size_t i = 0; i < sizeof sv / sizeof sv[0]; i++)
+        nk__wr_sv(&w, sv[i]);
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        nk__wr_fc(&w, d[i]);
+        nk__wr_fx(&w, d[i], i ? d[i - 1] : 0.0);
+    }
+    nk_rd r;
+    char err[128] = "";
+    nk__rd_init(&r, w.p, w.n, err, sizeof err);
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++)
+        CHECK(nk__rd_uv(&r) == u[i]);
+    for (size_t i = 0; i < sizeof sv / sizeof sv[0]; i++)
+        CHECK(nk__rd_sv(&r) == sv[i]);
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        double a = nk__rd_fc(&r), b = nk__rd_fx(&r, i ? d[i - 1] : 0.0);
+        CHECK(!memcmp(&a, &d[i], sizeof a) && !memcmp(&b, &d[i], sizeof b)); /* bit for bit */
+    }
+    CHECK_INT(nk__rd_end(&r), 0);
+    CHECK_STR(err, "");
+    nk__wr_free(&w);
+}
+
+/* Reads one uv (kind 0), uv32 (1) or sv32 (2) from bytes followed by pad
+ * bytes; returns the status, the message in err. */
+static int read_one(const uint8_t *b, size_t n, size_t pad, int kind, char *err, size_t errlen)
+{
+    uint8_t buf[32] = {0};
+    memcpy(buf, b, n);
+    nk_rd r;
+    nk__rd_init(&r, buf, n + pad, err, errlen);
+    if (kind == 0)
+        (void)nk__rd_uv(&r);
+    else if (kind == 1)
+        (void)nk__rd_uv32(&r);
+    else
+        (void)nk__rd_sv32(&r);
+    return r.rc;
+}
+
+TEST(program_io_variable_length_fields_reject_other_encodings)
+{
+    static const uint8_t overlong[] = {0x80, 0x00};      /* 0 in two bytes */
+    static const uint8_t wide[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}; /* 2^64 */
+    static const uint8_t eleven[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    static const uint8_t cut[] = {0x80};
+    static const uint8_t u33[] = {0x80, 0x80, 0x80, 0x80, 0x10}; /* 2^32 */
+    static const uint8_t s33[] = {0x81, 0x80, 0x80, 0x80, 0x10}; /* zigzag 2^32 + 1: -2^31 - 1 */
+    char err[128];
+    /* without and with bytes after them (the decoder's two paths) */
+    for (size_t pad = 0; pad <= 12; pad += 12) {
+        CHECK_INT(read_one(overlong, sizeof overlong, pad, 0, err, sizeof err), NK_EFORMAT);
+        CHECK_STR(err, "malformed variable-length integer at offset 0");
+        CHECK_INT(read_one(wide, sizeof wide, pad, 0, err, sizeof err), NK_EFORMAT);
+        CHECK_STR(err, "malformed variable-length integer at offset 0");
+        CHECK_INT(read_one(eleven, sizeof eleven, pad, 0, err, sizeof err), NK_EFORMAT);
+        CHECK_STR(err, "malformed variable-length integer at offset 0");
+        CHECK_INT(read_one(u33, sizeof u33, pad, 1, err, sizeof err), NK_EFORMAT);
+        CHECK_STR(err, "integer 4294967296 at offset 0 exceeds 32 bits");
+        CHECK_INT(read_one(s33, sizeof s33, pad, 2, err, sizeof err), NK_EFORMAT);
+        CHECK_STR(err, "integer -2147483649 at offset 0 exceeds 32 bits");
+        CHECK_INT(read_one(u33, sizeof u33, pad, 0, err, sizeof err), 0);
+    }
+    CHECK_INT(read_one(cut, sizeof cut, 0, 0, err, sizeof err), NK_EFORMAT);
+    CHECK_STR(err, "truncated: variable-length integer at offset 0 runs past the end");
 }
