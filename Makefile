@@ -19,7 +19,7 @@ TESTS ?= $(wildcard tests/unit/test_*.c)
 TEST_SRC = tests/unit/main.c $(TESTS)
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/view_assets.o
-KERN_OBJ = $(KERN_SRC:%.c=$(BUILD)/%.o)
+KERN_OBJ = $(KERN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernel_sources.o
 CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 HDRS = $(wildcard include/*.h src/*.h src/*/*.h kernels/*.h tests/unit/*.h)
@@ -44,6 +44,15 @@ $(BUILD)/gen/view_assets.c: $(VIEW_ASSETS) scripts/embed-assets.sh
 	scripts/embed-assets.sh $@ nk__view_asset_html=src/view/assets/viewer.html \
 	    nk__view_asset_css=src/view/assets/viewer.css nk__view_asset_js=src/view/assets/viewer.js
 $(BUILD)/gen/view_assets.o: $(BUILD)/gen/view_assets.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# The built-in kernels' sources, embedded into the kernels library under the
+# paths their __FILE__ records (kernels/sources.c), so their profiles hold the
+# source text wherever they are captured.
+$(BUILD)/gen/kernel_sources.c: $(KERN_SRC) scripts/embed-assets.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-assets.sh --table nk__kernel_src $@ $(KERN_SRC)
+$(BUILD)/gen/kernel_sources.o: $(BUILD)/gen/kernel_sources.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libnklab.a: $(LIB_OBJ)

@@ -400,10 +400,53 @@ size_t nk_array_nbytes(const nk_array *a);
 int nk_array_alloc(nk_array *a, nk_dtype dt, int ndim, const int64_t *shape);
 void nk_array_free(nk_array *a);
 
+/*
+ * Targets: the table of hardware constants that tracing checks against (SBUF
+ * and PSUM sizes, partitions, default buffers, ...) and the timing model runs
+ * on (clocks, DMA engines and bandwidths, HBM, ...); docs/timing-model.md
+ * cites a source for each. The built-in targets are "trn1" and "trn2". A
+ * target file changes some of one to ask what-if questions:
+ *
+ *     # trn1 with twice the DMA and HBM bandwidth
+ *     base = trn1
+ *     name = trn1-2xbw
+ *     dma_engine_gbps = 34
+ *     hbm_gbps = 820
+ *
+ * `base` comes first; every other line sets one key; `#` starts a comment.
+ * nk_target_format (`nklab target show trn1`) writes every key with its
+ * meaning: a starting file. Tables are plain values, never shared state.
+ */
+typedef struct nk_arch nk_target;
+
+/* Loads a target file into a new table (free it with nk_target_free).
+ * NK_EIO when the file cannot be read; NK_EFORMAT, NK_EINVAL or NK_ENOTFOUND
+ * for its contents. err gets "PATH:LINE: message" (or "PATH: message"). */
+int nk_target_load(const char *path, nk_target **out, char *err, size_t errlen);
+/* The same from text in memory; `where` names it in messages. */
+int nk_target_parse(const char *text, const char *where, nk_target **out, char *err, size_t errlen);
+/* A built-in table ("trn1", "trn2"; NULL or "" is trn1), or NULL. It belongs
+ * to the library: never free it. */
+const nk_target *nk_target_builtin(const char *name);
+/* Frees a table from nk_target_load or nk_target_parse (NULL and built-in
+ * tables are ignored). */
+void nk_target_free(nk_target *t);
+/* The name programs and profiles show ("trn1", or the file's `name`). */
+const char *nk_target_name(const nk_target *t);
+/* The table as a target file: `base`, then every key with its value and
+ * meaning. The caller frees *text. */
+int nk_target_format(const nk_target *t, char **text);
+
 /* Tracing and compiling options; part of the program-cache key. */
 typedef struct nk_options {
     const char *target;  /* "trn1" (default) or "trn2" */
     int default_bufs;    /* buffers per tile in affine loops; 0 = target default */
+    /* A target table (nk_target_load) to compile for instead of `target`.
+     * Each program compiled with it keeps its own copy, and the program
+     * cache tells tables apart by their contents (two tables with the same
+     * name and different values never share a program), so the table need
+     * only live until nk_kernel_compile (or nk_call, nk_bench) returns. */
+    const nk_target *arch;
 } nk_options;
 
 typedef struct nk_program nk_program; /* compiled: immutable, value-independent */
@@ -416,7 +459,9 @@ const char *nk_kernel_name(const nk_kernel *k);
 /* The program for these argument shapes and dtypes: traced and compiled on
  * the first call, then found in the kernel's cache. On a kernel error returns
  * a negative status and nk_kernel_error() holds "file:line: message". The
- * program belongs to the kernel. opts may be NULL. */
+ * program belongs to the kernel. opts may be NULL. Only the arguments'
+ * dtypes and shapes are read: their data may be NULL (timing-only use; the
+ * program then runs only on arrays with data). */
 int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_options *opts,
                       const nk_program **out);
 const char *nk_kernel_error(const nk_kernel *k);
@@ -437,6 +482,9 @@ int nk_program_output(const nk_program *p, int i, nk_array *desc);
 int nk_program_input(const nk_program *p, int i, nk_array *desc);
 size_t nk_program_num_instructions(const nk_program *p);
 const char *nk_program_target(const nk_program *p);
+/* The target table the program was compiled for (its own copy; it lives as
+ * long as the program). */
+const nk_target *nk_program_target_table(const nk_program *p);
 /* Serialized form (versioned, checked on load). */
 int nk_program_save(const nk_program *p, const char *path);
 int nk_program_load(const char *path, nk_program **out, char *err, size_t errlen);
@@ -463,6 +511,17 @@ int nk_profile_write(const nk_profile *pr, const char *path);
 int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen);
 void nk_profile_free(nk_profile *pr);
 const nk_program *nk_profile_program(const nk_profile *pr);
+
+/* Where capture finds a kernel's source text besides the file system: a
+ * lookup returns the text of the source file a program recorded as path (the
+ * kernel's __FILE__), which must outlive every capture, or NULL when it does
+ * not know the file. Capture asks it first (it holds the text that was
+ * compiled; a relative __FILE__ names a file only from the build's
+ * directory), then reads path. One lookup per process, set before capturing
+ * (not while another thread captures); fn NULL removes it. The kernels
+ * library's nk_builtin_kernel_source knows the built-in kernels. */
+typedef const char *(*nk_source_lookup_fn)(const char *path, void *user);
+void nk_profile_set_source_lookup(nk_source_lookup_fn fn, void *user);
 
 /* Summary metrics of a profile, named as in the Neuron profiler. Times in
  * seconds, percentages 0..100 of total_time, sizes in bytes. */
@@ -496,8 +555,10 @@ int nk_metrics_get(const nk_metrics *m, const char *name, double *value);
 int nk_metrics_count(void);
 const char *nk_metrics_name(int i);
 const char *nk_metrics_unit(int i);
-/* `nklab summary`: aligned text with units, or one JSON object holding
- * exactly the metrics. label names the profile in the text (may be NULL). */
+/* `nklab summary`: aligned text with units followed by the top 3 findings of
+ * the insights (nk_profile_insights; none when no rule fires), or one JSON
+ * object holding exactly the metrics. label names the profile in the text
+ * (may be NULL). */
 int nk_profile_summary(const nk_profile *pr, const char *label, int json, char **text);
 
 /* ---- insights (docs/insights.md) */

@@ -59,6 +59,14 @@ void nk_fill_uniform(nk_array *a, uint64_t seed, double lo, double hi);
  * library's conversions). Returns NK_EDTYPE for an unknown dtype. */
 int nk_ref_decode(const nk_array *a, double *out);
 
+/* The text of a built-in kernel's source file, by the path its instructions
+ * record (the compiler's __FILE__, e.g. "kernels/tensor_exp.c"), as embedded
+ * at build time; NULL for any other path. An nk_source_lookup_fn. */
+const char *nk_builtin_kernel_source(const char *path, void *user);
+/* Makes profile capture find the built-in kernels' sources wherever it runs
+ * (nk_profile_set_source_lookup with nk_builtin_kernel_source). */
+void nk_builtin_kernel_sources_register(void);
+
 /* the kernels */
 void nk_kernel_tensor_exp(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs);

@@ -45,5 +45,7 @@ int nk_cmd_diff(int argc, char **argv);
 void nk_help_diff(void);
 int nk_cmd_summary(int argc, char **argv);
 void nk_help_summary(void);
+int nk_cmd_target(int argc, char **argv);
+void nk_help_target(void);
 
 #endif

@@ -14,15 +14,17 @@
 void nk_help_bench(void)
 {
     printf("usage: nklab bench KERNEL [--in A.npy[:DTYPE] | --random NAME=SHAPE[:DTYPE]] ...\n"
-           "                  [--seed N] [--warmup N] [--iters N] [--target trn1|trn2]\n"
+           "                  [--seed N] [--warmup N] [--iters N]\n"
+           "                  [--target trn1|trn2 | --target-file FILE]\n"
            "                  [--no-exec] [--profile FILE.nkp] [--json]\n\n"
            "Benchmarks KERNEL (a built-in kernel or FILE.c:FUNCTION): compiles it once, runs\n"
            "--warmup untimed iterations and --iters timed ones, and prints one row:\n\n"
            "  B        batch: 1 (a kernel call is one inference)\n"
            "  NC       NeuronCores requested: 1 (one core is modelled)\n"
            "  NC-USED  NeuronCores used: 1\n"
-           "  WEIGHTS  bytes of weights kept on the device between iterations: 0 (every\n"
-           "           argument is an input, copied to the device each iteration)\n"
+           "  WEIGHTS  bytes of the kernel's input tensors (its weights and activations\n"
+           "           alike: a kernel's arguments are all inputs), copied to the device\n"
+           "           in every iteration (the host I/O in L)\n"
            "  MODE     sim: values computed by the host simulation every iteration;\n"
            "           model: --no-exec, timing only\n"
            "  INF/S    inferences per second end to end: 1e6 / mean L\n"
@@ -41,7 +43,7 @@ void nk_help_bench(void)
            "           50 ms, too short for the kernel's tick-based user/system split\n\n"
            "The host simulation itself is in no latency: it stands in for the device.\n"
            "Percentiles interpolate linearly between the closest ranks (numpy's default).\n\n"
-           "  --in, --random, --seed, --target\n"
+           "  --in, --random, --seed, --target, --target-file\n"
            "                 the kernel's inputs and target, as for `nklab run`; a built-in\n"
            "                 kernel without inputs runs on its example arguments\n"
            "  --warmup N     untimed iterations first (default 10)\n"
@@ -54,8 +56,8 @@ void nk_help_bench(void)
            "  nklab bench tensor_exp\n"
            "  nklab bench examples/tensor_exp.c:tensor_exp --random in=250x512:float32 --seed 7\n"
            "  nklab bench tensor_exp --in x.npy:bfloat16 --iters 1000 --json\n\n"
-           "exit codes: 0 success, 1 failed (unreadable input, the C file does not compile,\n"
-           "kernel error), 2 bad command line\n");
+           "exit codes: 0 success, 1 failed (unreadable input or target file, the C file\n"
+           "does not compile, kernel error), 2 bad command line\n");
 }
 
 typedef struct bench_opts {
@@ -113,8 +115,22 @@ static double user_percent(const nk_bench_result *r)
     return r->wall_s >= USER_MIN_WALL_S ? 100.0 * r->user_s / r->wall_s : -1;
 }
 
+/* WEIGHTS: bytes of the kernel's inputs, the host-to-device copy of every
+ * iteration (host_in_ns is this over the target's host link). */
+static double input_bytes(const nk_cli_kernel *ck)
+{
+    double bytes = 0;
+    for (int i = 0; i < ck->nargs; i++) {
+        double n = nk_dtype_size(ck->args[i].dtype);
+        for (int d = 0; d < ck->args[i].ndim; d++)
+            n *= (double)ck->args[i].shape[d];
+        bytes += n;
+    }
+    return bytes;
+}
+
 /* Columns of the table: header and value, aligned to the wider. */
-static void print_table(const char *name, const nk_bench_result *r)
+static void print_table(const char *name, const nk_bench_result *r, double weights)
 {
     printf("%s on %s: %d iterations after %d warm-up, %s; latencies in microseconds\n", name, r->target, r->iters,
            r->warmup, r->executed ? "values computed" : "--no-exec, timing only");
@@ -124,7 +140,7 @@ static void print_table(const char *name, const nk_bench_result *r)
     snprintf(val[0], 32, "1");
     snprintf(val[1], 32, "1");
     snprintf(val[2], 32, "1");
-    snprintf(val[3], 32, "0");
+    snprintf(val[3], 32, "%.0f", weights);
     snprintf(val[4], 32, "%s", r->executed ? "sim" : "model");
     snprintf(val[5], 32, "%.0f", 1e6 / nk_bench_latency_mean(r, NK_LATENCY_E2E));
     snprintf(val[6], 32, "%.0f", 1e6 / nk_bench_latency_percentile(r, NK_LATENCY_NC, 50));
@@ -176,7 +192,7 @@ static void json_pcts(const char *key, const nk_bench_result *r, nk_latency whic
     printf("\"mean\": %.3f}%s\n", nk_bench_latency_mean(r, which), last ? "" : ",");
 }
 
-static void print_json(const char *name, const nk_bench_result *r)
+static void print_json(const char *name, const nk_bench_result *r, double weights)
 {
     printf("{\n");
     printf("  \"kernel\": \"");
@@ -185,7 +201,7 @@ static void print_json(const char *name, const nk_bench_result *r)
     printf("\",\n");
     printf("  \"target\": \"%s\",\n", r->target);
     printf("  \"mode\": \"%s\",\n", r->executed ? "sim" : "model");
-    printf("  \"batch\": 1,\n  \"nc\": 1,\n  \"nc_used\": 1,\n  \"weights\": 0,\n");
+    printf("  \"batch\": 1,\n  \"nc\": 1,\n  \"nc_used\": 1,\n  \"weights\": %.0f,\n", weights);
     printf("  \"warmup\": %d,\n  \"iters\": %d,\n  \"instructions\": %zu,\n", r->warmup, r->iters, r->ninstr);
     printf("  \"inf_per_s\": %.3f,\n", 1e6 / nk_bench_latency_mean(r, NK_LATENCY_E2E));
     printf("  \"ires_per_s\": %.3f,\n", 1e6 / nk_bench_latency_percentile(r, NK_LATENCY_NC, 50));
@@ -205,7 +221,7 @@ static void print_json(const char *name, const nk_bench_result *r)
 
 static int bench(const bench_opts *o, nk_cli_kernel *ck)
 {
-    nk_options opts = {o->kc.target, 0};
+    nk_options opts = nk_cli_kernel_options(ck, &o->kc);
     nk_progress pg;
     char label[96];
     snprintf(label, sizeof label, "benchmarking %s", nk_cli_kernel_name(ck));
@@ -223,9 +239,9 @@ static int bench(const bench_opts *o, nk_cli_kernel *ck)
         return NK_EXIT_FAIL;
     }
     if (o->json)
-        print_json(nk_cli_kernel_name(ck), &r);
+        print_json(nk_cli_kernel_name(ck), &r, input_bytes(ck));
     else {
-        print_table(nk_cli_kernel_name(ck), &r);
+        print_table(nk_cli_kernel_name(ck), &r, input_bytes(ck));
         print_parts(&r);
     }
     nk_bench_result_free(&r);
@@ -239,7 +255,7 @@ int nk_cmd_bench(int argc, char **argv)
     if (rc)
         return rc;
     nk_cli_kernel ck;
-    if ((rc = nk_cli_kernel_open(&o.kc, NK_CHECK_EXAMPLES, &ck)))
+    if ((rc = nk_cli_kernel_open(&o.kc, NK_CHECK_EXAMPLES | (o.no_exec ? NK_OPEN_NO_FILL : 0), &ck)))
         return rc;
     rc = bench(&o, &ck);
     const nk_program *p;

@@ -7,6 +7,7 @@
 #include "profile/profile.h"
 #include "view/view.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 void nk_help_export(void)
 {
     printf("usage: nklab export PROFILE.nkp --format perfetto|json|csv [-o FILE]\n"
-           "                    [--no-flows] [--from NS --to NS]\n\n"
+           "                    [--no-flows] [--from A --to B]\n\n"
            "  perfetto   Chrome Trace Event JSON: open it in ui.perfetto.dev or chrome://tracing.\n"
            "             One process per core, one thread per engine and DMA queue, a slice per\n"
            "             instruction (args: opcode, operands, source), counter tracks, and\n"
@@ -23,7 +24,8 @@ void nk_help_export(void)
            "             engine, operands, bytes, source location, dependencies)\n"
            "  csv        one row per instruction, with a header row\n\n"
            "  -o, --out FILE    where to write (default or '-': standard output)\n"
-           "  --from NS --to NS json and csv: only instructions overlapping [NS, NS] (ns)\n\n"
+           "  --from A --to B   json and csv: only the instructions running at some time\n"
+           "                    in [A, B] (ns from the kernel's start)\n\n"
            "exit codes: 0 success, 1 unreadable profile or unwritable output, 2 bad command line\n");
 }
 
@@ -86,6 +88,19 @@ static int parse(int argc, char **argv, export_opts *e)
     return NK_EXIT_OK;
 }
 
+/* The export to FILE, or to standard output for none or '-'. */
+static int write_out(const char *out, const nk_text *t)
+{
+    int to_stdout = !out || !strcmp(out, "-");
+    errno = 0;
+    int rc = to_stdout ? (fwrite(t->s, 1, t->len, stdout) == t->len ? NK_OK : NK_EIO) : nk_view_write_file(out, t);
+    if (!rc)
+        return NK_EXIT_OK;
+    /* the system's reason, when the failed call left one */
+    return nk_cli_error(NK_EXIT_FAIL, "export: cannot write %s: %s", to_stdout ? "standard output" : out,
+                        rc == NK_EIO && errno ? strerror(errno) : nk_strerror(rc));
+}
+
 int nk_cmd_export(int argc, char **argv)
 {
     export_opts e;
@@ -101,14 +116,10 @@ int nk_cmd_export(int argc, char **argv)
     int rc = !strcmp(e.format, "perfetto") ? nk_export_perfetto(pr, &e.o, &t)
            : !strcmp(e.format, "json")     ? nk_export_json(pr, &e.o, &t)
                                            : nk_export_csv(pr, &e.o, &t);
-    if (!rc) {
-        if (!e.out || !strcmp(e.out, "-"))
-            rc = fwrite(t.s, 1, t.len, stdout) == t.len ? NK_OK : NK_EIO;
-        else
-            rc = nk_view_write_file(e.out, &t);
-    }
     if (rc)
-        code = nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.out && strcmp(e.out, "-") ? e.out : "stdout", nk_strerror(rc));
+        code = nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.in, nk_strerror(rc));
+    else
+        code = write_out(e.out, &t);
     nk_text_free(&t);
     nk_profile_free(pr);
     return code;

@@ -9,14 +9,15 @@ void nk_help_kernels(void)
 {
     printf("usage: nklab kernels\n\n"
            "Lists the built-in kernels: name, example argument shapes and dtypes, summary.\n"
-           "Run one with `nklab run NAME --in a.npy ... --out out.npy`.\n");
+           "Run one with `nklab run NAME --in a.npy ... --out out.npy`; `nklab bench NAME`\n"
+           "and `nklab profile NAME` run it on these example arguments.\n\n"
+           "exit codes: 0 success, 2 bad command line (any argument)\n");
 }
 
 int nk_cmd_kernels(int argc, char **argv)
 {
-    (void)argv;
     if (argc > 1)
-        return nk_cli_error(NK_EXIT_USAGE, "kernels takes no arguments");
+        return nk_cli_error(NK_EXIT_USAGE, "kernels: takes no arguments, got '%s'", argv[1]);
     for (int i = 0; i < nk_builtin_kernel_count; i++) {
         const nk_kernel_info *k = &nk_builtin_kernels[i];
         printf("%-14s", k->name);

@@ -1,6 +1,7 @@
 /*
  * cmd_summary.c - `nklab summary P.nkp [--json]`: the profile's summary
- * metrics, as aligned text with units or as one JSON object.
+ * metrics, as aligned text with units followed by the top findings of the
+ * insights, or as one JSON object.
  */
 #include "args.h"
 
@@ -18,9 +19,11 @@ void nk_help_summary(void)
            "and queues, HBM/SBUF/PSUM traffic, FLOPs and the utilisation estimates\n"
            "(hfu, mfu against the target's peak FLOPs, mbu against its HBM bandwidth),\n"
            "arithmetic intensity against the ridge point (peak_flops_bandwidth_ratio).\n"
-           "docs/file-formats.md defines each metric.\n\n"
+           "docs/file-formats.md defines each metric. Then the top 3 findings of\n"
+           "`nklab insights` (what limits the kernel and what to change), if any.\n\n"
            "  --json   one JSON object whose keys are exactly the metric names\n"
-           "           (times in seconds, percentages 0..100, sizes in bytes)\n\n"
+           "           (times in seconds, percentages 0..100, sizes in bytes);\n"
+           "           no findings\n\n"
            "exit codes: 0 success, 1 unreadable profile, 2 bad command line\n");
 }
 

@@ -16,7 +16,7 @@ void nk_help_timeline(void)
            "Prints one row per engine and DMA queue: one character per time column\n"
            "showing how busy the row is in it (' ' idle, '.' <20%%, ':' <40%%, '-' <60%%,\n"
            "'=' <80%%, '#' 80%% or more), the row's active share, and a time axis.\n\n"
-           "  --width N   total width in characters, 40..1000 (default 100)\n\n"
+           "  --width N   width of the engine rows in characters, 40..1000 (default 100)\n\n"
            "exit codes: 0 success, 1 unreadable profile, 2 bad command line\n");
 }
 

@@ -8,6 +8,7 @@
 #include "profile/profile.h"
 #include "view/view.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +68,19 @@ int nk_cmd_view(int argc, char **argv)
     /* a profile the insights cannot analyse still gets its page, without them */
     if (nk_insights_view_json(pr, &ins))
         nk_text_free(&ins);
-    int rc = nk_view_html(pr, ins.s, &page);
-    if (!rc)
+    int rc = nk_view_html(pr, ins.s, &page), code = NK_EXIT_OK;
+    if (rc) {
+        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, nk_strerror(rc));
+    } else if (!out) {
+        code = nk_cli_error(NK_EXIT_FAIL, "view: %s", nk_strerror(NK_ENOMEM));
+    } else {
+        errno = 0;
         rc = nk_view_write_file(out, &page);
-    int code = NK_EXIT_OK;
-    if (rc)
-        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", out ? out : "?", nk_strerror(rc));
-    else
+        if (rc) /* the system's reason, when the failed call left one */
+            code = nk_cli_error(NK_EXIT_FAIL, "view: cannot write %s: %s", out,
+                                rc == NK_EIO && errno ? strerror(errno) : nk_strerror(rc));
+    }
+    if (!code)
         fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
     nk_text_free(&ins);
     nk_text_free(&page);

@@ -3,6 +3,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +19,10 @@ static const nk_command commands[] = {
     {"insights", "explain what limits a kernel, with evidence, source lines and suggestions", nk_cmd_insights,
      nk_help_insights},
     {"diff", "compare two profiles: time, engines, opcodes, source lines, findings", nk_cmd_diff, nk_help_diff},
-    {"summary", "print a profile's summary metrics (text or --json)", nk_cmd_summary, nk_help_summary},
+    {"summary", "print a profile's summary metrics and top findings (or --json metrics)", nk_cmd_summary,
+     nk_help_summary},
+    {"target", "print a target table (trn1, trn2 or a what-if target file) as a target file", nk_cmd_target,
+     nk_help_target},
 };
 
 int nk_cli_error(int code, const char *fmt, ...)
@@ -47,19 +51,34 @@ static void usage(FILE *f)
                "exit codes: 0 success, 1 the operation failed, 2 bad command line\n");
 }
 
+/* A command's result once its output is out: stdout is buffered, so a full
+ * disk shows only when it is flushed, and must fail a command that succeeded
+ * (exit 1) rather than pass unnoticed. A command that failed has said why. */
+static int finish(int code)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return code;
+    if (code != NK_EXIT_OK)
+        return code;
+    return nk_cli_error(NK_EXIT_FAIL, "cannot write standard output: %s", errno ? strerror(errno) : "write error");
+}
+
 int main(int argc, char **argv)
 {
+    /* profiles of built-in kernels hold their source from any directory */
+    nk_builtin_kernel_sources_register();
     if (argc < 2) {
         usage(stderr);
         return NK_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return NK_EXIT_OK;
+        return finish(NK_EXIT_OK);
     }
     if (!strcmp(argv[1], "--version")) {
         printf("nklab %s\n", NK_VERSION);
-        return NK_EXIT_OK;
+        return finish(NK_EXIT_OK);
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[1], commands[i].name))
@@ -67,9 +86,9 @@ int main(int argc, char **argv)
         for (int a = 2; a < argc; a++)
             if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
                 commands[i].help();
-                return NK_EXIT_OK;
+                return finish(NK_EXIT_OK);
             }
-        return commands[i].run(argc - 1, argv + 1);
+        return finish(commands[i].run(argc - 1, argv + 1));
     }
     return nk_cli_error(NK_EXIT_USAGE, "unknown command '%s' (see nklab --help)", argv[1]);
 }

@@ -60,6 +60,29 @@ static char *read_source(const char *path)
     return s;
 }
 
+/* The process's source lookup (nk_profile_set_source_lookup). */
+static nk_source_lookup_fn source_lookup;
+static void *source_lookup_user;
+
+void nk_profile_set_source_lookup(nk_source_lookup_fn fn, void *user)
+{
+    source_lookup = fn;
+    source_lookup_user = fn ? user : NULL;
+}
+
+/* A source's text: the lookup's copy when it knows the path and the text is
+ * one a profile can hold, else the file's. *oom is set when a copy fails. */
+static char *find_source(const char *path, int *oom)
+{
+    const char *known = source_lookup ? source_lookup(path, source_lookup_user) : NULL;
+    if (known && strlen(known) <= NK_IO_MAX_TEXT) {
+        char *s = strdup(known);
+        *oom = !s;
+        return s;
+    }
+    return read_source(path);
+}
+
 int nk__profile_read_sources(nk_profile *pr)
 {
     const nk_program *p = pr->prog;
@@ -67,9 +90,12 @@ int nk__profile_read_sources(nk_profile *pr)
     if (!pr->sources)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < p->nfiles; i++) {
+        int oom = 0;
         if (!(pr->sources[i].path = strdup(p->files[i])))
             return NK_ENOMEM;
-        pr->sources[i].text = read_source(p->files[i]);
+        pr->sources[i].text = find_source(p->files[i], &oom);
+        if (oom)
+            return NK_ENOMEM;
     }
     return 0;
 }
@@ -123,6 +149,48 @@ const nk_program *nk_profile_program(const nk_profile *pr) { return pr ? pr->pro
 
 /* ================================================================ encode */
 
+/* Events, DMA transfers, spans and counter samples are the bulk of a large
+ * profile (a million transfers): their fields are variable-length, each
+ * time as the xor of its bits with a nearby time (fx), each instruction id
+ * as the difference from the previous record's (sv). */
+static void put_events(nk_wr *w, const nk_timeline *tl)
+{
+    nk__wr_u32(w, tl->nevents);
+    int64_t instr = 0;
+    double start = 0;
+    for (uint32_t i = 0; i < tl->nevents; i++) {
+        const nk_event *e = &tl->events[i];
+        nk__wr_sv(w, (int64_t)e->instr - instr);
+        nk__wr_u8(w, e->engine);
+        nk__wr_u8(w, e->kind);
+        nk__wr_uv(w, e->queue);
+        nk__wr_fx(w, e->start, start);
+        nk__wr_fx(w, e->end, e->start);
+        instr = e->instr;
+        start = e->start;
+    }
+}
+
+static void put_xfers(nk_wr *w, const nk_timeline *tl)
+{
+    nk__wr_u32(w, tl->nxfers);
+    int64_t instr = 0;
+    double start = 0;
+    for (uint32_t i = 0; i < tl->nxfers; i++) {
+        const nk_dma_xfer *x = &tl->xfers[i];
+        nk__wr_sv(w, (int64_t)x->instr - instr);
+        nk__wr_uv(w, x->queue);
+        nk__wr_u8(w, x->dma_engine);
+        nk__wr_u8(w, x->to_hbm);
+        nk__wr_uv(w, x->partitions);
+        nk__wr_uv(w, x->bytes);
+        nk__wr_fx(w, x->start, start);
+        nk__wr_fx(w, x->end, x->start);
+        instr = x->instr;
+        start = x->start;
+    }
+}
+
 static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
 {
     nk__wr_str(w, tl->target);
@@ -132,32 +200,14 @@ static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
     nk__wr_u32(w, NK_ENGINE_COUNT);
     for (int e = 0; e < NK_ENGINE_COUNT; e++)
         nk__wr_f64(w, tl->active_ns[e]);
-    nk__wr_u32(w, tl->nevents);
-    for (uint32_t i = 0; i < tl->nevents; i++) {
-        const nk_event *e = &tl->events[i];
-        nk__wr_u32(w, e->instr);
-        nk__wr_u8(w, e->engine);
-        nk__wr_u8(w, e->kind);
-        nk__wr_u16(w, e->queue);
-        nk__wr_f64(w, e->start);
-        nk__wr_f64(w, e->end);
-    }
-    nk__wr_u32(w, tl->nxfers);
-    for (uint32_t i = 0; i < tl->nxfers; i++) {
-        const nk_dma_xfer *x = &tl->xfers[i];
-        nk__wr_u32(w, x->instr);
-        nk__wr_u16(w, x->queue);
-        nk__wr_u8(w, x->dma_engine);
-        nk__wr_u8(w, x->to_hbm);
-        nk__wr_u32(w, x->partitions);
-        nk__wr_u64(w, x->bytes);
-        nk__wr_f64(w, x->start);
-        nk__wr_f64(w, x->end);
-    }
+    put_events(w, tl);
+    put_xfers(w, tl);
     nk__wr_u32(w, ninstr);
+    double prev = 0;
     for (uint32_t i = 0; i < ninstr; i++) {
-        nk__wr_f64(w, tl->instr_start[i]);
-        nk__wr_f64(w, tl->instr_end[i]);
+        nk__wr_fx(w, tl->instr_start[i], prev);
+        nk__wr_fx(w, tl->instr_end[i], tl->instr_start[i]);
+        prev = tl->instr_start[i];
     }
     nk__wr_u32(w, tl->ncounters);
     for (uint32_t i = 0; i < tl->ncounters; i++) {
@@ -166,10 +216,25 @@ static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
         nk__wr_str(w, c->unit);
         nk__wr_u32(w, c->n);
         for (uint32_t k = 0; k < c->n; k++) {
-            nk__wr_f64(w, c->t[k]);
-            nk__wr_f64(w, c->value[k]);
+            nk__wr_fx(w, c->t[k], k ? c->t[k - 1] : 0);
+            nk__wr_fx(w, c->value[k], k ? c->value[k - 1] : 0);
         }
     }
+}
+
+/* Bytes the file will take, about (most fields are variable-length): to
+ * size the buffer once. */
+static size_t encoded_estimate(const nk_profile *pr)
+{
+    const nk_program *p = pr->prog;
+    const nk_timeline *tl = pr->tl;
+    size_t n = 64 * 1024 + (size_t)p->ninstr * 80 + (size_t)p->nbufs * 24 + (size_t)p->ndeps * 3 +
+               (size_t)tl->nevents * 16 + (size_t)tl->nxfers * 20;
+    for (uint32_t i = 0; i < tl->ncounters; i++)
+        n += (size_t)tl->counters[i].n * 12;
+    for (uint32_t i = 0; pr->sources && i < p->nfiles; i++)
+        n += pr->sources[i].text ? strlen(pr->sources[i].text) + 8 : 1;
+    return n;
 }
 
 int nk__profile_encode(const nk_profile *pr, nk_wr *w)
@@ -180,6 +245,7 @@ int nk__profile_encode(const nk_profile *pr, nk_wr *w)
     int rc = nk_arch_format(&pr->arch, &arch_text);
     if (rc)
         return rc;
+    nk__wr_reserve(w, encoded_estimate(pr));
     nk__file_begin(w, NK_MAGIC_PROFILE);
     size_t s = nk__wr_begin(w, "META");
     nk__wr_str(w, pr->nklab_version);
@@ -260,49 +326,72 @@ static int get_prog(nk_rd *r, nk_profile *pr)
     return r->rc = s.rc;
 }
 
+/* Minimum encoded sizes (one byte per variable-length field; version 1's
+ * fixed widths second), for the counts-versus-bytes checks: an event, a DMA
+ * transfer, an instruction's span, a counter sample. */
+enum {
+    MIN_EVENT = 6, MIN_EVENT_V1 = 24, MIN_XFER = 8, MIN_XFER_V1 = 36,
+    MIN_SPAN = 2, MIN_SPAN_V1 = 16, MIN_SAMPLE = 2, MIN_SAMPLE_V1 = 16
+};
+
+/* The instruction of the next record: version 1 stores it, later versions
+ * its difference from the previous record's. */
+static uint32_t get_instr_id(nk_rd *s, int64_t *prev, const char *what, uint32_t i)
+{
+    int64_t v = nk__rd_v1(s) ? (int64_t)nk__rd_u32(s) : *prev + nk__rd_sv(s);
+    if (v < 0 || v > UINT32_MAX)
+        nk__rd_fail(s, NK_EFORMAT, "%s %u: instruction %lld out of range", what, i, (long long)v);
+    *prev = v;
+    return (uint32_t)v;
+}
+
 static void get_events(nk_rd *s, nk_timeline *tl)
 {
-    tl->nevents = nk__rd_count(s, 24, "events");
+    tl->nevents = nk__rd_count(s, nk__rd_vmin(s, MIN_EVENT_V1, MIN_EVENT), "events");
     if (s->rc || !(tl->events = calloc(tl->nevents ? tl->nevents : 1, sizeof *tl->events))) {
         tl->nevents = 0;
         nk__rd_fail(s, NK_ENOMEM, "out of memory");
         return;
     }
-    for (uint32_t i = 0; i < tl->nevents; i++) {
+    int64_t instr = 0;
+    double start = 0;
+    for (uint32_t i = 0; i < tl->nevents && !s->rc; i++) {
         nk_event *e = &tl->events[i];
-        e->instr = nk__rd_u32(s);
+        e->instr = get_instr_id(s, &instr, "event", i);
         e->engine = nk__rd_u8(s);
         e->kind = nk__rd_u8(s);
-        e->queue = nk__rd_u16(s);
-        e->start = nk__rd_f64(s);
-        e->end = nk__rd_f64(s);
+        e->queue = nk__rd_vu16(s);
+        e->start = start = nk__rd_vfx(s, start);
+        e->end = nk__rd_vfx(s, e->start);
     }
 }
 
 static void get_xfers(nk_rd *s, nk_timeline *tl)
 {
-    tl->nxfers = nk__rd_count(s, 36, "DMA transfers");
+    tl->nxfers = nk__rd_count(s, nk__rd_vmin(s, MIN_XFER_V1, MIN_XFER), "DMA transfers");
     if (s->rc || !(tl->xfers = calloc(tl->nxfers ? tl->nxfers : 1, sizeof *tl->xfers))) {
         tl->nxfers = 0;
         nk__rd_fail(s, NK_ENOMEM, "out of memory");
         return;
     }
-    for (uint32_t i = 0; i < tl->nxfers; i++) {
+    int64_t instr = 0;
+    double start = 0;
+    for (uint32_t i = 0; i < tl->nxfers && !s->rc; i++) {
         nk_dma_xfer *x = &tl->xfers[i];
-        x->instr = nk__rd_u32(s);
-        x->queue = nk__rd_u16(s);
+        x->instr = get_instr_id(s, &instr, "DMA transfer", i);
+        x->queue = nk__rd_vu16(s);
         x->dma_engine = nk__rd_u8(s);
         x->to_hbm = nk__rd_u8(s);
-        x->partitions = nk__rd_u32(s);
-        x->bytes = nk__rd_u64(s);
-        x->start = nk__rd_f64(s);
-        x->end = nk__rd_f64(s);
+        x->partitions = nk__rd_vu32(s);
+        x->bytes = nk__rd_vu64(s);
+        x->start = start = nk__rd_vfx(s, start);
+        x->end = nk__rd_vfx(s, x->start);
     }
 }
 
 static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
 {
-    uint32_t n = nk__rd_count(s, 16, "instruction spans");
+    uint32_t n = nk__rd_count(s, nk__rd_vmin(s, MIN_SPAN_V1, MIN_SPAN), "instruction spans");
     if (!s->rc && n != ninstr)
         nk__rd_fail(s, NK_EFORMAT, "%u instruction spans for %u instructions", n, ninstr);
     if (s->rc)
@@ -313,9 +402,10 @@ static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
         nk__rd_fail(s, NK_ENOMEM, "out of memory");
         return;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        tl->instr_start[i] = nk__rd_f64(s);
-        tl->instr_end[i] = nk__rd_f64(s);
+    double prev = 0;
+    for (uint32_t i = 0; i < n && !s->rc; i++) {
+        tl->instr_start[i] = prev = nk__rd_vfx(s, prev);
+        tl->instr_end[i] = nk__rd_vfx(s, prev);
     }
 }
 
@@ -333,7 +423,7 @@ static void get_counters(nk_rd *s, nk_timeline *tl)
         tl->ncounters = i + 1; /* so nk_timeline_free releases what is read */
         nk__rd_str_into(s, c->name, sizeof c->name, "counter name");
         nk__rd_str_into(s, c->unit, sizeof c->unit, "counter unit");
-        c->n = nk__rd_count(s, 16, "counter samples");
+        c->n = nk__rd_count(s, nk__rd_vmin(s, MIN_SAMPLE_V1, MIN_SAMPLE), "counter samples");
         if (s->rc)
             break;
         c->t = malloc((c->n ? c->n : 1) * sizeof(double));
@@ -343,8 +433,8 @@ static void get_counters(nk_rd *s, nk_timeline *tl)
             break;
         }
         for (uint32_t k = 0; k < c->n; k++) {
-            c->t[k] = nk__rd_f64(s);
-            c->value[k] = nk__rd_f64(s);
+            c->t[k] = nk__rd_vfx(s, k ? c->t[k - 1] : 0);
+            c->value[k] = nk__rd_vfx(s, k ? c->value[k - 1] : 0);
         }
     }
 }

@@ -31,9 +31,9 @@ typedef struct nk_profile {
 } nk_profile;
 
 /* Captures a profile of p: copies the program, times it on arch (NULL: the
- * program's target) and reads the source files it names. The creation time
- * is the clock's, or NK_PROFILE_FIXED_TIME (seconds) when that is set, for
- * reproducible files. */
+ * program's target) and records the source files it names
+ * (nk__profile_read_sources). The creation time is the clock's, or
+ * NK_PROFILE_FIXED_TIME (seconds) when that is set, for reproducible files. */
 int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **out);
 /* Writes atomically (temporary file + fsync + rename). */
 int nk_profile_write(const nk_profile *pr, const char *path);
@@ -53,7 +53,9 @@ int nk__profile_decode_content(nk_rd *r, nk_profile **out);
 /* What the reader trusts about a timeline, given its program and target. */
 int nk__timeline_check(const nk_timeline *tl, const nk_program *p, const nk_arch *arch, char *err,
                        size_t errlen);
-/* Reads the source text of each of the program's files into pr->sources. */
+/* The source text of each of the program's files into pr->sources: the
+ * source lookup's (nk_profile_set_source_lookup) when it knows the file, else
+ * the file's, else NULL. */
 int nk__profile_read_sources(nk_profile *pr);
 
 /* ---- metrics (metrics.c): names as in the Neuron profiler's summary */

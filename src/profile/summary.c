@@ -1,8 +1,10 @@
 /*
  * summary.c - `nklab summary`: the metrics of a profile as aligned text with
- * units, or as one JSON object whose keys are exactly the metric names.
+ * units followed by the top findings of the insights, or as one JSON object
+ * whose keys are exactly the metric names.
  */
 #include "profile/profile.h"
+#include "insights/insights.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -114,6 +116,21 @@ static void summary_json(nk_text *t, const nk_metrics *m)
     nk_text_printf(t, "}\n");
 }
 
+/* How many findings the text form shows; `nklab insights` shows them all. */
+#define SUMMARY_FINDINGS 3
+
+/* The top findings after the metrics, under a blank line; nothing when no
+ * rule fired. */
+static int top_findings(nk_text *t, const nk_profile *pr)
+{
+    nk_text f = {0};
+    int rc = nk_insights_top(pr, SUMMARY_FINDINGS, &f);
+    if (!rc && f.len)
+        nk_text_printf(t, "\n%s", f.s);
+    nk_text_free(&f);
+    return rc;
+}
+
 int nk_profile_summary(const nk_profile *pr, const char *label, int json, char **text)
 {
     *text = NULL;
@@ -124,11 +141,13 @@ int nk_profile_summary(const nk_profile *pr, const char *label, int json, char *
     nk_text t = {0};
     if (json)
         summary_json(&t, &m);
-    else
+    else {
         summary_text(&t, pr, label, &m);
-    if (t.oom || !t.s) {
+        rc = top_findings(&t, pr);
+    }
+    if (rc || t.oom || !t.s) {
         nk_text_free(&t);
-        return NK_ENOMEM;
+        return rc ? rc : NK_ENOMEM;
     }
     *text = t.s;
     return 0;

@@ -85,8 +85,9 @@ else
     bad "table header has the 14 columns" "$(sed -n 2p "$W/out")"
 fi
 read -r c_b c_nc c_ncu c_w c_mode c_inf c_ires c_l1 c_l50 c_l99 c_n1 c_n50 c_n99 c_user c_extra <<<"$(sed -n 3p "$W/out")"
-if [ "$c_b $c_nc $c_ncu $c_w $c_mode" = "1 1 1 0 sim" ] && [ -z "${c_extra:-}" ] && [ -n "${c_user:-}" ]; then ok; else
-    bad "row: B NC NC-USED WEIGHTS MODE = 1 1 1 0 sim, 14 values" "$(sed -n 3p "$W/out")"
+# WEIGHTS: the input's bytes, 250 x 512 float32 = 512000
+if [ "$c_b $c_nc $c_ncu $c_w $c_mode" = "1 1 1 512000 sim" ] && [ -z "${c_extra:-}" ] && [ -n "${c_user:-}" ]; then ok; else
+    bad "row: B NC NC-USED WEIGHTS MODE = 1 1 1 512000 sim, 14 values" "$(sed -n 3p "$W/out")"
 fi
 check "L(1) <= L(50) <= L(99)" 'v1 <= v2 && v2 <= v3' "$c_l1" "$c_l50" "$c_l99"
 check "NCL is one modelled time: NCL(1) = NCL(50) = NCL(99) > 0" 'v1 == v2 && v2 == v3 && v1 > 0' "$c_n1" "$c_n50" "$c_n99"
@@ -121,12 +122,13 @@ fi
 if command -v python3 >/dev/null && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$J" 2>/dev/null; then ok
 elif command -v python3 >/dev/null; then bad "--json is valid JSON" "$(cat "$J")"
 else skip=$((skip + 1)); fi
-want="kernel=tensor_exp target=trn1 mode=sim batch=1 nc=1 nc_used=1 weights=0 warmup=0 iters=25 instructions=6"
+want="kernel=tensor_exp target=trn1 mode=sim batch=1 nc=1 nc_used=1 weights=512000 warmup=0 iters=25 instructions=6"
 got=""
 for kv in $want; do got="$got ${kv%%=*}=$(jget "$J" "${kv%%=*}")"; done
 if [ "${got# }" = "$want" ]; then ok; else bad "--json identity keys" "got:  ${got# }" "want: $want"; fi
 dev=$(jget "$J" device_us); hin=$(jget "$J" host_in_us); hout=$(jget "$J" host_out_us)
 check "host_in_us = host_out_us = 512000 B / 16 B/ns = 32 us" 'v1 == 32 && v2 == 32' "$hin" "$hout"
+check "host_in_us = weights / 16 B/ns" 'v1 == v2 / 16000' "$hin" "$(jget "$J" weights)"
 check "exec_us > 0 when values are computed" 'v1 > 0' "$(jget "$J" exec_us)"
 missing=""
 prev=0
@@ -163,7 +165,7 @@ if [ "$(jget "$W/out" mode)" = model ] && [ "$(jget "$W/out" exec_us)" = "0.000"
     bad "--no-exec: mode model, nothing executed, same device time" "$(cat "$W/out" "$W/err")"
 fi
 run "$NK" bench tensor_exp --no-exec --iters 5
-if sed -n 3p "$W/out" | grep -Eq '^1 +1 +1 +0 +model '; then ok; else bad "--no-exec: MODE model in the table" "$(cat "$W/out")"; fi
+if sed -n 3p "$W/out" | grep -Eq '^1 +1 +1 +512000 +model '; then ok; else bad "--no-exec: MODE model in the table" "$(cat "$W/out")"; fi
 run "$NK" bench tensor_exp --target trn2 --json --iters 3
 d2=$(jget "$W/out" device_us)
 if [ "$rc" -eq 0 ] && [ "$(jget "$W/out" target)" = trn2 ]; then ok; else bad "--target trn2" "$(cat "$W/out" "$W/err")"; fi
@@ -174,6 +176,9 @@ run "$NK" bench tensor_exp --random in=130x70 --iters 3 --json
 if [ "$rc" -eq 0 ] && [ "$(jget "$W/out" device_us)" != "$dev" ]; then ok; else
     bad "bench --random with another shape times another program" "$(cat "$W/out" "$W/err")"
 fi
+if [ "$(jget "$W/out" weights)" = $((130 * 70 * 4)) ]; then ok; else bad "weights of a 130x70 float32 input" "$(jget "$W/out" weights)"; fi
+run "$NK" bench tensor_exp --random in=130x70:bfloat16 --iters 3 --json
+if [ "$(jget "$W/out" weights)" = $((130 * 70 * 2)) ]; then ok; else bad "weights of a 130x70 bfloat16 input" "$(jget "$W/out" weights)"; fi
 run "$NK" bench tensor_exp --iters 3 --json --profile "$W/b.nkp"
 if [ "$rc" -eq 0 ] && [ -s "$W/b.nkp" ] && [ "$(cat "$W/err")" = "wrote $W/b.nkp (6 instructions, device time $dev us on trn1)" ] &&
     [ "$(tail -n 1 "$W/out")" = "}" ]; then ok; else
@@ -188,6 +193,9 @@ run "$NK" bench matmul_tiled --iters 2 --warmup 0
 if [ "$rc" -eq 0 ] && sed -n 1p "$W/out" | grep -q '^matmul_tiled on trn1: 2 iterations after 0 warm-up'; then ok; else
     bad "bench a built-in kernel with two arguments on its examples" "$(cat "$W/out" "$W/err")"
 fi
+# WEIGHTS sums both inputs: lhsT [1024, 256] and rhs [1024, 1024] bfloat16
+w=$(sed -n 3p "$W/out" | awk '{ print $4 }')
+if [ "$w" = $(((1024 * 256 + 1024 * 1024) * 2)) ]; then ok; else bad "matmul_tiled's WEIGHTS: both inputs' bytes" "$w"; fi
 
 # ---- help
 run "$NK" bench --help

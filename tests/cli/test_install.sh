@@ -80,6 +80,11 @@ if cmp -s "$W/app/y.npy" "$W/yb.npy"; then ok; else bad "installed and build-tre
 if [ $? -eq 0 ] && sed -n 1p "$W/out" | grep -q '^tensor_exp on trn1: 3 iterations'; then ok; else
     bad "the installed nklab benchmarks" "$(cat "$W/out")"
 fi
+# its profiles of built-in kernels carry their source (embedded at build time)
+(cd "$W/app" && "$P/bin/nklab" profile tensor_exp --no-exec -o e.nkp && "$P/bin/nklab" insights e.nkp) >"$W/out" 2>&1
+if [ $? -eq 0 ] && grep -q '^  tensor_exp\.c:16 .*nk_tensor e = nk_exp(nc, tile);$' "$W/out"; then ok; else
+    bad "the installed nklab's profile holds the built-in kernel's source" "$(cat "$W/out")"
+fi
 # without the installed header the user kernel cannot compile: it was that one
 mv "$P/include/nklab.h" "$W/nklab.h.away"
 echo "/* another object */" >>"$W/app/k.c"

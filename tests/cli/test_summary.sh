@@ -78,9 +78,38 @@ expect_match "ridge point" "$W/text" '^  peak_flops_bandwidth_ratio +223\.78 FLO
 cols=$(grep -E '^  [a-z_]+ ' "$W/text" | awk '{ print index($0, $2) + length($2) }' | sort -u | wc -l)
 if [ "$cols" -eq 1 ]; then ok; else bad "values right-aligned in one column" "$cols different columns"; fi
 
+# ---- the top findings follow the metrics: the first (at most) three of
+# `nklab insights`, in its order, each with its suggestion
+sed -n '/^Top findings/,$p' "$W/text" >"$W/top"
+if [ "$(sed -n '1p' "$W/top")" = "Top findings (nklab insights for all):" ] &&
+    [ "$(grep -n '^Top findings' "$W/text" | cut -d: -f1)" -gt "$(grep -n '^  matmul_instruction_count ' "$W/text" | cut -d: -f1)" ] &&
+    [ -z "$(grep -B1 '^Top findings' "$W/text" | head -n 1)" ]; then ok; else
+    bad "a 'Top findings' heading after the metrics and a blank line" "$(tail -n 20 "$W/text")"
+fi
+# the same headings as `nklab insights` for tensor_exp and two kernels with
+# more findings (tensor_add, matmul_tiled)
+same_top() {
+    local name=$1 prof=$2
+    run "$NK" insights "$prof"
+    grep -E '^[0-9]+\. \[' "$W/out" | head -n 3 >"$W/want_top"
+    run "$NK" summary "$prof"
+    sed -n '/^Top findings/,$p' "$W/out" | grep -E '^[0-9]+\. \[' >"$W/got_top"
+    if [ "$rc" -eq 0 ] && [ -s "$W/want_top" ] && cmp -s "$W/want_top" "$W/got_top"; then ok; else
+        bad "$name: the summary's findings are the insights' first three" "got:  $(cat "$W/got_top")" \
+            "want: $(cat "$W/want_top")"
+    fi
+}
+same_top tensor_exp "$P"
+if [ "$(grep -c '^   do: ' "$W/top")" -eq "$(wc -l <"$W/got_top")" ]; then ok; else bad "each finding has its suggestion"; fi
+for k in tensor_add matmul_tiled; do
+    run "$NK" profile "$k" --no-exec -o "$W/$k.nkp"
+    same_top "$k" "$W/$k.nkp"
+done
+
 # ---- JSON: exactly the metric names, in order
 run "$NK" summary --json "$P"
 if [ "$rc" -eq 0 ] && [ "$(wc -l <"$W/out")" -eq 1 ]; then ok; else bad "summary --json prints one line" "exit $rc"; fi
+if grep -q 'finding' "$W/out"; then bad "summary --json has no findings"; else ok; fi
 if command -v python3 >/dev/null; then
     if python3 - "$W/out" <<'EOF'
 import json, sys
