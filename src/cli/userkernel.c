@@ -154,6 +154,83 @@ static int run_compiler(char *const argv[], char *err, size_t errlen)
     return 0;
 }
 
+/* The files a compiled kernel was built from (the compiler's -MMD list),
+ * kept beside the object as "HASH PATH" lines so that an edit to any header
+ * the kernel includes, not only to its own file, triggers a rebuild. */
+static uint64_t file_hash(const char *path, int *ok)
+{
+    char *buf;
+    size_t n;
+    *ok = read_all(path, &buf, &n) == 0;
+    if (!*ok)
+        return 0;
+    uint64_t h = fnv(1469598103934665603ull, buf, n);
+    free(buf);
+    return h;
+}
+
+static int write_deps(const char *so, const char *dfile)
+{
+    char *d;
+    size_t n;
+    if (read_all(dfile, &d, &n))
+        return -1;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s.deps", so);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(d);
+        return -1;
+    }
+    size_t i = 0;
+    while (i < n && d[i] != ':') /* skip the target */
+        i++;
+    i++;
+    while (i < n) {
+        char dep[PATH_MAX];
+        size_t k = 0;
+        while (i < n && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || (d[i] == '\\' && i + 1 < n && d[i + 1] == '\n')))
+            i += d[i] == '\\' ? 2 : 1;
+        while (i < n && d[i] != ' ' && d[i] != '\t' && d[i] != '\n' && k + 1 < sizeof dep) {
+            if (d[i] == '\\' && i + 1 < n && d[i + 1] == ' ')
+                i++;
+            dep[k++] = d[i++];
+        }
+        dep[k] = 0;
+        if (k == 0 || (k > 0 && dep[k - 1] == ':'))
+            continue;
+        int ok;
+        uint64_t h = file_hash(dep, &ok);
+        if (ok)
+            fprintf(f, "%016llx %s\n", (unsigned long long)h, dep);
+    }
+    free(d);
+    return fclose(f) ? -1 : 0;
+}
+
+/* Every file listed beside the object still has the content it was built from. */
+static int deps_fresh(const char *so)
+{
+    char path[PATH_MAX + 32], line[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s.deps", so);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int fresh = 1;
+    while (fresh && fgets(line, sizeof line, f)) {
+        unsigned long long want;
+        char dep[PATH_MAX];
+        if (sscanf(line, "%16llx %4095[^\n]", &want, dep) != 2) {
+            fresh = 0;
+            break;
+        }
+        int ok;
+        fresh = file_hash(dep, &ok) == want && ok;
+    }
+    fclose(f);
+    return fresh;
+}
+
 int nk_cli_load_user_kernel(const char *spec, nk_user_kernel *uk, int verbose, char *err, size_t errlen)
 {
     memset(uk, 0, sizeof *uk);
@@ -206,20 +283,24 @@ int nk_cli_load_user_kernel(const char *spec, nk_user_kernel *uk, int verbose, c
         return -1;
     }
     snprintf(so, sizeof so, "%s/k%016llx.so", dir, (unsigned long long)h);
-    if (access(so, R_OK) != 0) {
-        char tmp[PATH_MAX + 32], incflag[PATH_MAX + 4];
+    if (access(so, R_OK) != 0 || !deps_fresh(so)) {
+        char tmp[PATH_MAX + 32], dtmp[PATH_MAX + 40], incflag[PATH_MAX + 4];
         snprintf(tmp, sizeof tmp, "%s.%ld.tmp", so, (long)getpid());
+        snprintf(dtmp, sizeof dtmp, "%s.%ld.d", so, (long)getpid());
         snprintf(incflag, sizeof incflag, "-I%s", inc);
         if (verbose)
             fprintf(stderr, "compiling %s ...\n", uk->path);
         char *argv[] = {(char *)cc, "-std=c11", "-O2", "-g", "-fPIC", "-shared", "-Wall", "-Wextra", incflag,
-                        "-o", tmp, uk->path, NULL};
+                        "-MMD", "-MF", dtmp, "-o", tmp, uk->path, NULL};
         if (run_compiler(argv, err, errlen)) {
             unlink(tmp);
+            unlink(dtmp);
             return -1;
         }
-        if (rename(tmp, so)) {
-            snprintf(err, errlen, "cannot move the compiled kernel into %s: %s", so, strerror(errno));
+        int bad = write_deps(so, dtmp);
+        unlink(dtmp);
+        if (bad || rename(tmp, so)) {
+            snprintf(err, errlen, "cannot store the compiled kernel in %s: %s", so, strerror(errno));
             unlink(tmp);
             return -1;
         }

@@ -1,7 +1,7 @@
 /*
  * vbuf.c - fast appends to an nk_text (see vbuf.h).
  */
-#include "view/vbuf.h"
+#include "core/vbuf.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -933,6 +933,12 @@ int nk_execute(const nk_program *p, void *const *hbm)
         return NK_ENOMEM;
     x.mem[NK_SBUF] = arena->sbuf;
     x.mem[NK_PSUM] = arena->psum;
+    /* On-chip memory starts every run in the same state, whatever ran before
+     * on this thread: all bits set, which reads as NaN in every float dtype
+     * (and -1 in signed ints), so a kernel that stores partitions it never
+     * wrote gets the same, visible, values every time. */
+    memset(arena->sbuf, 0xff, (size_t)(parts * x.pbytes[NK_SBUF]));
+    memset(arena->psum, 0xff, (size_t)(parts * x.pbytes[NK_PSUM]));
     for (uint32_t i = 0; i < p->ninstr; i++) {
         int rc = run_one(&x, &p->instrs[i]);
         if (rc)

@@ -224,6 +224,5 @@ const char *nk__ins_line_text(const nk_profile *pr, uint32_t file, int line, cha
 void nk__ins_fmt_ns(char *buf, size_t n, double ns);
 void nk__ins_fmt_bytes(char *buf, size_t n, double bytes);
 /* A JSON string literal (escaped also for an HTML <script>). */
-void nk__ins_jstr(nk_text *t, const char *s);
 
 #endif

@@ -4,6 +4,7 @@
  * both together for the HTML viewer).
  */
 #include "insights/insights.h"
+#include "core/vbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,29 +67,6 @@ const char *nk__ins_line_text(const nk_profile *pr, uint32_t file, int line, cha
     return buf;
 }
 
-void nk__ins_jstr(nk_text *t, const char *s)
-{
-    if (!s) {
-        nk_text_printf(t, "null");
-        return;
-    }
-    nk_text_printf(t, "\"");
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        switch (*c) {
-        case '"': nk_text_printf(t, "\\\""); break;
-        case '\\': nk_text_printf(t, "\\\\"); break;
-        case '\n': nk_text_printf(t, "\\n"); break;
-        case '\t': nk_text_printf(t, "\\t"); break;
-        case '<': case '>': case '&': nk_text_printf(t, "\\u%04x", *c); break; /* safe inside <script> */
-        default:
-            if (*c < 0x20)
-                nk_text_printf(t, "\\u%04x", *c);
-            else
-                nk_text_printf(t, "%c", *c);
-        }
-    }
-    nk_text_printf(t, "\"");
-}
 
 /* A JSON number (no NaN or infinity in JSON). */
 static void jnum(nk_text *t, double x)
@@ -263,7 +241,7 @@ static void text_roofline_dma(const nk_insights *ins, nk_text *out)
     nk_text_printf(out, "Roofline\n");
     if (!a->nmatmul)
         nk_text_printf(out, "  no matmul: 0 FLOPs per byte over %s of HBM traffic; memory side of the ridge "
-                            "(%.0f FLOP/B on %s)\n", b, a->ridge, ins->pr->prog->target);
+                            "(%.0f FLOP/B on %s)\n", b, a->ridge, nk__ins_arch(ins->pr)->name);
     else
         nk_text_printf(out, "  %llu matmul%s: %.4g FLOPs over %s of HBM traffic = %.1f FLOP/B against a ridge of "
                             "%.0f FLOP/B (bf16 peak / HBM bandwidth): %s-bound side; %.1f%% of bf16 peak "
@@ -276,9 +254,9 @@ static void text_roofline_dma(const nk_insights *ins, nk_text *out)
         return;
     }
     nk__ins_fmt_bytes(b, sizeof b, a->dma_bytes);
-    nk_text_printf(out, "  %llu load/store%s, %s, %llu descriptors of %.0f B per partition on average "
+    nk_text_printf(out, "  %llu load/store%s, %s, in %llu per-partition segments of %.0f B on average "
                         "(< 256 B: %llu, < 2 KiB: %llu, < 4 KiB: %llu, >= 4 KiB: %llu) [DMAbw]\n"
-                        "  throughput %.1f%% of the DMA peak over the whole kernel\n",
+                        "  throughput %.1f%% of the DMA peak (all DMA engines at full rate) over the whole kernel\n",
                    (unsigned long long)a->dma_instrs, a->dma_instrs == 1 ? "" : "s", b,
                    (unsigned long long)a->descriptors, a->desc_bytes_avg,
                    (unsigned long long)a->desc_class[NK_DMA_TINY], (unsigned long long)a->desc_class[NK_DMA_SMALL],
@@ -352,8 +330,9 @@ int nk_insights_text(const nk_insights *ins, nk_text *out)
     const nk_program *p = ins->pr->prog;
     char t[32];
     nk__ins_fmt_ns(t, sizeof t, ins->a.total_ns);
-    nk_text_printf(out, "Insights: kernel %s on %s, %s total, %u instructions\n\n", p->kernel, p->target, t,
-                   p->ninstr);
+    /* the target the timeline was computed on (a what-if table may differ from the program's) */
+    nk_text_printf(out, "Insights: kernel %s on %s, %s total, %u instructions\n\n", p->kernel,
+                   nk__ins_arch(ins->pr)->name, t, p->ninstr);
     text_engines(ins, out);
     text_overlap(ins, out);
     text_path(ins, out);
@@ -400,27 +379,27 @@ static void json_finding(const nk_insights *ins, const nk_finding *f, nk_text *o
 {
     const nk_program *p = ins->pr->prog;
     nk_text_printf(out, "{\"rule\":");
-    nk__ins_jstr(out, nk_ins_rule_name(f->rule));
+    nk__vb_jstr(out, nk_ins_rule_name(f->rule));
     nk_text_printf(out, ",\"key\":");
-    nk__ins_jstr(out, f->key);
+    nk__vb_jstr(out, f->key);
     nk_text_printf(out, ",\"severity\":");
-    nk__ins_jstr(out, nk_ins_severity_name(f->severity));
+    nk__vb_jstr(out, nk_ins_severity_name(f->severity));
     nk_text_printf(out, ",\"score_ns\":");
     jnum(out, f->score_ns);
     nk_text_printf(out, ",\"share\":");
     jnum(out, ins->a.total_ns > 0 ? f->score_ns / ins->a.total_ns : 0);
     nk_text_printf(out, ",\"title\":");
-    nk__ins_jstr(out, f->title);
+    nk__vb_jstr(out, f->title);
     nk_text_printf(out, ",\"detail\":");
-    nk__ins_jstr(out, f->detail);
+    nk__vb_jstr(out, f->detail);
     nk_text_printf(out, ",\"suggestion\":");
-    nk__ins_jstr(out, f->suggestion);
+    nk__vb_jstr(out, f->suggestion);
     nk_text_printf(out, ",\"evidence\":{");
     for (int k = 0; k < f->nev; k++) {
         char key[48];
         snprintf(key, sizeof key, "%s%s", f->ev[k].name, unit_suffix(f->ev[k].unit));
         nk_text_printf(out, "%s", k ? "," : "");
-        nk__ins_jstr(out, key);
+        nk__vb_jstr(out, key);
         nk_text_printf(out, ":");
         jnum(out, f->ev[k].value);
     }
@@ -428,7 +407,7 @@ static void json_finding(const nk_insights *ins, const nk_finding *f, nk_text *o
     for (int k = 0; k < f->nlines; k++) {
         const nk_ins_line *L = &f->lines[k];
         nk_text_printf(out, "%s{\"file\":", k ? "," : "");
-        nk__ins_jstr(out, L->file < p->nfiles ? p->files[L->file] : "?");
+        nk__vb_jstr(out, L->file < p->nfiles ? p->files[L->file] : "?");
         nk_text_printf(out, ",\"line\":%d,\"instructions\":%u,\"busy_ns\":", L->line, L->ninstr);
         jnum(out, L->busy_ns);
         nk_text_printf(out, "}");
@@ -556,7 +535,7 @@ static void json_lines(const nk_insights *ins, nk_text *out)
     for (uint32_t k = 0; k < a->nlines; k++) {
         const nk_ins_line *L = &a->lines[k];
         nk_text_printf(out, "%s{\"file\":", k ? "," : "");
-        nk__ins_jstr(out, L->file < p->nfiles ? p->files[L->file] : "?");
+        nk__vb_jstr(out, L->file < p->nfiles ? p->files[L->file] : "?");
         nk_text_printf(out, ",\"line\":%d,\"instructions\":%u,\"busy_ns\":", L->line, L->ninstr);
         jnum(out, L->busy_ns);
         nk_text_printf(out, ",\"share\":");
@@ -572,9 +551,9 @@ int nk_insights_analysis_json(const nk_insights *ins, nk_text *out)
 {
     const nk_program *p = ins->pr->prog;
     nk_text_printf(out, "{\"kernel\":");
-    nk__ins_jstr(out, p->kernel);
+    nk__vb_jstr(out, p->kernel);
     nk_text_printf(out, ",\"target\":");
-    nk__ins_jstr(out, p->target);
+    nk__vb_jstr(out, p->target);
     nk_text_printf(out, ",\"total_ns\":");
     jnum(out, ins->a.total_ns);
     nk_text_printf(out, ",");

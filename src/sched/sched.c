@@ -38,8 +38,9 @@ typedef struct sched {
     uint8_t *hbm_written;
     uint32_t *deps;
     uint32_t ndeps, cap_deps;
-    uint32_t cur[64]; /* deps of the current instruction */
-    int ncur;
+    uint32_t *cur; /* deps of the current instruction */
+    int ncur, capcur;
+    int oom;
 } sched;
 
 static region region_of(const nk_program *p, const nk_tensor *t)
@@ -79,18 +80,23 @@ static void add_dep(sched *s, uint32_t j)
     for (int i = 0; i < s->ncur; i++)
         if (s->cur[i] == j)
             return;
-    if (s->ncur < (int)NK_ARRAY_LEN(s->cur)) {
-        s->cur[s->ncur++] = j;
-        return;
+    if (s->ncur == s->capcur) {
+        int cap = s->capcur ? s->capcur * 2 : 64;
+        uint32_t *c = realloc(s->cur, (size_t)cap * sizeof *c);
+        if (!c) {
+            s->oom = 1;
+            return;
+        }
+        s->cur = c;
+        s->capcur = cap;
     }
-    /* more than 64 distinct predecessors: keep the latest ones; the earlier
-     * ones are ordered before them through the lists' own dependencies */
-    int oldest = 0;
-    for (int i = 1; i < s->ncur; i++)
-        if (s->cur[i] < s->cur[oldest])
-            oldest = i;
-    if (j > s->cur[oldest])
-        s->cur[oldest] = j;
+    s->cur[s->ncur++] = j;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
 }
 
 static int tracked(const sched *s, const region *r) { return r->key < 2 || s->hbm_written[r->key - 2]; }
@@ -188,6 +194,8 @@ int nk_schedule(nk_program *p)
             find_deps(&s, &rd[k], 0);
         for (int k = 0; k < nwr; k++)
             find_deps(&s, &wr[k], 1);
+        if (s.oom)
+            goto out;
         uint16_t unit = in->engine == NK_ENGINE_DMA ? (uint16_t)(16 + in->queue) : in->engine;
         for (int k = 0; k < nrd; k++)
             if (record(&s, &rd[k], i, unit, 0))
@@ -196,12 +204,8 @@ int nk_schedule(nk_program *p)
             if (record(&s, &wr[k], i, unit, 1))
                 goto out;
         /* sorted, so listings and files are stable */
-        for (int a = 1; a < s.ncur; a++)
-            for (int b = a; b > 0 && s.cur[b - 1] > s.cur[b]; b--) {
-                uint32_t t = s.cur[b];
-                s.cur[b] = s.cur[b - 1];
-                s.cur[b - 1] = t;
-            }
+        if (s.ncur > 1)
+            qsort(s.cur, (size_t)s.ncur, sizeof *s.cur, cmp_u32);
         if (s.ndeps + (uint32_t)s.ncur > s.cap_deps) {
             uint32_t cap = s.cap_deps ? s.cap_deps * 2 : 1024;
             while (cap < s.ndeps + (uint32_t)s.ncur)
@@ -230,5 +234,6 @@ out:
     free(s.lists);
     free(s.hbm_written);
     free(s.deps);
+    free(s.cur);
     return rc;
 }

@@ -4,7 +4,7 @@
  * list) and CSV (one row per instruction).
  */
 #include "view/view.h"
-#include "view/vbuf.h"
+#include "core/vbuf.h"
 
 #include <math.h>
 #include <stdio.h>

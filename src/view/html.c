@@ -4,7 +4,7 @@
  * page needs nothing but itself.
  */
 #include "view/view.h"
-#include "view/vbuf.h"
+#include "core/vbuf.h"
 
 #include <string.h>
 

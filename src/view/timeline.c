@@ -4,7 +4,7 @@
  * row's active share at the end, and a time axis.
  */
 #include "view/view.h"
-#include "view/vbuf.h"
+#include "core/vbuf.h"
 
 #include <math.h>
 #include <stdio.h>

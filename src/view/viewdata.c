@@ -4,7 +4,7 @@
  * writing an output file.
  */
 #include "view/view.h"
-#include "view/vbuf.h"
+#include "core/vbuf.h"
 
 #include <math.h>
 #include <stdio.h>

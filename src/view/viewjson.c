@@ -4,7 +4,7 @@
  * docs/viewer.md describes the fields.
  */
 #include "view/view.h"
-#include "view/vbuf.h"
+#include "core/vbuf.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -196,6 +196,35 @@ echo "/* edited once more */" >>"$W/copy2.c"
 run "$NK" run "$W/copy2.c:copy" --random x=4x4 --out "$W/s.npy"
 if [ "$rc" -eq 0 ] && [ ! -s "$W/err" ]; then ok; else bad "no progress when stderr is a file" "$(cat "$W/err")"; fi
 
+# ---- an edit to a header the kernel includes rebuilds it (not only its own file)
+mkdir -p "$W/inc"
+cat >"$W/inc/fill.c" <<'EOF_K'
+#include <nklab.h>
+#include "fill_value.h"
+void fill(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(4, 4), NK_F32, NK_SHARED_HBM);
+    nk_tensor t = nk_full(nc, NK_SHAPE(4, 4), FILL_VALUE, NK_F32, NK_SBUF);
+    nk_tensor x = nk_load(nc, args[0]);
+    nk_store(nc, out, nk_add(nc, nk_multiply_s(nc, x, 0.0f), t));
+    nk_return(nc, out);
+}
+EOF_K
+echo "#define FILL_VALUE 3.0" >"$W/inc/fill_value.h"
+run "$NK" run "$W/inc/fill.c:fill" --random x=4x4 --out "$W/f3.npy"
+r1=$rc
+echo "#define FILL_VALUE 5.0" >"$W/inc/fill_value.h"
+run "$NK" run "$W/inc/fill.c:fill" --random x=4x4 --out "$W/f5.npy"
+r2=$rc
+echo "#define FILL_VALUE 3.0" >"$W/inc/fill_value.h"
+run "$NK" run "$W/inc/fill.c:fill" --random x=4x4 --out "$W/f3b.npy"
+r3=$rc
+if [ "$r1$r2$r3" = 000 ] && ! "$T" cmp "$W/f3.npy" "$W/f5.npy" 0 0 >/dev/null 2>&1 &&
+    "$T" cmp "$W/f3.npy" "$W/f3b.npy" 0 0 >/dev/null 2>&1; then ok; else
+    bad "an edited included header rebuilds the kernel" "exits $r1 $r2 $r3" "$(cat "$W/err")"
+fi
+
 # ---- run's errors with user kernels
 run "$NK" run "$COPY" --random x=4x4
 if [ "$rc" -eq 1 ] && [ "$(cat "$W/err")" = "nklab: copy returned 1 outputs, 0 --out given" ]; then ok; else

@@ -16,7 +16,7 @@
 #include "test.h"
 #include "kernels.h"
 #include "profile/profile.h"
-#include "view/vbuf.h"
+#include "core/vbuf.h"
 #include "view/view.h"
 
 #include <stdlib.h>

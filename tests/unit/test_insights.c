@@ -10,6 +10,7 @@
 #include "test.h"
 #include "kernels.h"
 #include "insights/insights.h"
+#include "core/vbuf.h"
 #include "profile/profile.h"
 
 #include <stdlib.h>
@@ -1156,7 +1157,7 @@ TEST(insights_json_is_valid_and_complete)
     CHECK_CONTAINS(v.s, ",\"findings\":[");
     /* escaping: quotes, control characters and '<' stay valid inside a <script> */
     nk_text e = {0};
-    nk__ins_jstr(&e, "a\"b\\c\n\x01</script>");
+    nk__vb_jstr(&e, "a\"b\\c\n\x01</script>");
     CHECK_STR(e.s, "\"a\\\"b\\\\c\\n\\u0001\\u003c/script\\u003e\"");
     CHECK(json_ok(e.s));
     nk_text_free(&e);
