@@ -8,7 +8,13 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 WARN = -Wall -Wextra -Wno-missing-field-initializers
 CPPFLAGS = -std=c11 -D_DEFAULT_SOURCE -Iinclude -Isrc -Ikernels
-LDLIBS = -lopenblas -lm -lpthread
+# OpenBLAS's single-threaded build: the executor calls sgemm on tiles of at
+# most 128x512 from one thread, and the threaded build's idle workers only
+# burn CPU (and skew bench's %USER).
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+BLAS_DIR ?= /usr/lib/$(MULTIARCH)/openblas-serial
+CPPFLAGS += -I/usr/include/$(MULTIARCH)/openblas-serial
+LDLIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -lpthread
 BUILD ?= build
 
 LIB_SRC = $(wildcard src/core/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/exec/*.c src/rt/*.c \

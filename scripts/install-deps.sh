@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [build|test|browser]
 #   browser: what tests/browser/run.sh needs (headless Chromium, node, npm)
 set -euo pipefail
-want=(libopenblas-dev)
+want=(libopenblas-dev libopenblas-serial-dev)
 if [ "${1:-build}" = test ]; then
     want+=(libclang-rt-14-dev clang pkg-config)
 fi
