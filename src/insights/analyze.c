@@ -399,13 +399,21 @@ int64_t nk__ins_desc_bytes(const nk_instr *in, int64_t *ndesc)
 static void roofline_dma(const nk_program *p, const nk_arch *arch, nk_ins_analysis *a)
 {
     uint64_t desc_bytes_sum = 0;
+    /* the PE is a partitions x partitions array doing a multiply-add per cell per cycle [A2];
+     * fp32 operands run at 1/pe_fp32_factor of that rate */
+    double bf16_peak = arch ? 2.0 * arch->partitions * arch->partitions * arch->pe_ghz : 0;
+    double peak_ns = 0; /* the matmuls' time at their own peak rate */
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         if (in->op == NK_OP_MATMUL) {
             double K = in->src[0].shape[0], M = (double)nk__free_size(&in->src[0]);
             double N = (double)nk__free_size(&in->src[1]);
-            a->flops += 2.0 * K * M * N;
+            double f = 2.0 * K * M * N;
+            a->flops += f;
             a->nmatmul++;
+            if (bf16_peak > 0)
+                peak_ns += f / bf16_peak * (in->src[0].dtype == NK_F32 && arch->pe_fp32_factor > 0
+                                                ? arch->pe_fp32_factor : 1.0);
         } else if (in->op == NK_OP_LOAD || in->op == NK_OP_STORE) {
             const nk_tensor *hbm = in->op == NK_OP_LOAD ? &in->src[0] : &in->dst;
             a->dma_bytes += (double)nk__numel(hbm) * nk_dtype_size(hbm->dtype);
@@ -419,8 +427,9 @@ static void roofline_dma(const nk_program *p, const nk_arch *arch, nk_ins_analys
     }
     a->hbm_bytes = a->dma_bytes;
     a->intensity = a->hbm_bytes > 0 ? a->flops / a->hbm_bytes : 0;
-    /* the PE is a partitions x partitions array doing a multiply-add per cell per cycle [A2] */
-    a->peak_flops = arch ? 2.0 * arch->partitions * arch->partitions * arch->pe_ghz : 0;
+    /* the peak of the kernel's own matmul mix (the bf16 rate when it has none), as the
+     * metrics' peak_flops_bandwidth_ratio */
+    a->peak_flops = a->flops > 0 && peak_ns > 0 ? a->flops / peak_ns : bf16_peak;
     a->ridge = arch && arch->hbm_gbps > 0 ? a->peak_flops / arch->hbm_gbps : 0;
     a->achieved_flops = a->total_ns > 0 ? a->flops / a->total_ns : 0;
     a->desc_bytes_avg = a->descriptors ? (double)desc_bytes_sum / (double)a->descriptors : 0;
