@@ -169,6 +169,22 @@ int64_t nk__free_size(const nk_tensor *t); /* elements per partition (tiles) */
 /* Smallest and largest element offsets touched by a view (excluding part0
  * for tiles), inclusive. */
 void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi);
+/* The memory a view occupies, as a partition range x byte range in one
+ * memory: SBUF and PSUM by address, HBM tensors by buffer (offsets within it;
+ * one partition). Dependencies (src/sched) and operand matching (src/timing)
+ * compare accesses by these. */
+typedef struct nk__region {
+    uint32_t key;   /* 0 SBUF, 1 PSUM, 2 + buffer id for HBM */
+    int32_t p0, p1; /* partitions [p0, p1) */
+    int64_t b0, b1; /* bytes [b0, b1) */
+} nk__region;
+nk__region nk__region_of(const nk_program *p, const nk_tensor *t);
+/* Do two regions share a byte of the same memory? (inline: dependency
+ * search calls it for every live access) */
+static inline int nk__regions_overlap(const nk__region *a, const nk__region *b)
+{
+    return a->key == b->key && a->p0 < b->p1 && b->p0 < a->p1 && a->b0 < b->b1 && b->b0 < a->b1;
+}
 /* snprintf into a growing buffer. */
 typedef struct nk_sbuf_text {
     char *s;

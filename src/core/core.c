@@ -168,6 +168,28 @@ void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi)
     *hi = t->off + span;
 }
 
+nk__region nk__region_of(const nk_program *p, const nk_tensor *t)
+{
+    nk__region r;
+    int64_t lo, hi, es = nk_dtype_size(t->dtype);
+    nk__extent(t, &lo, &hi);
+    if (t->mem == NK_SHARED_HBM) {
+        r.key = 2 + t->buf;
+        r.p0 = 0;
+        r.p1 = 1;
+        r.b0 = lo * es;
+        r.b1 = (hi + 1) * es;
+    } else {
+        int64_t base = p->bufs[t->buf].addr;
+        r.key = t->mem == NK_SBUF ? 0 : 1;
+        r.p0 = t->part0;
+        r.p1 = t->part0 + t->shape[0];
+        r.b0 = base + lo * es;
+        r.b1 = base + (hi + 1) * es;
+    }
+    return r;
+}
+
 void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim)
 {
     size_t k = 0;

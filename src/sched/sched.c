@@ -14,11 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct region {
-    uint32_t key;   /* 0 SBUF, 1 PSUM, 2 + buffer id for HBM */
-    int32_t p0, p1; /* partitions [p0, p1) */
-    int64_t b0, b1; /* bytes [b0, b1) */
-} region;
+typedef nk__region region;
 
 typedef struct entry {
     region r;
@@ -42,33 +38,6 @@ typedef struct sched {
     int ncur, capcur;
     int oom;
 } sched;
-
-static region region_of(const nk_program *p, const nk_tensor *t)
-{
-    region r;
-    int64_t lo, hi, es = nk_dtype_size(t->dtype);
-    nk__extent(t, &lo, &hi);
-    if (t->mem == NK_SHARED_HBM) {
-        r.key = 2 + t->buf;
-        r.p0 = 0;
-        r.p1 = 1;
-        r.b0 = lo * es;
-        r.b1 = (hi + 1) * es;
-    } else {
-        int64_t a = p->bufs[t->buf].addr;
-        r.key = t->mem == NK_SBUF ? 0 : 1;
-        r.p0 = t->part0;
-        r.p1 = t->part0 + t->shape[0];
-        r.b0 = a + lo * es;
-        r.b1 = a + (hi + 1) * es;
-    }
-    return r;
-}
-
-static int overlap(const region *a, const region *b)
-{
-    return a->p0 < b->p1 && b->p0 < a->p1 && a->b0 < b->b1 && b->b0 < a->b1;
-}
 
 static int covers(const region *a, const region *b)
 {
@@ -107,7 +76,7 @@ static void find_deps(sched *s, const region *r, int write)
         return;
     alist *l = &s->lists[r->key];
     for (uint32_t i = 0; i < l->n; i++)
-        if ((write || l->e[i].write) && overlap(&l->e[i].r, r))
+        if ((write || l->e[i].write) && nk__regions_overlap(&l->e[i].r, r))
             add_dep(s, l->e[i].instr);
 }
 
@@ -183,12 +152,12 @@ int nk_schedule(nk_program *p)
         int nrd = 0, nwr = 0;
         for (int k = 0; k < in->nsrc; k++)
             if (in->src[k].buf)
-                rd[nrd++] = region_of(p, &in->src[k]);
+                rd[nrd++] = nk__region_of(p, &in->src[k]);
         if (in->flags & NK_IF_ACCUMULATE)
-            rd[nrd++] = region_of(p, &in->dst);
-        wr[nwr++] = region_of(p, &in->dst);
+            rd[nrd++] = nk__region_of(p, &in->dst);
+        wr[nwr++] = nk__region_of(p, &in->dst);
         if (in->dst2.buf)
-            wr[nwr++] = region_of(p, &in->dst2);
+            wr[nwr++] = nk__region_of(p, &in->dst2);
         s.ncur = 0;
         for (int k = 0; k < nrd; k++)
             find_deps(&s, &rd[k], 0);

@@ -130,48 +130,18 @@ static hent heap_pop(sim *s)
     return top;
 }
 
-/* ---- memory regions, to tell which dependency feeds which operand */
-
-typedef struct region {
-    uint32_t key; /* 0 SBUF, 1 PSUM, 2 + buffer id for HBM */
-    int32_t p0, p1;
-    int64_t b0, b1;
-} region;
-
-static region region_of(const nk_program *p, const nk_tensor *t)
-{
-    region r;
-    int64_t lo, hi, es = nk_dtype_size(t->dtype);
-    nk__extent(t, &lo, &hi);
-    if (t->mem == NK_SHARED_HBM) {
-        r.key = 2 + t->buf;
-        r.p0 = 0;
-        r.p1 = 1;
-        r.b0 = lo * es;
-        r.b1 = (hi + 1) * es;
-    } else {
-        int64_t base = p->bufs[t->buf].addr;
-        r.key = t->mem == NK_SBUF ? 0 : 1;
-        r.p0 = t->part0;
-        r.p1 = t->part0 + t->shape[0];
-        r.b0 = base + lo * es;
-        r.b1 = base + (hi + 1) * es;
-    }
-    return r;
-}
-
-static int overlap(region a, region b)
-{
-    return a.key == b.key && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
-}
+/* ---- memory regions (nk__region_of), to tell which dependency feeds which operand */
 
 /* Does instruction w write memory that t covers? */
 static int writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t)
 {
-    region r = region_of(p, t);
-    if (overlap(region_of(p, &w->dst), r))
+    nk__region r = nk__region_of(p, t), d = nk__region_of(p, &w->dst);
+    if (nk__regions_overlap(&d, &r))
         return 1;
-    return w->dst2.buf && overlap(region_of(p, &w->dst2), r);
+    if (!w->dst2.buf)
+        return 0;
+    d = nk__region_of(p, &w->dst2);
+    return nk__regions_overlap(&d, &r);
 }
 
 /* Does instruction r read anything instruction w writes? */

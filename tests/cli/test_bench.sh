@@ -5,57 +5,12 @@
 # terminal, and every bad input with its exact message and exit code.
 # Uses $NK_BUILD/nklab (default build/nklab). The last line is
 # "N passed, N failed, N skipped".
-set -u
-cd "$(dirname "$0")/../.."
-B=${NK_BUILD:-build}
-NK=$B/nklab
-T=$B/npytool
-pass=0
-fail=0
-skip=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-if [ ! -x "$NK" ]; then
-    echo "FAIL $NK is not built (make BUILD=$B $NK)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-if ! make -s --no-print-directory BUILD="$B" "$T" >/dev/null; then
-    echo "FAIL could not build $T"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-W=$(mktemp -d /tmp/nklab_bench_XXXXXX)
-trap 'rm -rf "$W"' EXIT
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_nklab
+need_npytool
+make_workdir bench
 export NKLAB_CACHE_DIR=$W/cache # compiled user kernels
-
-run() {
-    "$@" >"$W/out" 2>"$W/err"
-    rc=$?
-}
-
-# expect_fail NAME CODE MESSAGE ARGS...: `nklab ARGS` exits CODE with MESSAGE
-# as its only line on stderr and nothing on stdout.
-expect_fail() {
-    local name=$1 code=$2 msg=$3
-    shift 3
-    run "$NK" "$@"
-    local err
-    err=$(cat "$W/err")
-    if [ "$rc" -eq "$code" ] && [ "$err" = "$msg" ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ]; then
-        ok
-    else
-        bad "$name" "exit $rc (want $code)" "stderr: $err" "want:   $msg" "stdout: $(head -c 200 "$W/out")"
-    fi
-}
 
 # check NAME AWK-CONDITION [VALUES...]: the condition holds (awk, v1 v2 ... bound)
 check() {
@@ -311,5 +266,4 @@ fi
 expect_fail "unwritable profile" 1 "nklab: profile: cannot write $W/nodir/p.nkp: No such file or directory" \
     profile tensor_exp -o "$W/nodir/p.nkp"
 
-if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
-[ "$fail" -eq 0 ]
+finish

@@ -5,49 +5,10 @@
 # by the other suites (inputs, user kernels, profile readers) are spot-checked
 # here once per command.
 # Uses $NK_BUILD/nklab (default build/nklab). The last line is "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
-B=${NK_BUILD:-build}
-NK=$B/nklab
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-if [ ! -x "$NK" ]; then
-    echo "FAIL $NK is not built (make BUILD=$B $B/nklab)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-W=$(mktemp -d /tmp/nklab_exit_XXXXXX)
-trap 'rm -rf "$W"' EXIT
-
-run() {
-    "$@" >"$W/out" 2>"$W/err"
-    rc=$?
-}
-
-# expect NAME CODE MESSAGE ARGS...: `nklab ARGS` exits CODE, MESSAGE is the
-# only line on stderr and stdout is empty
-expect() {
-    local name=$1 code=$2 msg=$3
-    shift 3
-    run "$NK" "$@"
-    local err
-    err=$(cat "$W/err")
-    if [ "$rc" -eq "$code" ] && [ "$err" = "$msg" ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ]; then
-        ok
-    else
-        bad "$name" "exit $rc (want $code)" "stderr: $err" "want:   $msg" "stdout: $(head -c 200 "$W/out")"
-    fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_nklab
+make_workdir exit
 
 run "$NK" profile tensor_exp --no-exec -o "$W/p.nkp"
 if [ "$rc" -eq 0 ]; then ok; else bad "profile tensor_exp" "exit $rc" "$(cat "$W/err")"; fi
@@ -70,41 +31,41 @@ fi
 # ---- 2: bad command line
 run "$NK"
 if [ "$rc" -eq 2 ] && grep -q '^usage: nklab COMMAND' "$W/err" && [ ! -s "$W/out" ]; then ok; else bad "no command: usage, exit 2"; fi
-expect "unknown command" 2 "nklab: unknown command 'frob' (see nklab --help)" frob
-expect "kernels with an argument" 2 "nklab: kernels: takes no arguments, got 'x'" kernels x
-expect "run without a kernel" 2 "nklab: run: missing KERNEL (see nklab run --help)" run
-expect "run without inputs" 2 "nklab: tensor_exp takes 1 input (one --in or --random per argument), got 0" run tensor_exp
-expect "run without --out" 2 "nklab: tensor_exp has 1 output (one --out per output), got 0" \
+expect_fail "unknown command" 2 "nklab: unknown command 'frob' (see nklab --help)" frob
+expect_fail "kernels with an argument" 2 "nklab: kernels: takes no arguments, got 'x'" kernels x
+expect_fail "run without a kernel" 2 "nklab: run: missing KERNEL (see nklab run --help)" run
+expect_fail "run without inputs" 2 "nklab: tensor_exp takes 1 input (one --in or --random per argument), got 0" run tensor_exp
+expect_fail "run without --out" 2 "nklab: tensor_exp has 1 output (one --out per output), got 0" \
     run tensor_exp --random in=4x4
-expect "bench --iters 0" 2 "nklab: --iters '0': expected an integer from 1 to 10000000" bench tensor_exp --iters 0
-expect "profile --no-exec --out" 2 "nklab: profile: --out needs values; --no-exec computes none" \
+expect_fail "bench --iters 0" 2 "nklab: --iters '0': expected an integer from 1 to 10000000" bench tensor_exp --iters 0
+expect_fail "profile --no-exec --out" 2 "nklab: profile: --out needs values; --no-exec computes none" \
     profile tensor_exp --no-exec --out "$W/y.npy"
-expect "profile -o without a value" 2 "nklab: option -o needs a value" profile tensor_exp -o
+expect_fail "profile -o without a value" 2 "nklab: option -o needs a value" profile tensor_exp -o
 for c in summary timeline insights; do
-    expect "$c without a profile" 2 "nklab: $c: which profile? (nklab $c PROFILE.nkp)" "$c"
-    expect "$c with two profiles" 2 "nklab: $c: one profile at a time ('$P' and '$P')" "$c" "$P" "$P"
-    expect "$c with an unknown option" 2 "nklab: $c: unknown option '--bogus' (see nklab $c --help)" "$c" "$P" --bogus
+    expect_fail "$c without a profile" 2 "nklab: $c: which profile? (nklab $c PROFILE.nkp)" "$c"
+    expect_fail "$c with two profiles" 2 "nklab: $c: one profile at a time ('$P' and '$P')" "$c" "$P" "$P"
+    expect_fail "$c with an unknown option" 2 "nklab: $c: unknown option '--bogus' (see nklab $c --help)" "$c" "$P" --bogus
 done
-expect "timeline --width 39" 2 "nklab: timeline: --width must be a number from 40 to 1000, not '39'" \
+expect_fail "timeline --width 39" 2 "nklab: timeline: --width must be a number from 40 to 1000, not '39'" \
     timeline "$P" --width 39
-expect "view without a profile" 2 "nklab: view: which profile? (nklab view PROFILE.nkp -o OUT.html)" view
-expect "export without --format" 2 "nklab: export: --format perfetto, json or csv is required" export "$P"
-expect "export --format xml" 2 "nklab: export: unknown format 'xml' (perfetto, json or csv)" export "$P" --format xml
-expect "export --from alone" 2 "nklab: export: --from and --to go together" export "$P" --format csv --from 5
-expect "export --to before --from" 2 "nklab: export: --to must be after --from" \
+expect_fail "view without a profile" 2 "nklab: view: which profile? (nklab view PROFILE.nkp -o OUT.html)" view
+expect_fail "export without --format" 2 "nklab: export: --format perfetto, json or csv is required" export "$P"
+expect_fail "export --format xml" 2 "nklab: export: unknown format 'xml' (perfetto, json or csv)" export "$P" --format xml
+expect_fail "export --from alone" 2 "nklab: export: --from and --to go together" export "$P" --format csv --from 5
+expect_fail "export --to before --from" 2 "nklab: export: --to must be after --from" \
     export "$P" --format csv --from 5 --to 2
-expect "export perfetto --from" 2 "nklab: export: --from/--to apply to json and csv only" \
+expect_fail "export perfetto --from" 2 "nklab: export: --from/--to apply to json and csv only" \
     export "$P" --format perfetto --from 1 --to 5
-expect "diff with one profile" 2 "nklab: diff: needs two profiles (nklab diff A.nkp B.nkp)" diff "$P"
-expect "diff with three" 2 "nklab: diff: compares two profiles, got a third ('$P')" diff "$P" "$P" "$P"
+expect_fail "diff with one profile" 2 "nklab: diff: needs two profiles (nklab diff A.nkp B.nkp)" diff "$P"
+expect_fail "diff with three" 2 "nklab: diff: compares two profiles, got a third ('$P')" diff "$P" "$P" "$P"
 
 # ---- 1: the operation failed
-expect "run: missing --in file" 1 "nklab: $N: cannot open: No such file or directory" \
+expect_fail "run: missing --in file" 1 "nklab: $N: cannot open: No such file or directory" \
     run tensor_exp --in "$N" --out "$W/y.npy"
-expect "run: unwritable --out" 1 "nklab: $X: cannot open for writing: No such file or directory" \
+expect_fail "run: unwritable --out" 1 "nklab: $X: cannot open for writing: No such file or directory" \
     run tensor_exp --random in=4x4 --out "$X"
-expect "bench: missing C file" 1 "nklab: cannot read $W/k.c: No such file or directory" bench "$W/k.c:k" --random x=4x4
-expect "profile: unwritable profile" 1 "nklab: profile: cannot write $X: No such file or directory" \
+expect_fail "bench: missing C file" 1 "nklab: cannot read $W/k.c: No such file or directory" bench "$W/k.c:k" --random x=4x4
+expect_fail "profile: unwritable profile" 1 "nklab: profile: cannot write $X: No such file or directory" \
     profile tensor_exp --no-exec -o "$X"
 run "$NK" run matmul_basic --random lhsT=200x128 --random rhs=200x512 --out "$W/y.npy"
 if [ "$rc" -eq 1 ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
@@ -112,15 +73,15 @@ if [ "$rc" -eq 1 ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
     bad "a kernel error: file:line: message, exit 1" "exit $rc" "$(cat "$W/err")"
 fi
 for c in summary timeline insights view; do
-    expect "$c: missing profile" 1 "nklab: $c: $N: cannot open: No such file or directory" "$c" "$N"
+    expect_fail "$c: missing profile" 1 "nklab: $c: $N: cannot open: No such file or directory" "$c" "$N"
 done
-expect "export: missing profile" 1 "nklab: export: $N: cannot open: No such file or directory" export "$N" --format csv
-expect "diff: missing second profile" 1 "nklab: diff: $N: cannot open: No such file or directory" diff "$P" "$N"
+expect_fail "export: missing profile" 1 "nklab: export: $N: cannot open: No such file or directory" export "$N" --format csv
+expect_fail "diff: missing second profile" 1 "nklab: diff: $N: cannot open: No such file or directory" diff "$P" "$N"
 printf 'not a profile\n' >"$W/foreign.nkp"
-expect "timeline: foreign file" 1 "nklab: timeline: $W/foreign.nkp: not an nklab profile (wrong magic number)" \
+expect_fail "timeline: foreign file" 1 "nklab: timeline: $W/foreign.nkp: not an nklab profile (wrong magic number)" \
     timeline "$W/foreign.nkp"
-expect "view: unwritable page" 1 "nklab: view: cannot write $X: No such file or directory" view "$P" -o "$X"
-expect "export: unwritable file" 1 "nklab: export: cannot write $X: No such file or directory" \
+expect_fail "view: unwritable page" 1 "nklab: view: cannot write $X: No such file or directory" view "$P" -o "$X"
+expect_fail "export: unwritable file" 1 "nklab: export: cannot write $X: No such file or directory" \
     export "$P" --format csv -o "$X"
 
 # a full standard output fails the command, whatever it printed: when the
@@ -150,5 +111,4 @@ for args in "kernels" "summary $P" "timeline $P" "insights $P" "export $P --form
     if [ "$rc" -eq 0 ] && [ -s "$W/out" ] && [ ! -s "$W/err" ]; then ok; else bad "nklab $args exits 0" "exit $rc" "$(cat "$W/err")"; fi
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

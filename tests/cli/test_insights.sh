@@ -4,51 +4,10 @@
 # (kernels/variants/tensor_exp.c), the JSON form, and every usage error with
 # its exact message and exit code.
 # Uses $NK_BUILD/nklab (default build/nklab). The last line is "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
-B=${NK_BUILD:-build}
-NK=$B/nklab
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-if [ ! -x "$NK" ]; then
-    echo "FAIL $NK is not built (make BUILD=$B $NK)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-W=$(mktemp -d /tmp/nklab_ins_XXXXXX)
-trap 'rm -rf "$W"' EXIT
-
-run() {
-    "$@" >"$W/out" 2>"$W/err"
-    rc=$?
-}
-
-expect_fail() {
-    local name=$1 code=$2 msg=$3
-    shift 3
-    run "$NK" "$@"
-    local err
-    err=$(cat "$W/err")
-    if [ "$rc" -eq "$code" ] && [ "$err" = "$msg" ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ]; then
-        ok
-    else
-        bad "$name" "exit $rc (want $code)" "stderr: $err" "want:   $msg" "stdout: $(head -c 200 "$W/out")"
-    fi
-}
-
-expect_match() {
-    if grep -Eq -- "$3" "$2"; then ok; else bad "$1" "no line matches /$3/ in:" "$(head -c 600 "$2")"; fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_nklab
+make_workdir ins
 
 expect_no_match() {
     if grep -Eq -- "$3" "$2"; then bad "$1" "a line matches /$3/:" "$(grep -E -- "$3" "$2" | head -3)"; else ok; fi
@@ -126,5 +85,4 @@ if [ "$rc" -eq 0 ] && grep -q '^usage: nklab insights PROFILE.nkp \[--json\]$' "
     bad "insights --help" "exit $rc"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

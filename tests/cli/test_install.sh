@@ -5,28 +5,15 @@
 # nklab, which finds nklab.h in <bindir>/../include and nowhere else.
 # Uses the build in $NK_BUILD (default build). The last line is
 # "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
-B=${NK_BUILD:-build}
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-W=$(mktemp -d /tmp/nklab_install_XXXXXX)
-trap 'rm -rf "$W"' EXIT
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+make_workdir install
 P=$W/prefix
 export NKLAB_CACHE_DIR=$W/cache
 
 if make -s --no-print-directory BUILD="$B" PREFIX="$P" install >"$W/log" 2>&1; then ok; else
     bad "make install PREFIX=$P" "$(tail -n 20 "$W/log")"
-    echo "$pass passed, $fail failed"
+    finish
     exit 1
 fi
 for f in bin/nklab lib/libnklab.a lib/libnklab_kernels.a include/nklab.h include/nklab_kernels.h lib/pkgconfig/nklab.pc; do
@@ -38,7 +25,7 @@ if cmp -s include/nklab.h "$P/include/nklab.h"; then ok; else bad "the installed
 # ---- pkg-config
 if ! command -v pkg-config >/dev/null; then
     bad "pkg-config is not installed (apt-get install pkg-config)"
-    echo "$pass passed, $fail failed"
+    finish
     exit 1
 fi
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
@@ -102,5 +89,4 @@ if make -s --no-print-directory BUILD="$B" PREFIX=/opt/nk DESTDIR="$W/stage" ins
     bad "DESTDIR staging keeps PREFIX in nklab.pc" "$(cat "$W/log")"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

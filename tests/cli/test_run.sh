@@ -4,61 +4,13 @@
 # double), and every error with its exact message and exit code.
 # Uses $NK_BUILD/nklab (default build/nklab, made by `make test`) and builds
 # $NK_BUILD/npytool. The last line is "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
-B=${NK_BUILD:-build}
-NK=$B/nklab
-T=$B/npytool
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-if [ ! -x "$NK" ]; then
-    echo "FAIL $NK is not built (make BUILD=$B $NK)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-if ! make -s --no-print-directory BUILD="$B" "$T" >/dev/null; then
-    echo "FAIL could not build $T"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-W=$(mktemp -d /tmp/nklab_cli_XXXXXX)
-trap 'rm -rf "$W"' EXIT
-
-# run CMD...: stdout in $W/out, stderr in $W/err, exit code in $rc
-run() {
-    "$@" >"$W/out" 2>"$W/err"
-    rc=$?
-}
-
-# expect_fail NAME CODE MESSAGE ARGS...: `nklab ARGS` exits CODE with MESSAGE
-# as its only line on stderr and nothing on stdout.
-expect_fail() {
-    local name=$1 code=$2 msg=$3
-    shift 3
-    run "$NK" "$@"
-    local err
-    err=$(cat "$W/err")
-    if [ "$rc" -eq "$code" ] && [ "$err" = "$msg" ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ]; then
-        ok
-    else
-        bad "$name" "exit $rc (want $code)" "stderr: $err" "want:   $msg" "stdout: $(head -c 200 "$W/out")"
-    fi
-}
-
-# expect_match NAME FILE PATTERN: FILE contains a line matching PATTERN (ERE)
-expect_match() {
-    if grep -Eq -- "$3" "$2"; then ok; else bad "$1" "no line matches /$3/ in:" "$(head -c 400 "$2")"; fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_nklab
+need_npytool
+make_workdir cli
+# shellcheck disable=SC2034 # read by expect_match in lib.sh
+match_show=400
 
 # float32 tolerance of exp: libm's expf is within 1 ulp, 2^-23 relative; plus
 # the rounding of the result: 2 * 2^-23 = 2.4e-7.
@@ -168,5 +120,4 @@ fi
 expect_fail "unwritable output" 1 "nklab: $W/nodir/y.npy: cannot open for writing: No such file or directory" \
     run tensor_exp --in "$W/x.npy" --out "$W/nodir/y.npy"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -6,30 +6,12 @@
 # texts and diff's line matching. A decoy kernels/tensor_exp.c in the
 # working directory must not replace the compiled source.
 # Uses $NK_BUILD/nklab (default build/nklab). The last line is "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 ROOT=$(pwd)
-B=${NK_BUILD:-build}
 NK=$ROOT/$B/nklab
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-if [ ! -x "$NK" ]; then
-    echo "FAIL $NK is not built (make BUILD=$B $B/nklab)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-W=$(mktemp -d /tmp/nklab_src_XXXXXX)
-trap 'rm -rf "$W"' EXIT
+need_nklab
+make_workdir src
 
 # in DIR, run nklab ARGS: output in $W/out, $W/err, exit code in rc
 run_in() {
@@ -113,5 +95,4 @@ for n in 15 16 17; do
     fi
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

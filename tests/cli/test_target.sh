@@ -5,55 +5,10 @@
 # timing-only runs that never allocate their generated inputs.
 # Uses $NK_BUILD/nklab (default build/nklab, made by `make test`). The last
 # line is "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
-B=${NK_BUILD:-build}
-NK=$B/nklab
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-if [ ! -x "$NK" ]; then
-    echo "FAIL $NK is not built (make BUILD=$B $NK)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-W=$(mktemp -d /tmp/nklab_cli_XXXXXX)
-trap 'rm -rf "$W"' EXIT
-
-# run CMD...: stdout in $W/out, stderr in $W/err, exit code in $rc
-run() {
-    "$@" >"$W/out" 2>"$W/err"
-    rc=$?
-}
-
-# expect_fail NAME CODE MESSAGE ARGS...: `nklab ARGS` exits CODE with MESSAGE
-# as its only line on stderr and nothing on stdout.
-expect_fail() {
-    local name=$1 code=$2 msg=$3
-    shift 3
-    run "$NK" "$@"
-    local err
-    err=$(cat "$W/err")
-    if [ "$rc" -eq "$code" ] && [ "$err" = "$msg" ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ]; then
-        ok
-    else
-        bad "$name" "exit $rc (want $code)" "stderr: $err" "want:   $msg" "stdout: $(head -c 200 "$W/out")"
-    fi
-}
-
-# expect_match NAME FILE PATTERN: FILE contains a line matching PATTERN (ERE)
-expect_match() {
-    if grep -Eq -- "$3" "$2"; then ok; else bad "$1" "no line matches /$3/ in:" "$(head -c 600 "$2")"; fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_nklab
+make_workdir cli
 
 # expect_ok NAME ARGS...: `nklab ARGS` succeeds (output in $W/out)
 expect_ok() {
@@ -181,8 +136,7 @@ expect_match "it writes its output" "$W/out" "^wrote $W/y.npy \\[256, 512\\] flo
 # (a sanitizer build reserves terabytes of address space: it cannot run under the limit at all)
 if ! bash -c 'ulimit -v 1500000 && "$0" --version; exit $?' "$NK" >/dev/null 2>&1; then
     echo "skip: $NK does not start under a 1.5 GiB address-space limit (a sanitizer build?)"
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
+    finish
     exit
 fi
 if (ulimit -v 1500000 && "$NK" run tensor_exp --random in=262144x8192 --no-exec >"$W/out" 2>"$W/err"); then
@@ -197,5 +151,4 @@ if (ulimit -v 1500000 && "$NK" profile tensor_exp --random in=262144x8192 --no-e
 else
     bad "--no-exec profile of a 8 GiB input under a 1.5 GiB limit" "$(head -c 300 "$W/err")"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

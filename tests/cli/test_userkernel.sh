@@ -5,42 +5,12 @@
 # in the documented ranges), --no-exec, --profile, the compile cache and the
 # compile progress line. Uses $NK_BUILD/nklab (default build/nklab).
 # The last line is "N passed, N failed[, N skipped]".
-set -u
-cd "$(dirname "$0")/../.."
-B=${NK_BUILD:-build}
-NK=$B/nklab
-T=$B/npytool
-pass=0
-fail=0
-skip=0
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "    $l"; done
-}
-
-if [ ! -x "$NK" ]; then
-    echo "FAIL $NK is not built (make BUILD=$B $NK)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-if ! make -s --no-print-directory BUILD="$B" "$T" >/dev/null; then
-    echo "FAIL could not build $T"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-W=$(mktemp -d /tmp/nklab_uk_XXXXXX)
-trap 'rm -rf "$W"' EXIT
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_nklab
+need_npytool
+make_workdir uk
 export NKLAB_CACHE_DIR=$W/cache
-
-run() {
-    "$@" >"$W/out" 2>"$W/err"
-    rc=$?
-}
 
 # expect_out NAME EXPECTED-STDOUT ARGS...: `nklab ARGS` exits 0, prints exactly
 # that, and nothing on stderr
@@ -239,5 +209,4 @@ if [ "$rc" -eq 1 ] && [ "$(cat "$W/err")" = "nklab: '9x' is not a C function nam
     bad "run: a bad function name" "exit $rc" "$(cat "$W/err")"
 fi
 
-if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
-[ "$fail" -eq 0 ]
+finish
