@@ -6,8 +6,10 @@
 
 #include "userkernel.h"
 #include "arch/arch.h"
+#include "profile/profile.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,4 +260,46 @@ int nk_cli_kernel_check(const nk_kernel_cmd *c, int flags, const nk_kernel_info 
                             k->nouts == 1 ? "" : "s", c->nout);
     *ki = k;
     return NK_EXIT_OK;
+}
+
+int nk_cli_profile_arg(const char *cmd, const char *arg, const char **in)
+{
+    if (arg[0] == '-' && arg[1])
+        return nk_cli_error(NK_EXIT_USAGE, "%s: unknown option '%s' (see nklab %s --help)", cmd, arg, cmd);
+    if (*in)
+        return nk_cli_error(NK_EXIT_USAGE, "%s: one profile at a time ('%s' and '%s')", cmd, *in, arg);
+    *in = arg;
+    return NK_EXIT_OK;
+}
+
+int nk_cli_profile_given(const char *cmd, const char *in, const char *usage)
+{
+    return in ? NK_EXIT_OK : nk_cli_error(NK_EXIT_USAGE, "%s: which profile? (%s)", cmd, usage);
+}
+
+int nk_cli_profile_read(const char *cmd, const char *in, nk_profile **pr)
+{
+    char err[256];
+    if (nk_profile_read(in, pr, err, sizeof err))
+        return nk_cli_error(NK_EXIT_FAIL, "%s: %s: %s", cmd, in, err);
+    return NK_EXIT_OK;
+}
+
+int nk_cli_profile_json_args(const char *cmd, int argc, char **argv, const char **in, int *json, nk_profile **pr)
+{
+    *in = NULL;
+    *json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) {
+            *json = 1;
+            continue;
+        }
+        int code = nk_cli_profile_arg(cmd, argv[i], in);
+        if (code)
+            return code;
+    }
+    char usage[64];
+    snprintf(usage, sizeof usage, "nklab %s PROFILE.nkp", cmd);
+    int code = nk_cli_profile_given(cmd, *in, usage);
+    return code ? code : nk_cli_profile_read(cmd, *in, pr);
 }

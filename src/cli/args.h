@@ -68,6 +68,20 @@ enum {
  * NK_EXIT_USAGE after printing. */
 int nk_cli_kernel_check(const nk_kernel_cmd *c, int flags, const nk_kernel_info **ki);
 
+/* The commands that read one profile (`nklab CMD PROFILE.nkp ...`: summary,
+ * timeline, view, insights), after their own options:
+ * nk_cli_profile_arg takes argv[i], which is neither one of them nor "-":
+ * an unknown option or a second profile is a usage error; else it becomes *in.
+ * nk_cli_profile_given: a usage error, naming `usage`, when no profile is given.
+ * nk_cli_profile_read: reads it, "CMD: PROFILE: why" when it cannot.
+ * Each returns NK_EXIT_OK, or its exit code after printing the message. */
+int nk_cli_profile_arg(const char *cmd, const char *arg, const char **in);
+int nk_cli_profile_given(const char *cmd, const char *in, const char *usage);
+int nk_cli_profile_read(const char *cmd, const char *in, nk_profile **pr);
+/* All three for `nklab CMD PROFILE.nkp [--json]` (summary, insights): the
+ * profile's name in *in, --json in *json, the profile read into *pr. */
+int nk_cli_profile_json_args(const char *cmd, int argc, char **argv, const char **in, int *json, nk_profile **pr);
+
 /* Option values shared by the commands that run kernels. */
 int nk_cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out);
 

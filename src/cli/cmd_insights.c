@@ -10,7 +10,6 @@
 #include "profile/profile.h"
 
 #include <stdio.h>
-#include <string.h>
 
 void nk_help_insights(void)
 {
@@ -26,31 +25,17 @@ void nk_help_insights(void)
 
 int nk_cmd_insights(int argc, char **argv)
 {
-    const char *in = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
-            json = 1;
-            continue;
-        }
-        if (argv[i][0] == '-' && argv[i][1])
-            return nk_cli_error(NK_EXIT_USAGE, "insights: unknown option '%s' (see nklab insights --help)", argv[i]);
-        if (in)
-            return nk_cli_error(NK_EXIT_USAGE, "insights: one profile at a time ('%s' and '%s')", in, argv[i]);
-        in = argv[i];
-    }
-    if (!in)
-        return nk_cli_error(NK_EXIT_USAGE, "insights: which profile? (nklab insights PROFILE.nkp)");
-    char err[256];
+    const char *in;
+    int json;
     nk_profile *pr;
-    if (nk_profile_read(in, &pr, err, sizeof err))
-        return nk_cli_error(NK_EXIT_FAIL, "insights: %s: %s", in, err);
+    int code = nk_cli_profile_json_args("insights", argc, argv, &in, &json, &pr);
+    if (code)
+        return code;
     nk_insights *ins = NULL;
     nk_text out = {0};
     int rc = nk_insights_build(pr, &ins);
     if (!rc)
         rc = json ? nk_insights_json(ins, &out) : nk_insights_text(ins, &out);
-    int code = NK_EXIT_OK;
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "insights: %s: %s", in, nk_strerror(rc));
     else if (fwrite(out.s, 1, out.len, stdout) != out.len || (json && putchar('\n') == EOF))

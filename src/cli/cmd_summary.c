@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 void nk_help_summary(void)
 {
@@ -29,28 +28,14 @@ void nk_help_summary(void)
 
 int nk_cmd_summary(int argc, char **argv)
 {
-    const char *in = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
-            json = 1;
-            continue;
-        }
-        if (argv[i][0] == '-' && argv[i][1])
-            return nk_cli_error(NK_EXIT_USAGE, "summary: unknown option '%s' (see nklab summary --help)", argv[i]);
-        if (in)
-            return nk_cli_error(NK_EXIT_USAGE, "summary: one profile at a time ('%s' and '%s')", in, argv[i]);
-        in = argv[i];
-    }
-    if (!in)
-        return nk_cli_error(NK_EXIT_USAGE, "summary: which profile? (nklab summary PROFILE.nkp)");
-    char err[256];
+    const char *in;
+    int json;
     nk_profile *pr;
-    if (nk_profile_read(in, &pr, err, sizeof err))
-        return nk_cli_error(NK_EXIT_FAIL, "summary: %s: %s", in, err);
+    int code = nk_cli_profile_json_args("summary", argc, argv, &in, &json, &pr);
+    if (code)
+        return code;
     char *text = NULL;
     int rc = nk_profile_summary(pr, in, json, &text);
-    int code = NK_EXIT_OK;
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "summary: %s", nk_strerror(rc));
     else

@@ -29,14 +29,13 @@ int nk_cmd_timeline(int argc, char **argv)
             return NK_EXIT_USAGE;
         if (r > 0)
             continue;
-        if (argv[i][0] == '-' && argv[i][1])
-            return nk_cli_error(NK_EXIT_USAGE, "timeline: unknown option '%s' (see nklab timeline --help)", argv[i]);
-        if (in)
-            return nk_cli_error(NK_EXIT_USAGE, "timeline: one profile at a time ('%s' and '%s')", in, argv[i]);
-        in = argv[i];
+        int code = nk_cli_profile_arg("timeline", argv[i], &in);
+        if (code)
+            return code;
     }
-    if (!in)
-        return nk_cli_error(NK_EXIT_USAGE, "timeline: which profile? (nklab timeline PROFILE.nkp)");
+    int code = nk_cli_profile_given("timeline", in, "nklab timeline PROFILE.nkp");
+    if (code)
+        return code;
     long width = 100;
     if (w) {
         char *end;
@@ -44,13 +43,11 @@ int nk_cmd_timeline(int argc, char **argv)
         if (*end || width < 40 || width > 1000)
             return nk_cli_error(NK_EXIT_USAGE, "timeline: --width must be a number from 40 to 1000, not '%s'", w);
     }
-    char err[256];
     nk_profile *pr;
-    if (nk_profile_read(in, &pr, err, sizeof err))
-        return nk_cli_error(NK_EXIT_FAIL, "timeline: %s: %s", in, err);
+    if ((code = nk_cli_profile_read("timeline", in, &pr)))
+        return code;
     nk_text t = {0};
     int rc = nk_view_timeline(pr, (int)width, &t);
-    int code = NK_EXIT_OK;
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "timeline: %s", nk_strerror(rc));
     else

@@ -49,18 +49,16 @@ int nk_cmd_view(int argc, char **argv)
             return NK_EXIT_USAGE;
         if (r > 0)
             continue;
-        if (argv[i][0] == '-' && argv[i][1])
-            return nk_cli_error(NK_EXIT_USAGE, "view: unknown option '%s' (see nklab view --help)", argv[i]);
-        if (in)
-            return nk_cli_error(NK_EXIT_USAGE, "view: one profile at a time ('%s' and '%s')", in, argv[i]);
-        in = argv[i];
+        int code = nk_cli_profile_arg("view", argv[i], &in);
+        if (code)
+            return code;
     }
-    if (!in)
-        return nk_cli_error(NK_EXIT_USAGE, "view: which profile? (nklab view PROFILE.nkp -o OUT.html)");
-    char err[256];
+    int code = nk_cli_profile_given("view", in, "nklab view PROFILE.nkp -o OUT.html");
+    if (code)
+        return code;
     nk_profile *pr;
-    if (nk_profile_read(in, &pr, err, sizeof err))
-        return nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, err);
+    if ((code = nk_cli_profile_read("view", in, &pr)))
+        return code;
     char *def = out ? NULL : default_out(in);
     if (!out)
         out = def;
@@ -68,7 +66,7 @@ int nk_cmd_view(int argc, char **argv)
     /* a profile the insights cannot analyse still gets its page, without them */
     if (nk_insights_view_json(pr, &ins))
         nk_text_free(&ins);
-    int rc = nk_view_html(pr, ins.s, &page), code = NK_EXIT_OK;
+    int rc = nk_view_html(pr, ins.s, &page);
     if (rc) {
         code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, nk_strerror(rc));
     } else if (!out) {
