@@ -166,6 +166,27 @@ test('summary tab lists metrics and a sortable opcode table', async (page) => {
   await page.click('#tabs button[data-tab="timeline"]');
 });
 
+test('insights tab lists the findings and shows one on the timeline', async (page) => {
+  const found = await page.evaluate(() => {
+    const i = nkview.data.insights;
+    return (Array.isArray(i) ? i : (i && i.findings) || []).map((f) => ({ title: f.title, ranges: f.ranges || [], n: (f.instrs || []).length }));
+  });
+  assert(found.length >= 1, 'tensor_exp has findings: ' + found.length);
+  await page.click('#tabs button[data-tab="insights"]');
+  eq(await page.locator('#tab-insights .insight').count(), found.length, 'one entry per finding');
+  const k = found.findIndex((f) => f.ranges.length);
+  assert(k >= 0, 'a finding with a time range');
+  assert((await page.textContent('#tab-insights')).includes(found[k].title), 'the finding title is shown');
+  await page.click('#tab-insights [data-finding="' + k + '"]');
+  assert(await page.isVisible('#tab-timeline'), 'back on the timeline');
+  const v = await page.evaluate(() => [nkview.view.t0, nkview.view.t1]);
+  let lo = Infinity, hi = -Infinity;
+  for (const [x, y] of found[k].ranges) { lo = Math.min(lo, x); hi = Math.max(hi, y); }
+  assert(v[0] <= lo && v[1] >= hi && v[1] - v[0] < (hi - lo) * 1.5 + 2, 'zoomed to the evidence: view ' + v + ', ranges ' + lo + '..' + hi);
+  if (found[k].n) eq(await page.evaluate(() => nkview.markCount), found[k].n, 'the finding\'s instructions are marked');
+  await page.evaluate(() => nkview.resetView());
+});
+
 test('screenshot of the tensor_exp timeline', async (page) => {
   await page.fill('#search', Object.keys(FACTS.lines)[1]);
   await page.press('#search', 'Enter');
