@@ -37,6 +37,67 @@ void nk_test_fail(const char *file, int line, const char *fmt, ...)
 
 int nk_test_failed(void) { return cur_failed > 0; }
 
+char *nk_test_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0, k;
+    char *s = malloc(cap + 1);
+    while (s && (k = fread(s + n, 1, cap - n, f)) > 0) {
+        n += k;
+        if (n == cap) {
+            char *q = realloc(s, cap * 2 + 1);
+            if (!q) {
+                free(s);
+                s = NULL;
+                break;
+            }
+            s = q;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (s)
+        s[n] = 0;
+    return s;
+}
+
+void nk_test_golden_at(const char *file, int line, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "tests/golden/%s", name);
+    const char *upd = getenv("NK_UPDATE_GOLDEN");
+    if (upd && !strcmp(upd, "1")) {
+        FILE *f = fopen(path, "wb");
+        if (!f || fputs(text, f) < 0)
+            nk_test_fail(file, line, "cannot write %s", path);
+        if (f)
+            fclose(f);
+        return;
+    }
+    char *want = nk_test_read_file(path);
+    if (!want) {
+        nk_test_fail(file, line, "cannot read %s (run from the repository root; NK_UPDATE_GOLDEN=1 writes it)",
+                     path);
+        return;
+    }
+    if (strcmp(want, text)) {
+        /* the first differing line, with its number */
+        const char *a = want, *b = text;
+        int n = 1;
+        while (*a && *a == *b) {
+            n += *a == '\n';
+            a++, b++;
+        }
+        while (a > want && a[-1] != '\n')
+            a--, b--;
+        nk_test_fail(file, line, "%s differs at line %d (NK_UPDATE_GOLDEN=1 rewrites it):\n    want: %.*s\n"
+                     "    got:  %.*s", path, n, (int)strcspn(a, "\n"), a, (int)strcspn(b, "\n"), b);
+    }
+    free(want);
+}
+
 static int cmp(const void *a, const void *b)
 {
     const entry *x = a, *y = b;

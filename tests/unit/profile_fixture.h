@@ -131,58 +131,8 @@ static inline nk_profile *fx_exp_profile(const nk_program *p)
     return fx_profile(p, ev, 6, xf, 8, 6000);
 }
 
-static inline char *fx_read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
+static inline char *fx_read_text(const char *path) { return nk_test_read_file(path); }
 
-/* Compares text with tests/golden/name (run from the repository root);
- * NK_UPDATE_GOLDEN=1 rewrites the file instead. */
-static inline void fx_check_golden(const char *name, const char *text)
-{
-    char path[256];
-    snprintf(path, sizeof path, "tests/golden/%s", name);
-    if (getenv("NK_UPDATE_GOLDEN")) {
-        FILE *f = fopen(path, "wb");
-        CHECK(f != NULL);
-        if (f) {
-            fputs(text, f);
-            fclose(f);
-        }
-        return;
-    }
-    char *want = fx_read_text(path);
-    if (!want) {
-        nk_test_fail(__FILE__, __LINE__, "missing %s (run from the repository root; NK_UPDATE_GOLDEN=1 creates it)",
-                     path);
-        return;
-    }
-    if (strcmp(want, text)) {
-        const char *a = want, *b = text;
-        int line = 1;
-        while (*a && *a == *b) {
-            line += *a == '\n';
-            a++, b++;
-        }
-        nk_test_fail(__FILE__, __LINE__, "%s differs at line %d:\n    want: %.100s\n    got:  %.100s", path, line,
-                     a, b);
-    }
-    free(want);
-}
 
 /* A fresh temporary directory per call of fx_tmpdir; fx_tmp_done removes it
  * once the test has removed its files. */

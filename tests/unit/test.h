@@ -14,6 +14,12 @@ typedef void (*nk_test_fn)(void);
 void nk_test_register(const char *name, nk_test_fn fn, const char *file);
 void nk_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int nk_test_failed(void); /* has the current test failed so far */
+/* The whole file as a NUL-terminated string (free it), or NULL. */
+char *nk_test_read_file(const char *path);
+/* Compares text with tests/golden/NAME (tests run from the repository root);
+ * with NK_UPDATE_GOLDEN=1 in the environment rewrites the file instead. */
+void nk_test_golden_at(const char *file, int line, const char *name, const char *text);
+#define CHECK_GOLDEN(name, text) nk_test_golden_at(__FILE__, __LINE__, (name), (text))
 
 #define TEST(name)                                                                   \
     static void name(void);                                                          \

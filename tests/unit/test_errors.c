@@ -835,34 +835,6 @@ TEST(err_none_for_recursive_loops)
     CHECK_STR(msg, "");
 }
 
-/* ---- the golden file of all messages */
-
-/* tests/golden/errors.txt, next to this file's directory. */
-static void golden_path(char *out, size_t n)
-{
-    const char *f = __FILE__, *tail = "unit/test_errors.c";
-    size_t lf = strlen(f), lt = strlen(tail);
-    size_t keep = lf >= lt && !strcmp(f + lf - lt, tail) ? lf - lt : 0;
-    snprintf(out, n, "%.*sgolden/errors.txt", (int)keep, f);
-}
-
-static char *read_all(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)(len > 0 ? len : 0) + 1);
-    if (s) {
-        size_t got = fread(s, 1, (size_t)(len > 0 ? len : 0), fp);
-        s[got] = 0;
-    }
-    fclose(fp);
-    return s;
-}
-
 TEST(err_messages_match_golden_file)
 {
     struct { char *s; size_t len, cap; } t = {0};
@@ -886,31 +858,6 @@ TEST(err_messages_match_golden_file)
         memcpy(t.s + t.len, line, strlen(line) + 1);
         t.len += strlen(line);
     }
-    char path[512];
-    golden_path(path, sizeof path);
-    if (getenv("NK_UPDATE_GOLDEN") && !strcmp(getenv("NK_UPDATE_GOLDEN"), "1")) {
-        FILE *fp = fopen(path, "wb");
-        CHECK(fp != NULL);
-        if (fp) {
-            fwrite(t.s, 1, t.len, fp);
-            fclose(fp);
-        }
-    } else {
-        char *want = read_all(path);
-        if (!want)
-            nk_test_fail(__FILE__, __LINE__, "cannot read %s (run from the repository root; NK_UPDATE_GOLDEN=1 "
-                         "writes it)", path);
-        else if (strcmp(want, t.s)) {
-            /* the first differing line */
-            const char *a = want, *b = t.s;
-            while (*a && *a == *b)
-                a++, b++;
-            while (a > want && a[-1] != '\n')
-                a--, b--;
-            nk_test_fail(__FILE__, __LINE__, "%s differs (NK_UPDATE_GOLDEN=1 rewrites it):\n    want: %.*s\n"
-                         "    got:  %.*s", path, (int)strcspn(a, "\n"), a, (int)strcspn(b, "\n"), b);
-        }
-        free(want);
-    }
+    CHECK_GOLDEN("errors.txt", t.s);
     free(t.s);
 }

@@ -572,7 +572,7 @@ TEST(profile_summary_text_matches_golden)
     if (pr) {
         CHECK_INT(nk_profile_summary(pr, "fixture.nkp", 0, &text), 0);
         if (text)
-            fx_check_golden("summary_tensor_exp.txt", text);
+            CHECK_GOLDEN("summary_tensor_exp.txt", text);
         free(text);
     }
     nk_profile_free(pr);

@@ -676,59 +676,6 @@ TEST(program_io_load_rejects_corrupt_foreign_and_future_files)
     nk_kernel_free(k);
 }
 
-/* ---- the listing */
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
-/* Compares text with tests/golden/name; NK_UPDATE_GOLDEN=1 rewrites it. */
-static void check_golden(const char *name, const char *text)
-{
-    char path[256];
-    snprintf(path, sizeof path, "tests/golden/%s", name);
-    if (getenv("NK_UPDATE_GOLDEN")) {
-        FILE *f = fopen(path, "wb");
-        CHECK(f != NULL);
-        if (f) {
-            fputs(text, f);
-            fclose(f);
-        }
-        return;
-    }
-    char *want = read_text(path);
-    if (!want) {
-        nk_test_fail(__FILE__, __LINE__, "missing %s (run from the repository root; NK_UPDATE_GOLDEN=1 creates it)",
-                     path);
-        return;
-    }
-    if (strcmp(want, text)) {
-        const char *a = want, *b = text;
-        int line = 1;
-        while (*a && *a == *b) {
-            line += *a == '\n';
-            a++, b++;
-        }
-        nk_test_fail(__FILE__, __LINE__, "%s differs at line %d:\n    want: %.120s\n    got:  %.120s", path, line,
-                     a, b);
-    }
-    free(want);
-}
 
 TEST(program_io_dump_tensor_exp_matches_golden)
 {
@@ -742,7 +689,7 @@ TEST(program_io_dump_tensor_exp_matches_golden)
         for (const char *s = strstr(text, "6 instructions:\n"); s && *s; s++)
             lines += *s == '\n';
         CHECK_INT(lines, 1 + 6);
-        check_golden("program_dump_tensor_exp.txt", text);
+        CHECK_GOLDEN("program_dump_tensor_exp.txt", text);
     }
     free(text);
     nk_kernel_free(k);
