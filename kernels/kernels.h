@@ -85,4 +85,46 @@ int nk_ref_rmsnorm(const nk_array *in, int nin, double *const *out, const size_t
 
 #define NK_RMSNORM_EPS 1e-6
 
+/* References for NKI tutorial kernels nklab does not ship yet; the same
+ * signature, double precision, the inputs' own decoding. */
+
+/* layernorm: x[R, D], gamma[D], beta[D] -> y[R, D] =
+ * (x - mean) / sqrt(var + eps) * gamma + beta over each row, var the
+ * population variance; eps = NK_LAYERNORM_EPS, the value NKI's LayerNorm
+ * tutorial passes as its epsilon argument. */
+int nk_ref_layernorm(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+#define NK_LAYERNORM_EPS 1e-5
+
+/* fused mamba (selective scan), inputs in the tutorial kernel's order:
+ * delta[B, C, L], u[B, C, L], A[C, S], Bm[B, S, L], Cm[B, S, L] -> y[B, C, L]
+ * (batch, channels, state size, sequence length), with, for every b, c, s,
+ *   h[t] = exp(delta[b,c,t] A[c,s]) h[t-1] + delta[b,c,t] Bm[b,s,t] u[b,c,t],
+ *   h[-1] = 0, and y[b,c,t] = sum over s of Cm[b,s,t] h[t].
+ * Five inputs: a registry entry needs NK_KERNEL_MAX_ARGS >= 5. */
+int nk_ref_mamba(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+
+/* attention forward in the layout of NKI's attention performance tutorial
+ * (attn_fwd_v1..v11): q[d, Sq], k[d, Skv], v[d, Skv] (head dimension first)
+ * -> out[Sq, d] = softmax(q^T k) v^T, row-wise softmax, no scaling. */
+int nk_ref_attention_fwd(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+
+/* fused self-attention of NKI's Stable Diffusion tutorial: q[Sq, d],
+ * k[Skv, d], v[Skv, d] -> out[Sq, d] = softmax(scale q k^T) v, scale =
+ * NK_SD_ATTENTION_SCALE (the tutorial's fixed 0.125 = 1/sqrt(64)), no mask. */
+int nk_ref_sd_attention(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+#define NK_SD_ATTENTION_SCALE 0.125
+
+/* average pool 2d: x[C, H, W] -> y[C, H/p, W/p], the mean of each p x p
+ * window, stride p, p = NK_AVGPOOL2D_POOL (the tutorial's pool size); rows and
+ * columns past the last whole window are dropped. */
+int nk_ref_avgpool2d(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+#define NK_AVGPOOL2D_POOL 2
+
+/* transpose2d: each partition row holds a row-major F1 x F2 matrix; the output
+ * row holds its F2 x F1 transpose: y[p, j*F1 + i] = x[p, i*F2 + j]. The input
+ * is x[P, F1, F2], or x[P, F] read as F1 = NK_TRANSPOSE2D_F1 (the tutorial's
+ * shape2D = (3, 4)) rows of F / F1; the output has P * F1 * F2 elements. */
+int nk_ref_transpose2d(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
+#define NK_TRANSPOSE2D_F1 3
+
 #endif
