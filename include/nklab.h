@@ -116,6 +116,11 @@ typedef struct nk_shape {
 #define NK__NARG_(a, b, c, d, n, ...) n
 /* NK_SHAPE(250, 512) */
 #define NK_SHAPE(...) ((nk_shape){NK__NARG(__VA_ARGS__), {__VA_ARGS__}})
+/* nl.par_dim: marks the partition axis of a tile array, whose block axes
+ * come before it: NK_SHAPE(8, nk_par_dim(128), 512) is 8 tiles [128, 512]
+ * (nl.ndarray((8, nl.par_dim(128), 512), ...)). Encoded as -n; only
+ * nk_ndarray and nk_zeros/nk_full read it. */
+#define nk_par_dim(n) (-(int64_t)(n))
 
 /* Where tensors live. */
 typedef enum nk_buffer {
@@ -136,6 +141,7 @@ typedef struct nk_tensor {
     uint8_t ndim;
     uint8_t mem;      /* nk_buffer */
     uint8_t part0;    /* first partition (tiles) */
+    uint8_t pdim;     /* tile arrays: block axes before the partition axis (0 for a tile) */
     int64_t off;      /* element offset (within a partition for tiles) */
     int32_t shape[NK_MAXDIM];
     int64_t stride[NK_MAXDIM];
@@ -243,7 +249,9 @@ nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_
 /* nl.zeros / nl.full: a new tile (SBUF or PSUM) filled with a value. */
 nk_tensor nk_zeros_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_buffer buf);
 nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dtype dt, nk_buffer buf);
-/* t[ranges...]: a view. Fewer ranges than dims leave the rest whole. */
+/* t[ranges...]: a view. Fewer ranges than dims leave the rest whole. On a
+ * tile array, integer indices on the block axes pick a tile: nk_ix(nc, t,
+ * nk_i(k)) is NKI's t[k]. */
 nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r);
 /* Same elements, new shape (contiguous tensors only; axis 0 kept for tiles). */
 nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape);

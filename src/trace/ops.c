@@ -13,18 +13,6 @@
 
 /* ---- checks */
 
-/* Is the loop a tile was allocated in still running? Its memory is released
- * when that loop ends and later tiles reuse it. */
-static int tile_in_scope(const nk_ctx *nc, const nk_bufinfo *b)
-{
-    if (b->mem == NK_SHARED_HBM || !b->loop)
-        return 1;
-    for (int d = 0; d < nc->depth; d++)
-        if (nc->frames[d].loop == b->loop)
-            return 1;
-    return 0;
-}
-
 static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t)
 {
     if (nc->status)
@@ -33,21 +21,18 @@ static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, n
         nk__fail(nc, loc, NK_EINVAL, "%s: %s is not a valid tensor", op, what);
         return 0;
     }
-    if (!tile_in_scope(nc, &nc->p->bufs[t.buf])) {
-        char where[256];
-        nk__buf_where(nc, t.buf, where, sizeof where);
-        nk__fail(nc, loc, NK_ELOOP, "%s: %s is a tile allocated at %s inside a loop that has ended; a tile lives "
-                 "until the end of the loop body that allocates it (allocate it before the loop)", op, what, where);
+    if (t.pdim) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: %s is a tile array with %d block dimension%s before its partition "
+                 "dimension; index the blocks to get a tile (e.g. nk_block(t, k))", op, what, t.pdim,
+                 t.pdim == 1 ? "" : "s");
         return 0;
     }
-    if (t.buf < nc->cap_stale && nc->stale[t.buf]) {
-        const nk_bufinfo *b = &nc->p->bufs[t.buf];
+    if (t.buf < nc->cap_bs && nc->bs[t.buf].moved) {
         char where[256];
+        const nk_locinfo *l = &nc->p->locs[nc->bs[t.buf].moved - 1];
         nk__buf_where(nc, t.buf, where, sizeof where);
-        nk__fail(nc, loc, NK_ELOOP, "%s: %s is the tile allocated at %s in an earlier iteration, and a later "
-                 "iteration's tile now holds its memory (%d buffer%s per tile in this loop); carry values across "
-                 "iterations in a tile allocated before the loop", op, what, where, b->nslots,
-                 b->nslots == 1 ? "" : "s");
+        nk__fail(nc, loc, NK_EINVAL, "%s: %s is the tile made at %s, whose value was assigned into another tile at "
+                 "%s:%d; use that tile", op, what, where, nc->p->files[l->file], l->line);
         return 0;
     }
     return 1;
@@ -283,9 +268,10 @@ void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk
                  (long long)M, (long long)N);
         return;
     }
+    /* PSUM tiles start on a bank boundary (the allocator aligns them) */
     int64_t lo, hi, bank = nc->arch->psum_bank_bytes;
     nk__extent(&dst, &lo, &hi);
-    int64_t a0 = nc->p->bufs[dst.buf].addr + lo * 4, a1 = nc->p->bufs[dst.buf].addr + hi * 4 + 3;
+    int64_t a0 = lo * 4, a1 = hi * 4 + 3;
     if (a0 / bank != a1 / bank) {
         nk__fail(nc, loc, NK_ECAPACITY,
                  "%s: the accumulation group spans PSUM bytes %lld..%lld per partition, crossing a %lld-byte bank "

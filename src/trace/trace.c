@@ -1,14 +1,11 @@
 /*
- * trace.c - the tracing context: errors, source locations, buffers, the
- * on-chip allocator, loops and views.
+ * trace.c - the tracing context: errors, source locations, buffers, loops
+ * and views.
  *
- * On-chip allocation is a bump allocator per memory with scopes: a loop
- * body's tiles are freed when the loop ends. Inside a loop each allocation
- * site (the k-th allocation of an iteration) owns a ring of `bufs` slots and
- * iteration i uses slot i % bufs, so consecutive iterations of an affine loop
- * touch different addresses and can overlap; with one slot (sequential
- * loops, or tiles declared outside the loop) they serialize through the
- * write-after-read dependencies the scheduler derives.
+ * Tiles are recorded without addresses: the compile step gives them
+ * addresses by liveness once the whole program is known (sched/alloc.c).
+ * The tracer records what that needs: the loop and iteration each tile was
+ * allocated in, and where each loop iteration began.
  */
 #include "trace.h"
 
@@ -144,11 +141,19 @@ static uint32_t new_buf(nk_ctx *nc, nk_loc loc)
         nk__fail(nc, loc, NK_ENOMEM, "out of memory allocating a buffer");
         return 0;
     }
+    if (grow((void **)&nc->bs, &nc->cap_bs, p->nbufs + 1, sizeof *nc->bs)) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory allocating a buffer");
+        return 0;
+    }
     nk_bufinfo *b = &p->bufs[p->nbufs];
     memset(b, 0, sizeof *b);
     b->index = -1;
     b->loc = nk__loc(nc, loc);
     b->loop = nc->depth > 0 ? nc->frames[nc->depth - 1].loop : 0;
+    nk_bufstate *st = &nc->bs[p->nbufs];
+    memset(st, 0, sizeof *st);
+    st->iter = nc->depth > 0 ? (uint32_t)nc->frames[nc->depth - 1].i : 0;
+    st->born = p->ninstr;
     return p->nbufs++;
 }
 
@@ -191,48 +196,49 @@ int64_t nk__dims_product(const int64_t *d, int n)
     return p;
 }
 
-/* Reserves bytes per partition at the top of memory mem, or fails. */
-static int reserve(nk_ctx *nc, nk_loc loc, const char *opname, int mem, int64_t bytes, int64_t *addr)
-{
-    if (nc->top[mem] + bytes > nc->cap[mem]) {
-        char banks[48] = "";
-        if (mem == NK_PSUM)
-            snprintf(banks, sizeof banks, " (%d banks of %lld)", nc->arch->psum_banks,
-                     (long long)nc->arch->psum_bank_bytes);
-        return nk__fail(nc, loc, NK_ECAPACITY,
-                        "%s: %s capacity exceeded: a tile needs %lld bytes per partition but only %lld "
-                        "of %lld%s are free",
-                        opname, mem_name(mem), (long long)bytes, (long long)(nc->cap[mem] - nc->top[mem]),
-                        (long long)nc->cap[mem], banks);
-    }
-    *addr = nc->top[mem];
-    nc->top[mem] += bytes;
-    int64_t *peak = mem == NK_SBUF ? &nc->p->sbuf_peak : &nc->p->psum_peak;
-    if (nc->top[mem] > *peak)
-        *peak = nc->top[mem];
-    return 0;
-}
-
-/* Buffer id takes slot `slot` of a loop's allocation site: the tile an
- * earlier iteration left there is stale from now on. */
-static int take_slot(nk_ctx *nc, nk_loc loc, nk_site *s, int slot, uint32_t id)
-{
-    uint32_t prev = s->owner[slot];
-    s->owner[slot] = id;
-    if (!prev)
-        return 0;
-    if (grow((void **)&nc->stale, &nc->cap_stale, nc->p->nbufs, 1))
-        return nk__fail(nc, loc, NK_ENOMEM, "out of memory");
-    nc->stale[prev] = 1;
-    return 0;
-}
-
 nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *shape, int ndim,
                    nk_dtype dt)
+{
+    return nk__tile_array(nc, loc, opname, mem, shape, ndim, dt, 0);
+}
+
+/* A tile array's handle: axes in the kernel's order, the partition axis at
+ * pdim; in each partition the blocks and free axes are laid out row-major
+ * (the buffer itself is recorded partition axis first). */
+static void init_array_view(nk_tensor *t, uint32_t buf, nk_buffer mem, nk_dtype dt, const int64_t *shape, int ndim,
+                            int pdim)
+{
+    memset(t, 0, sizeof *t);
+    t->buf = buf;
+    t->dtype = (uint8_t)dt;
+    t->mem = (uint8_t)mem;
+    t->ndim = (uint8_t)ndim;
+    t->pdim = (uint8_t)pdim;
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->shape[i] = (int32_t)shape[i];
+        t->stride[i] = i == pdim ? 1 : s;
+        if (i != pdim)
+            s *= shape[i];
+    }
+}
+
+nk_tensor nk__tile_array(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *ushape,
+                         int ndim, nk_dtype dt, int pdim)
 {
     nk_tensor bad = {0};
     if (nc->status)
         return bad;
+    if (ndim < 1 || ndim > NK_MAXDIM || pdim < 0 || pdim >= ndim) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: a tile has 1 to %d dims, got %d", opname, NK_MAXDIM, ndim);
+        return bad;
+    }
+    /* the buffer's shape: partition axis first, then blocks and free axes */
+    int64_t shape[NK_MAXDIM];
+    shape[0] = ushape[pdim];
+    for (int i = 0, k = 1; i < ndim; i++)
+        if (i != pdim)
+            shape[k++] = ushape[i];
     if (ndim < 1 || ndim > NK_MAXDIM) {
         nk__fail(nc, loc, NK_ESHAPE, "%s: a tile has 1 to %d dims, got %d", opname, NK_MAXDIM, ndim);
         return bad;
@@ -269,43 +275,19 @@ nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, co
     bytes = (bytes + unit - 1) / unit * unit;
     if (shape[0] == 0)
         bytes = 0;
-    int64_t addr = 0;
-    uint16_t slot = 0, nslots = 1;
-    nk_site *site = NULL;
-    if (nc->depth == 0) {
-        if (reserve(nc, loc, opname, mem, bytes, &addr))
-            return bad;
-    } else {
-        nk_frame *f = &nc->frames[nc->depth - 1];
-        int k = f->cursor++;
-        nk_site *s = k < f->nsites ? &f->sites[k] : NULL;
-        if (!s || s->mem != (int)mem || bytes > s->slot_bytes) {
-            /* a new site: a ring of bufs slots, fewer if they do not fit */
-            if (grow((void **)&f->sites, &f->cap_sites, (uint32_t)f->nsites + 1, sizeof *f->sites)) {
-                nk__fail(nc, loc, NK_ENOMEM, "out of memory");
-                return bad;
-            }
-            int n = f->bufs;
-            while (n > 1 && nc->top[mem] + n * bytes > nc->cap[mem])
-                n--;
-            int64_t base;
-            if (reserve(nc, loc, opname, mem, n * bytes, &base))
-                return bad;
-            s = &f->sites[f->nsites];
-            if (k < f->nsites) { /* a changed site: replace it in place */
-                s = &f->sites[k];
-            } else {
-                f->nsites++;
-            }
-            *s = (nk_site){base, bytes, n, (int)mem};
-        }
-        slot = (uint16_t)(f->i % s->nslots);
-        nslots = (uint16_t)s->nslots;
-        addr = s->base + slot * s->slot_bytes;
-        site = s;
+    int64_t cap = mem == NK_PSUM ? nc->arch->psum_partition_bytes
+                                 : nc->arch->sbuf_partition_bytes - nc->arch->sbuf_reserved_bytes;
+    if (bytes > cap) {
+        char banks[48] = "";
+        if (mem == NK_PSUM)
+            snprintf(banks, sizeof banks, " (%d banks of %lld)", nc->arch->psum_banks,
+                     (long long)nc->arch->psum_bank_bytes);
+        nk__fail(nc, loc, NK_ECAPACITY, "%s: %s capacity exceeded: a tile needs %lld bytes per partition but a "
+                 "partition holds %lld%s", opname, mem_name(mem), (long long)bytes, (long long)cap, banks);
+        return bad;
     }
     uint32_t id = new_buf(nc, loc);
-    if (!id || (site && take_slot(nc, loc, site, slot, id)))
+    if (!id)
         return bad;
     nk_bufinfo *b = &nc->p->bufs[id];
     b->mem = (uint8_t)mem;
@@ -314,13 +296,35 @@ nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, co
     b->role = NK_ROLE_TILE;
     for (int i = 0; i < ndim; i++)
         b->shape[i] = shape[i];
-    b->addr = addr;
     b->bytes = bytes;
-    b->slot = slot;
-    b->nslots = nslots;
+    b->nslots = 1;
     nk_tensor t;
-    init_view(&t, id, mem, dt, shape, ndim);
+    init_array_view(&t, id, mem, dt, ushape, ndim, pdim);
     return t;
+}
+
+/* Reads nk_par_dim markers: the partition axis of a tile array, or -1 with
+ * an error. Without a marker the first axis is the partition axis. */
+int nk__parse_pdim(nk_ctx *nc, nk_loc loc, const char *op, nk_shape *shape, nk_buffer mem)
+{
+    int pdim = -2;
+    for (int i = 0; i < shape->n && i < NK_MAXDIM; i++) {
+        if (shape->d[i] >= 0)
+            continue;
+        if (mem == NK_SHARED_HBM) {
+            nk__fail(nc, loc, NK_ESHAPE, "%s: nk_par_dim marks the partition axis of an SBUF or PSUM tile array; "
+                     "axis %d of an HBM tensor is %lld", op, i, (long long)shape->d[i]);
+            return -1;
+        }
+        if (pdim != -2) {
+            nk__fail(nc, loc, NK_ESHAPE, "%s: axes %d and %d are both marked nk_par_dim; a tile array has one "
+                     "partition axis", op, pdim, i);
+            return -1;
+        }
+        pdim = i;
+        shape->d[i] = -shape->d[i];
+    }
+    return pdim == -2 ? 0 : pdim;
 }
 
 /* ---- tensors */
@@ -334,8 +338,11 @@ nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_
         nk__fail(nc, loc, NK_ESHAPE, "nk_ndarray: a tensor has 1 to %d dims, got %d", NK_MAXDIM, shape.n);
         return bad;
     }
+    int pdim = nk__parse_pdim(nc, loc, "nk_ndarray", &shape, mem);
+    if (pdim < 0)
+        return bad;
     if (mem == NK_SBUF || mem == NK_PSUM)
-        return nk__tile(nc, loc, "nk_ndarray", mem, shape.d, shape.n, dt);
+        return nk__tile_array(nc, loc, "nk_ndarray", mem, shape.d, shape.n, dt, pdim);
     if (mem != NK_SHARED_HBM) {
         nk__fail(nc, loc, NK_EINVAL, "nk_ndarray: unknown buffer %d", (int)mem);
         return bad;
@@ -451,7 +458,8 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
             return bad;
         }
         int64_t count = stop > start ? 1 + (stop - start - 1) / step : 0; /* no overflow for a huge step */
-        if (tile && d == 0) {
+        if (tile && d == t.pdim) {
+            v.pdim = (uint8_t)nd; /* the block axes kept before it */
             if (q.kind == NK_RANGE_INDEX) {
                 nk__fail(nc, loc, NK_EPARTITION,
                          "nk_ix: the partition axis cannot take a single index; use nk_r(%lld, %lld)",
@@ -463,9 +471,9 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
                 return bad;
             }
             v.part0 = (uint8_t)(t.part0 + start);
-            v.shape[0] = (int32_t)count;
-            v.stride[0] = 1;
-            nd = 1;
+            v.shape[nd] = (int32_t)count;
+            v.stride[nd] = 1;
+            nd++;
             continue;
         }
         v.off += start * t.stride[d];
@@ -507,6 +515,11 @@ nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape)
         return bad;
     if (!t.buf || t.buf >= nc->p->nbufs) {
         nk__fail(nc, loc, NK_EINVAL, "nk_reshape: not a valid tensor");
+        return bad;
+    }
+    if (t.pdim) {
+        nk__fail(nc, loc, NK_ESHAPE, "nk_reshape: a tile array with block axes cannot be reshaped; index a block "
+                 "first");
         return bad;
     }
     if (shape.n < 1 || shape.n > NK_MAXDIM) {
@@ -581,6 +594,7 @@ int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int
         nk__fail(nc, loc, NK_EINVAL, "loop buffer count %d is outside 1..%d", bufs, NK_MAX_LOOP_BUFS);
         bufs = 1;
     }
+    int explicit_bufs = bufs > 0;
     if (kind == NK_LOOP_SEQUENTIAL)
         bufs = 1;
     else if (bufs == 0)
@@ -588,24 +602,51 @@ int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int
     nk_program *p = nc->p;
     uint32_t parent = nc->depth > 0 ? nc->frames[nc->depth - 1].loop : 0;
     uint32_t id = 0;
-    if (!nc->status && !grow((void **)&p->loops, &nc->cap_loops, p->nloops + 1, sizeof *p->loops)) {
+    if (!nc->status && !grow((void **)&p->loops, &nc->cap_loops, p->nloops + 1, sizeof *p->loops) &&
+        !grow((void **)&nc->la, &nc->cap_la, p->nloops + 1, sizeof *nc->la)) {
         p->loops[p->nloops] = (nk_loopinfo){nk__loc(nc, loc), parent, n, (uint8_t)kind, (uint8_t)bufs,
                                             (uint16_t)nc->depth};
+        nc->la[p->nloops] = (nk_loopalloc){NULL, 0, 0, (uint8_t)explicit_bufs};
         id = ++p->nloops;
     }
     nk_frame *f = &nc->frames[nc->depth++];
-    nk_site *sites = f->sites;
-    uint32_t cap = f->cap_sites;
     memset(f, 0, sizeof *f);
-    f->sites = sites; /* reuse the previous frame's site array at this depth */
-    f->cap_sites = cap;
     f->loop = id;
     f->n = n;
     f->kind = kind;
     f->bufs = bufs;
     f->i = -1;
-    memcpy(f->mark, nc->top, sizeof f->mark);
     return 0;
+}
+
+/* Where iteration i of the innermost loop begins (see nk_iterstart). */
+static void note_iteration(nk_ctx *nc, nk_frame *f, int64_t i)
+{
+    uint32_t start = nc->p->ninstr;
+    if (f->nits && f->its[f->nits - 1].start == start) {
+        f->its[f->nits - 1].iter = (uint32_t)i; /* the previous iteration emitted nothing */
+        return;
+    }
+    if (grow((void **)&f->its, &f->cap_its, f->nits + 1, sizeof *f->its)) {
+        nk__fail(nc, (nk_loc){"?", 0}, NK_ENOMEM, "out of memory recording loop iterations");
+        return;
+    }
+    f->its[f->nits++] = (nk_iterstart){(uint32_t)i, start};
+}
+
+/* The loop's iteration record goes to its loop instance. */
+static void end_loop(nk_ctx *nc, nk_frame *f)
+{
+    if (f->loop && f->loop <= nc->p->nloops) {
+        nk_loopalloc *l = &nc->la[f->loop - 1];
+        l->its = f->its;
+        l->nits = f->nits;
+        l->end = nc->p->ninstr;
+    } else {
+        free(f->its);
+    }
+    f->its = NULL;
+    f->nits = f->cap_its = 0;
 }
 
 int nk__loop_cond(nk_ctx *nc, int64_t i)
@@ -620,12 +661,12 @@ int nk__loop_cond(nk_ctx *nc, int64_t i)
     if (!nc->status && i != f->i + 1)
         fail_left_loop(nc, f);
     if (nc->status || i >= f->n) {
-        memcpy(nc->top, f->mark, sizeof nc->top);
+        end_loop(nc, f);
         nc->depth--;
         return 0;
     }
     f->i = i;
-    f->cursor = 0;
+    note_iteration(nc, f, i);
     return 1;
 }
 
@@ -650,6 +691,53 @@ static nk_loc last_call(nk_ctx *nc, nk_loc dflt)
     else
         return dflt;
     return (nk_loc){p->files[p->locs[li].file], p->locs[li].line};
+}
+
+/* Removes the instructions folded away during tracing (a memset that the
+ * first accumulating matmul replaced), keeping the loops' iteration starts
+ * pointing at the same instructions. */
+static int compact(nk_ctx *nc)
+{
+    nk_program *p = nc->p;
+    if (!nc->dead)
+        return 0;
+    uint32_t *newidx = malloc(((size_t)p->ninstr + 1) * sizeof *newidx);
+    if (!newidx)
+        return NK_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        newidx[i] = n;
+        if (i >= nc->cap_dead || !nc->dead[i])
+            p->instrs[n++] = p->instrs[i];
+    }
+    newidx[p->ninstr] = n;
+    for (uint32_t l = 0; l < p->nloops; l++) {
+        nk_loopalloc *la = &nc->la[l];
+        for (uint32_t k = 0; k < la->nits; k++)
+            la->its[k].start = newidx[la->its[k].start];
+        la->end = newidx[la->end];
+    }
+    p->ninstr = n;
+    free(newidx);
+    return 0;
+}
+
+/* The compile step's first part: folded instructions out, addresses in. */
+static int finish(nk_ctx *nc, char *err, size_t errlen)
+{
+    nk_program *p = nc->p;
+    int rc = compact(nc);
+    if (rc)
+        return rc;
+    uint32_t *iters = malloc((size_t)p->nbufs * sizeof *iters);
+    if (!iters)
+        return NK_ENOMEM;
+    for (uint32_t b = 0; b < p->nbufs; b++)
+        iters[b] = b < nc->cap_bs ? nc->bs[b].iter : 0;
+    nk_alloc_info ai = {nc->la, iters};
+    rc = nk__allocate(p, &ai, err, errlen);
+    free(iters);
+    return rc;
 }
 
 int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs, const nk_options *opts,
@@ -692,8 +780,6 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     p->bufs_default = opts && opts->default_bufs > 0 ? opts->default_bufs : arch->default_bufs;
     nc->p = p;
     nc->arch = arch;
-    nc->cap[NK_SBUF] = arch->sbuf_partition_bytes - arch->sbuf_reserved_bytes;
-    nc->cap[NK_PSUM] = arch->psum_partition_bytes;
     /* buffer 0 is the invalid id */
     if (grow((void **)&p->bufs, &nc->cap_bufs, 1, sizeof *p->bufs))
         goto out;
@@ -702,7 +788,29 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     p->input_buf = calloc((size_t)(nargs > 0 ? nargs : 1), sizeof *p->input_buf);
     if (!p->input_buf)
         goto out;
+    nc->scalars = calloc((size_t)(nargs > 0 ? nargs : 1), sizeof *nc->scalars);
+    if (!nc->scalars)
+        goto out;
+    int ntensors = 0;
     for (int i = 0; i < nargs; i++) {
+        if (args[i].ndim == 0) { /* a scalar parameter: its value is part of the program */
+            if (!args[i].data || !nk_dtype_size(args[i].dtype)) {
+                snprintf(err, errlen, "argument %d: a scalar argument needs a value and a dtype", i);
+                rc = NK_EINVAL;
+                goto out;
+            }
+            float f;
+            nk_convert_to_f32(args[i].dtype, args[i].data, &f, 1);
+            nc->scalars[i] = f;
+            if (args[i].dtype == NK_I32)
+                nc->scalars[i] = *(const int32_t *)args[i].data;
+            else if (args[i].dtype == NK_U32)
+                nc->scalars[i] = *(const uint32_t *)args[i].data;
+            targs[i] = (nk_tensor){0};
+            targs[i].dtype = (uint8_t)args[i].dtype;
+            targs[i].off = i; /* nk_scalar finds the value by argument index */
+            continue;
+        }
         nk_shape s = {args[i].ndim, {0}};
         for (int d = 0; d < args[i].ndim && d < NK_MAXDIM; d++)
             s.d[d] = args[i].shape[d];
@@ -714,11 +822,12 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
         }
         nk_bufinfo *b = &p->bufs[targs[i].buf];
         b->role = NK_ROLE_INPUT;
-        b->index = i;
+        b->index = ntensors;
         b->written = 1;
-        p->input_buf[i] = targs[i].buf;
+        p->input_buf[ntensors++] = targs[i].buf;
     }
-    p->ninputs = nargs;
+    nc->nargs = nargs;
+    p->ninputs = ntensors;
     fn(nc, targs, nargs);
     if (!nc->status && nc->depth > 0)
         fail_left_loop(nc, &nc->frames[nc->depth - 1]);
@@ -741,6 +850,9 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
         if (p->bufs[b].mem == NK_SHARED_HBM)
             p->hbm_list[p->nhbm++] = b;
     }
+    rc = finish(nc, err, errlen);
+    if (rc)
+        goto out;
     rc = nk_schedule(p);
     if (rc) {
         if (err)
@@ -754,9 +866,14 @@ out:
         snprintf(err, errlen, "out of memory while tracing");
     if (nc) {
         for (int d = 0; d < NK_MAX_LOOP_DEPTH; d++)
-            free(nc->frames[d].sites);
+            free(nc->frames[d].its);
+        for (uint32_t l = 0; nc->la && l < nc->p->nloops; l++)
+            free(nc->la[l].its);
+        free(nc->la);
         free(nc->lochash);
-        free(nc->stale);
+        free(nc->bs);
+        free(nc->dead);
+        free(nc->scalars);
     }
     free(nc);
     free(targs);

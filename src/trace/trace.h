@@ -5,27 +5,26 @@
 #define NK_TRACE_H
 
 #include "nkint.h"
+#include "sched/alloc.h"
 
 #define NK_MAX_LOOP_DEPTH 16
 #define NK_MAX_LOOP_BUFS 32 /* buffers per tile of an affine loop */
-
-typedef struct nk_site {
-    int64_t base;       /* address of slot 0 */
-    int64_t slot_bytes; /* bytes per partition per slot */
-    int nslots;
-    int mem;
-    uint32_t owner[NK_MAX_LOOP_BUFS]; /* the tile now in each slot (buffer id) */
-} nk_site;
 
 typedef struct nk_frame {
     uint32_t loop;   /* loop instance + 1 */
     int64_t i, n;
     int kind, bufs;
-    int64_t mark[3]; /* allocator tops at loop entry */
-    nk_site *sites;  /* allocation sites of the body, in order */
-    int nsites, cursor;
-    uint32_t cap_sites;
+    nk_iterstart *its; /* iteration starts, handed to the loop record at exit */
+    uint32_t nits, cap_its;
 } nk_frame;
+
+/* Tracing state of one buffer (not part of the program). */
+typedef struct nk_bufstate {
+    uint32_t iter;   /* iteration of its innermost loop when it was allocated */
+    uint32_t born;   /* instructions recorded before it was allocated */
+    uint32_t zero;   /* 1 + the memset(0) covering it, while nothing else touched it; 0 otherwise */
+    uint32_t moved;  /* 1 + loc index where nk_assign moved its value into another tile; 0 otherwise */
+} nk_bufstate;
 
 struct nk_ctx {
     nk_program *p;
@@ -36,13 +35,15 @@ struct nk_ctx {
     /* (file pointer, line) -> loc index; open addressing */
     struct lockey { const char *file; int line; uint32_t idx; } *lochash;
     uint32_t lochash_cap, lochash_n;
-    int64_t top[3], cap[3]; /* allocator per memory (index nk_buffer) */
     nk_frame frames[NK_MAX_LOOP_DEPTH];
     int depth, overflow;
-    /* per buffer: a later iteration's tile took its slot, so its memory no
-     * longer holds its values (cap_stale entries) */
-    uint8_t *stale;
-    uint32_t cap_stale;
+    nk_bufstate *bs;        /* per buffer (cap_bufs entries) */
+    nk_loopalloc *la;       /* per loop instance (cap_loops entries) */
+    uint8_t *dead;          /* per instruction: folded away, removed at the end */
+    uint32_t cap_dead, cap_bs, cap_la;
+    uint32_t nacc;          /* instructions accounted for in bs */
+    double *scalars;        /* scalar arguments' values, by argument index */
+    int nargs;
 };
 
 /* Records the first error (later ones are dropped); returns status. */
@@ -54,6 +55,11 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine);
 /* A new on-chip tile; returns an invalid tensor on error. */
 nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *shape,
                    int ndim, nk_dtype dt);
+/* A tile array: block axes before the partition axis at pdim (shape in the
+ * kernel's order). */
+nk_tensor nk__tile_array(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *shape,
+                         int ndim, nk_dtype dt, int pdim);
+int nk__parse_pdim(nk_ctx *nc, nk_loc loc, const char *op, nk_shape *shape, nk_buffer mem);
 static inline nk_bufinfo *nk__buf(nk_ctx *nc, nk_tensor t) { return &nc->p->bufs[t.buf]; }
 /* "file:line" of a buffer's allocation. */
 void nk__buf_where(nk_ctx *nc, uint32_t buf, char *out, size_t n);

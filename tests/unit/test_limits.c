@@ -270,19 +270,15 @@ static int run_carry(int back, int seq, int use_first, char *msg, size_t n)
     return rc;
 }
 
-TEST(limits_carried_tile_whose_slot_was_taken_is_an_error)
+/* A tile of an earlier iteration read in a later one stays live until that
+ * read, whatever the loop's buffer count: the allocator sees the use. */
+TEST(limits_carried_tile_from_an_earlier_iteration_keeps_its_values)
 {
-    char msg[1024], want[1024];
-    /* sequential: one buffer, so this iteration's load took the previous block's memory */
-    CHECK_INT(run_carry(1, 1, 0, msg, sizeof msg), NK_ELOOP);
-    int line = at;
-    snprintf(want, sizeof want, "%s:%d: add: in1 is the tile allocated at %s:%d in an earlier iteration, and a "
-             "later iteration's tile now holds its memory (1 buffer per tile in this loop); carry values across "
-             "iterations in a tile allocated before the loop", __FILE__, line, __FILE__, line - 1);
-    CHECK_STR(msg, want);
-    /* affine with 2 buffers: two iterations back is gone too */
-    CHECK_INT(run_carry(2, 0, 0, msg, sizeof msg), NK_ELOOP);
-    CHECK_CONTAINS(msg, "(2 buffers per tile in this loop)");
+    char msg[1024];
+    CHECK_INT(run_carry(1, 1, 0, msg, sizeof msg), 0); /* sequential: one buffer */
+    CHECK_STR(msg, "");
+    CHECK_INT(run_carry(2, 0, 0, msg, sizeof msg), 0); /* affine, 2 buffers, two iterations back */
+    CHECK_STR(msg, "");
 }
 
 TEST(limits_carried_tile_still_in_its_slot_keeps_its_values)
