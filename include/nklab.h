@@ -257,6 +257,10 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
 nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape);
 /* Marks an HBM tensor as the kernel's next output. */
 void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t);
+/* The value of a scalar kernel argument: a 0-d array in the call (its value
+ * is part of the program's signature, like NKI's Python scalars: another
+ * value traces another program). NaN and an error for a tensor argument. */
+double nk_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor arg);
 
 /* ---- language-level ops (nl.*): each returns a new SBUF tile unless said */
 
@@ -283,6 +287,19 @@ void nk_matmul_acc_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_ten
 nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape);
 /* A new tile of the given shape holding expr (nl.arange-style index math). */
 nk_tensor nk_iota_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_affine expr, nk_dtype dt);
+
+/* ---- writes into existing tiles */
+
+/* dst = value (NKI's `t[...] = expr`): when value is the fresh result of the
+ * op just traced, that op writes dst directly (and value's handle may no
+ * longer be used); otherwise a copy (a store when dst is in HBM, a load when
+ * value is). */
+void nk_assign_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
+/* dst += value (NKI's `res_psum += nl.matmul(...)`): a fresh matmul result
+ * accumulates straight into dst (a PSUM tile); otherwise a Vector add. */
+void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
+/* nisa.dma_copy(dst=, src=): a DMA between HBM and SBUF, either direction. */
+void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src);
 
 /* ---- ISA-level ops (nisa.*): explicit destination tiles */
 
@@ -339,7 +356,11 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_full(nc, shape, v, dt, buf) nk_full_at((nc), NK_HERE, (shape), (v), (dt), (buf))
 #define nk_reshape(nc, t, shape) nk_reshape_at((nc), NK_HERE, (t), (shape))
 #define nk_return(nc, t) nk_return_at((nc), NK_HERE, (t))
+#define nk_scalar(nc, arg) nk_scalar_at((nc), NK_HERE, (arg))
 #define nk_load(nc, src) nk_load_at((nc), NK_HERE, (src))
+#define nk_assign(nc, dst, v) nk_assign_at((nc), NK_HERE, (dst), (v))
+#define nk_assign_add(nc, dst, v) nk_assign_add_at((nc), NK_HERE, (dst), (v))
+#define nk_dma_copy(nc, dst, src) nk_dma_copy_at((nc), NK_HERE, (dst), (src))
 #define nk_store(nc, dst, v) nk_store_at((nc), NK_HERE, (dst), (v))
 #define nk_copy(nc, x, dt) nk_copy_at((nc), NK_HERE, (x), (dt))
 #define nk_exp(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_EXP, (x))
@@ -394,7 +415,8 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 
 /* ---------------------------------------------------------------- runtime */
 
-/* A host array: C-contiguous data of the given dtype. */
+/* A host array: C-contiguous data of the given dtype. ndim 0 is a scalar
+ * argument: data points to one element (at most 4 bytes wide). */
 typedef struct nk_array {
     nk_dtype dtype;
     int ndim;

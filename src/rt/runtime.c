@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define NK_MAX_ARGS 32
-#define KEY_MAX (16 + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM))
+#define KEY_MAX (16 + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM + 4))
 
 typedef struct centry {
     uint64_t hash;
@@ -99,6 +99,13 @@ static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_op
         int nd = args[i].ndim > 0 && args[i].ndim <= NK_MAXDIM ? args[i].ndim : 0;
         memcpy(key + n, args[i].shape, (size_t)nd * sizeof(int64_t));
         n += (size_t)nd * sizeof(int64_t);
+        if (args[i].ndim == 0) { /* a scalar: its value is part of the signature */
+            int es = nk_dtype_size(args[i].dtype);
+            memset(key + n, 0, 4);
+            if (args[i].data && es > 0 && es <= 4)
+                memcpy(key + n, args[i].data, (size_t)es);
+            n += 4;
+        }
     }
     return (int)n;
 }
@@ -177,7 +184,8 @@ int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_op
         }
     }
     for (int i = 0; i < nargs; i++) {
-        if (args[i].ndim < 1 || args[i].ndim > NK_MAXDIM || !nk_dtype_size(args[i].dtype)) {
+        if (args[i].ndim < 0 || args[i].ndim > NK_MAXDIM || !nk_dtype_size(args[i].dtype) ||
+            (args[i].ndim == 0 && (!args[i].data || nk_dtype_size(args[i].dtype) > 4))) {
             snprintf(k->err, sizeof k->err, "argument %d: invalid dtype or rank", i);
             return NK_EINVAL;
         }
@@ -255,12 +263,18 @@ static void free_scratch(const nk_program *p, void **hbm, uint32_t n)
     }
 }
 
-int nk__program_bind(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts, void **hbm)
+int nk__program_bind(const nk_program *p, const nk_array *all, int nall, nk_array *outs, int nouts, void **hbm)
 {
-    if (nargs != p->ninputs || nouts != p->noutputs)
+    /* scalar arguments (0-d) are part of the program, not bound */
+    const nk_array *args[NK_MAX_ARGS];
+    int nargs = 0;
+    for (int i = 0; i < nall && nargs < NK_MAX_ARGS; i++)
+        if (all[i].ndim != 0)
+            args[nargs++] = &all[i];
+    if (nall < 0 || nall > NK_MAX_ARGS || nargs != p->ninputs || nouts != p->noutputs)
         return NK_EINVAL;
     for (int i = 0; i < nargs; i++) {
-        int rc = matches(p, p->input_buf[i], &args[i]);
+        int rc = matches(p, p->input_buf[i], args[i]);
         if (rc)
             return rc;
     }
@@ -273,7 +287,7 @@ int nk__program_bind(const nk_program *p, const nk_array *args, int nargs, nk_ar
         uint32_t b = p->hbm_list[i];
         const nk_bufinfo *bi = &p->bufs[b];
         if (bi->role == NK_ROLE_INPUT) {
-            hbm[b] = args[bi->index].data;
+            hbm[b] = args[bi->index]->data;
         } else if (bi->role == NK_ROLE_OUTPUT) {
             hbm[b] = outs[bi->index].data;
         } else if (!(hbm[b] = calloc((size_t)bi->bytes, 1))) {

@@ -18,7 +18,9 @@ static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, n
     if (nc->status)
         return 0;
     if (!t.buf || t.buf >= nc->p->nbufs || t.ndim < 1 || t.ndim > NK_MAXDIM) {
-        nk__fail(nc, loc, NK_EINVAL, "%s: %s is not a valid tensor", op, what);
+        nk__fail(nc, loc, NK_EINVAL, "%s: %s is %s", op, what,
+                 t.mem == NK__MEM_SCALAR ? "a scalar argument, not a tensor (read it with nk_scalar)"
+                                         : "not a valid tensor");
         return 0;
     }
     if (t.pdim) {
@@ -281,6 +283,9 @@ void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk
     }
     if (K == 0 || M == 0 || N == 0)
         return;
+    /* nl.zeros then += : the matmul starts the accumulation group instead */
+    if (accumulate && nk__take_zero(nc, dst))
+        accumulate = 0;
     nk_instr *in = nk__emit(nc, loc, NK_OP_MATMUL, NK_ENGINE_TENSOR);
     if (!in)
         return;
@@ -707,6 +712,53 @@ void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
             return;
         in->dst = dst;
         in->src[0] = value;
+        in->nsrc = 1;
+    }
+    wrote(nc, dst);
+}
+
+/* nisa.dma_copy: a DMA between HBM and SBUF in either direction, into an
+ * existing destination; bytes move unconverted. */
+void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src)
+{
+    const char *op = "nk_dma_copy";
+    if (!ok_tensor(nc, loc, op, "dst", dst) || !ok_tensor(nc, loc, op, "src", src))
+        return;
+    if (src.mem == NK_PSUM || dst.mem == NK_PSUM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: DMA does not access PSUM; copy the tile to SBUF first (nk_copy)", op);
+        return;
+    }
+    if (dst.mem == NK_SHARED_HBM) {
+        nk_store_at(nc, loc, dst, src);
+        return;
+    }
+    if (src.mem != NK_SHARED_HBM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: SBUF to SBUF DMA is not supported yet; use nk_isa_tensor_copy", op);
+        return;
+    }
+    if (!ok_read(nc, loc, op, "src", src))
+        return;
+    int same = dst.ndim == src.ndim;
+    for (int i = 0; same && i < dst.ndim; i++)
+        same = dst.shape[i] == src.shape[i];
+    if (!same) {
+        char a[64], b[64];
+        shape_str(a, sizeof a, src);
+        shape_str(b, sizeof b, dst);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: src %s does not match dst %s", op, a, b);
+        return;
+    }
+    if (dst.dtype != src.dtype) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: src is %s but dst is %s (DMA does not convert; cast with nk_copy)", op,
+                 nk_dtype_name(src.dtype), nk_dtype_name(dst.dtype));
+        return;
+    }
+    if (nk__numel(&dst) > 0) {
+        nk_instr *in = nk__emit(nc, loc, NK_OP_LOAD, NK_ENGINE_DMA);
+        if (!in)
+            return;
+        in->dst = dst;
+        in->src[0] = src;
         in->nsrc = 1;
     }
     wrote(nc, dst);

@@ -418,6 +418,17 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
     p->output_buf[p->noutputs++] = t.buf;
 }
 
+double nk_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor arg)
+{
+    if (nc->status)
+        return 0.0;
+    if (arg.buf || arg.mem != NK__MEM_SCALAR || arg.off < 0 || arg.off >= nc->nargs) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_scalar: not a scalar argument (pass a 0-d array for it)");
+        return 0.0;
+    }
+    return nc->scalars[arg.off];
+}
+
 nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r)
 {
     nk_tensor bad = {0}, v = t;
@@ -809,6 +820,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
             targs[i] = (nk_tensor){0};
             targs[i].dtype = (uint8_t)args[i].dtype;
             targs[i].off = i; /* nk_scalar finds the value by argument index */
+            targs[i].mem = NK__MEM_SCALAR;
             continue;
         }
         nk_shape s = {args[i].ndim, {0}};
@@ -873,6 +885,7 @@ out:
         free(nc->lochash);
         free(nc->bs);
         free(nc->dead);
+        free(nc->zpool);
         free(nc->scalars);
     }
     free(nc);

@@ -9,6 +9,7 @@
 
 #define NK_MAX_LOOP_DEPTH 16
 #define NK_MAX_LOOP_BUFS 32 /* buffers per tile of an affine loop */
+#define NK__MEM_SCALAR 3    /* nk_tensor.mem of a scalar argument's handle */
 
 typedef struct nk_frame {
     uint32_t loop;   /* loop instance + 1 */
@@ -18,11 +19,16 @@ typedef struct nk_frame {
     uint32_t nits, cap_its;
 } nk_frame;
 
+/* A memset of zeros not yet touched by anything else (trace/assign.c). */
+typedef struct nk_znode {
+    uint32_t instr, next; /* next: 1 + pool index, 0 = end */
+} nk_znode;
+
 /* Tracing state of one buffer (not part of the program). */
 typedef struct nk_bufstate {
     uint32_t iter;   /* iteration of its innermost loop when it was allocated */
     uint32_t born;   /* instructions recorded before it was allocated */
-    uint32_t zero;   /* 1 + the memset(0) covering it, while nothing else touched it; 0 otherwise */
+    uint32_t zero;   /* its pending zero memsets: 1 + index into zpool, 0 = none */
     uint32_t moved;  /* 1 + loc index where nk_assign moved its value into another tile; 0 otherwise */
 } nk_bufstate;
 
@@ -42,6 +48,8 @@ struct nk_ctx {
     uint8_t *dead;          /* per instruction: folded away, removed at the end */
     uint32_t cap_dead, cap_bs, cap_la;
     uint32_t nacc;          /* instructions accounted for in bs */
+    nk_znode *zpool;
+    uint32_t nz, cap_z;
     double *scalars;        /* scalar arguments' values, by argument index */
     int nargs;
 };
@@ -63,6 +71,10 @@ int nk__parse_pdim(nk_ctx *nc, nk_loc loc, const char *op, nk_shape *shape, nk_b
 static inline nk_bufinfo *nk__buf(nk_ctx *nc, nk_tensor t) { return &nc->p->bufs[t.buf]; }
 /* "file:line" of a buffer's allocation. */
 void nk__buf_where(nk_ctx *nc, uint32_t buf, char *out, size_t n);
+/* If a memset of zeros wrote exactly dst and nothing touched it since,
+ * drops that memset and returns 1: the caller's matmul starts the
+ * accumulation group instead of adding to zeros. */
+int nk__take_zero(nk_ctx *nc, nk_tensor dst);
 /* The product of n dims, or -1 when one is negative or it overflows int64. */
 int64_t nk__dims_product(const int64_t *d, int n);
 
