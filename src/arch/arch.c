@@ -10,6 +10,8 @@
  *   [ISA-old] legacy nki.isa docstrings (per-instruction cost estimates)
  *   [ALLOC]  NKI direct allocation guide
  *   [PM]     NKI programming model, memory hierarchy
+ *   [TS]     NKI tiling overview, tile-size constraints (nl.tile_size)
+ *   [ISA]    nki.isa docstrings (nc_transpose tile sizes)
  * A value marked "assumed" has no published figure; the comment says why it
  * was chosen. Loading a target from a file lives in arch_file.c.
  */
@@ -30,6 +32,11 @@ static const nk_arch targets[] = {
         .default_bufs = 2,  /* assumed: double buffering, the guide's usual example */
         .vector_fmax_sbuf = 65536,            /* [A2] 64K elements from SBUF */
         .vector_fmax_psum = 4096,             /* [A2] 4K elements from PSUM */
+        .gemm_stationary_fmax = 128,          /* [TS] nl.tile_size.gemm_stationary_fmax */
+        .gemm_moving_fmax = 512,              /* [TS] nl.tile_size.gemm_moving_fmax */
+        .psum_fmax = 512,                     /* [TS][A2] psum_fmax: a 2 KiB bank of fp32 */
+        .pe_transpose_max = 128,              /* [ISA] nc_transpose: [128, 128] on the Tensor engine */
+        .dve_transpose_max = 32,              /* [ISA][A2] [32, 32] on the Vector engine (reshape bank) */
 
         .pe_ghz = 2.8,                        /* [A2] engine table */
         .dve_ghz = 1.12,                      /* [A2] */
@@ -77,6 +84,11 @@ static const nk_arch targets[] = {
         .default_bufs = 2,  /* assumed, as trn1 */
         .vector_fmax_sbuf = 65536,            /* assumed: as v2 [A2] */
         .vector_fmax_psum = 4096,             /* assumed: as v2 [A2] */
+        .gemm_stationary_fmax = 128,          /* [TS] nl.tile_size (one table for both targets) */
+        .gemm_moving_fmax = 512,              /* [TS] */
+        .psum_fmax = 512,                     /* [TS][A3] banks of 2 KiB as on v2 */
+        .pe_transpose_max = 128,              /* [ISA] */
+        .dve_transpose_max = 32,              /* [ISA] */
 
         .pe_ghz = 2.4,                        /* [A3] engine table */
         .dve_ghz = 0.96,                      /* [A3] */

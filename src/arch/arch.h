@@ -28,6 +28,12 @@ typedef struct nk_arch {
     int default_bufs;          /* buffers per tile in affine loops (assumed) */
     int64_t vector_fmax_sbuf;  /* free elements per Vector instruction from SBUF */
     int64_t vector_fmax_psum;  /* ... from PSUM */
+    /* tile-size limits of instructions (nl.tile_size and nc_transpose) */
+    int64_t gemm_stationary_fmax; /* free size of a matmul's stationary operand */
+    int64_t gemm_moving_fmax;     /* free size of a matmul's moving operand */
+    int64_t psum_fmax;            /* fp32 elements per PSUM bank per partition */
+    int64_t pe_transpose_max;     /* Tensor-engine transpose: at most this x this */
+    int64_t dve_transpose_max;    /* Vector-engine transpose: at most this x this */
 
     /* clocks, GHz (cycles per ns) */
     double pe_ghz, dve_ghz, act_ghz, pool_ghz;

@@ -44,6 +44,11 @@ static const key keys[] = {
     {"default_bufs", K_INT, F(default_bufs), 1, 32, "buffers per tile in affine loops"},
     {"vector_fmax_sbuf", K_I64, F(vector_fmax_sbuf), 1, 1 << 24, "Vector free elements per instruction (SBUF)"},
     {"vector_fmax_psum", K_I64, F(vector_fmax_psum), 1, 1 << 24, "Vector free elements per instruction (PSUM)"},
+    {"gemm_stationary_fmax", K_I64, F(gemm_stationary_fmax), 1, 128, "matmul stationary free size"},
+    {"gemm_moving_fmax", K_I64, F(gemm_moving_fmax), 1, 1 << 22, "matmul moving free size"},
+    {"psum_fmax", K_I64, F(psum_fmax), 1, 1 << 22, "float32 elements per PSUM bank per partition"},
+    {"pe_transpose_max", K_I64, F(pe_transpose_max), 1, 128, "Tensor-engine transpose, partitions and free"},
+    {"dve_transpose_max", K_I64, F(dve_transpose_max), 1, 128, "Vector-engine transpose, partitions and free"},
     {"pe_ghz", K_DBL, F(pe_ghz), 1e-3, 100, "Tensor engine clock, GHz"},
     {"dve_ghz", K_DBL, F(dve_ghz), 1e-3, 100, "Vector engine clock, GHz"},
     {"act_ghz", K_DBL, F(act_ghz), 1e-3, 100, "Scalar engine clock, GHz"},
@@ -163,6 +168,13 @@ static int check_target(const nk_arch *a, const char *where, char *err, size_t e
         return fail(err, errlen, NK_EINVAL,
                     "%s: psum_banks x psum_bank_bytes (%d x %lld) exceeds psum_partition_bytes (%lld)", where,
                     a->psum_banks, (long long)a->psum_bank_bytes, (long long)a->psum_partition_bytes);
+    if (a->psum_fmax * 4 > a->psum_bank_bytes)
+        return fail(err, errlen, NK_EINVAL, "%s: psum_fmax (%lld) float32 take %lld bytes, more than psum_bank_bytes (%lld)",
+                    where, (long long)a->psum_fmax, (long long)(a->psum_fmax * 4), (long long)a->psum_bank_bytes);
+    /* one matmul writes [stationary free, moving free] into one PSUM bank */
+    if (a->gemm_moving_fmax > a->psum_fmax)
+        return fail(err, errlen, NK_EINVAL, "%s: gemm_moving_fmax (%lld) exceeds psum_fmax (%lld)", where,
+                    (long long)a->gemm_moving_fmax, (long long)a->psum_fmax);
     return 0;
 }
 

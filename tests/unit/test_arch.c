@@ -126,6 +126,49 @@ TEST(arch_load_errors_name_the_line)
                 "t.cfg: sbuf_reserved_bytes (196608) must be less than sbuf_partition_bytes (196608)");
     check_error("base = trn1\npsum_banks = 16\n", NK_EINVAL,
                 "t.cfg: psum_banks x psum_bank_bytes (16 x 2048) exceeds psum_partition_bytes (16384)");
+    check_error("base = trn1\npsum_bank_bytes = 1024\n", NK_EINVAL,
+                "t.cfg: psum_fmax (512) float32 take 2048 bytes, more than psum_bank_bytes (1024)");
+    check_error("base = trn1\ngemm_moving_fmax = 1024\n", NK_EINVAL,
+                "t.cfg: gemm_moving_fmax (1024) exceeds psum_fmax (512)");
+    check_error("base = trn1\npe_transpose_max = 256\n", NK_EINVAL,
+                "t.cfg:2: bad value '256' for 'pe_transpose_max': expected an integer in [1, 128]");
+}
+
+/* The tile-size limits of instructions: nl.tile_size and nc_transpose [TS][ISA]. */
+TEST(arch_tile_size_limits_are_nkis)
+{
+    const char *names[2] = {"trn1", "trn2"};
+    for (int i = 0; i < 2; i++) {
+        const nk_arch *a = nk_arch_get(names[i]);
+        CHECK_INT(a->gemm_stationary_fmax, 128);
+        CHECK_INT(a->gemm_moving_fmax, 512);
+        CHECK_INT(a->psum_fmax, a->psum_bank_bytes / 4); /* one 2 KiB bank of fp32 */
+        CHECK_INT(a->psum_fmax, 512);
+        CHECK_INT(a->pe_transpose_max, 128);
+        CHECK_INT(a->dve_transpose_max, 32);
+        char err[160];
+        CHECK_INT(nk_arch_check(a, err, sizeof err), 0);
+    }
+    /* a target file sets them, halving a bank with its fp32 count */
+    nk_arch a;
+    char err[256] = "";
+    CHECK_INT(load("base = trn1\npsum_bank_bytes = 1024\npsum_fmax = 256\ngemm_moving_fmax = 256\n"
+                   "gemm_stationary_fmax = 64\ndve_transpose_max = 16\npe_transpose_max = 64\n",
+                   &a, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(a.psum_fmax, 256);
+    CHECK_INT(a.gemm_moving_fmax, 256);
+    CHECK_INT(a.gemm_stationary_fmax, 64);
+    CHECK_INT(a.dve_transpose_max, 16);
+    CHECK_INT(a.pe_transpose_max, 64);
+    char *t = NULL;
+    CHECK_INT(nk_arch_format(&a, &t), 0);
+    CHECK_CONTAINS(t, "\ngemm_moving_fmax           = 256 ");
+    CHECK_CONTAINS(t, "\ndve_transpose_max          = 16 ");
+    free(t);
+    a.dve_transpose_max = 0;
+    CHECK_INT(nk_arch_check(&a, err, sizeof err), NK_EINVAL);
+    CHECK_STR(err, "target trn1: dve_transpose_max = 0: expected an integer in [1, 128]");
 }
 
 TEST(arch_load_file)
