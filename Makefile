@@ -17,7 +17,7 @@ CPPFLAGS += -I/usr/include/$(MULTIARCH)/openblas-serial
 LDLIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -lpthread
 BUILD ?= build
 
-LIB_SRC = $(wildcard src/core/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/exec/*.c src/rt/*.c \
+LIB_SRC = $(wildcard src/core/*.c src/isa/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/exec/*.c src/rt/*.c \
                      src/timing/*.c src/profile/*.c src/view/*.c src/bench/*.c src/insights/*.c)
 KERN_SRC = $(wildcard kernels/*.c)
 CLI_SRC = $(wildcard src/cli/*.c)

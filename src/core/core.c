@@ -3,6 +3,7 @@
  * helpers on access patterns shared by every stage.
  */
 #include "nkint.h"
+#include "isa/optable.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,10 +59,8 @@ const char *nk_alu_name(nk_alu op)
 
 const char *nk_op_name(int op)
 {
-    static const char *names[NK_OP_COUNT] = {
-        "load", "store", "nc_matmul", "nc_transpose", "activation", "tensor_tensor",
-        "tensor_scalar", "tensor_reduce", "tensor_copy", "memset", "iota", "affine_select"};
-    return (unsigned)op < NK_OP_COUNT ? names[op] : "invalid";
+    const nk_opdef *d = nk_op_def(op);
+    return d ? d->name : "invalid";
 }
 
 /* ---- host arrays */

@@ -3,7 +3,8 @@
  *
  * On-chip memories are real byte arrays laid out as the hardware's
  * partitions, so multi-buffered tiles alias exactly as they do on the chip.
- * Instructions run in program order, which every dependency respects.
+ * Instructions run in program order, which every dependency respects, each
+ * through the function its op-table row names (exec.h).
  *
  * Numerics follow the engines' documented data paths:
  *   - arithmetic: operands converted to fp32, math in fp32, the result
@@ -21,7 +22,8 @@
  * Dispatch on the operator or function happens once per row or per
  * instruction, never per element, so the inner loops vectorize.
  */
-#include "nkint.h"
+#include "exec/exec.h"
+#include "isa/optable.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -40,7 +42,7 @@ typedef struct bview {
     nk_dtype dt;
 } bview;
 
-typedef struct exec {
+typedef struct nk__exec {
     const nk_program *p;
     void *const *hbm;
     uint8_t *mem[3]; /* NK_SBUF, NK_PSUM */
@@ -532,7 +534,7 @@ static int column_i64(exec *x, int slot, const nk_instr *in, int k, int is_t, do
 
 /* ---- instructions */
 
-static int run_matmul(exec *x, const nk_instr *in)
+int nk__exec_matmul(exec *x, const nk_instr *in)
 {
     bview st = view_of(x, &in->src[0]), mv = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
     int64_t K = in->src[0].shape[0], M = nk__free_size(&in->src[0]), N = nk__free_size(&in->src[1]);
@@ -552,7 +554,7 @@ static int run_matmul(exec *x, const nk_instr *in)
 
 /* Tensor engine: a matmul with the identity, values through fp32. Vector
  * engine: moves elements, bit-accurate when the dtypes match. */
-static int run_transpose(exec *x, const nk_instr *in)
+int nk__exec_transpose(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
@@ -579,7 +581,7 @@ static int run_transpose(exec *x, const nk_instr *in)
     return 0;
 }
 
-static int run_activation(exec *x, const nk_instr *in)
+int nk__exec_activation(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
@@ -612,7 +614,7 @@ static int run_activation(exec *x, const nk_instr *in)
     return 0;
 }
 
-static int run_tensor_tensor(exec *x, const nk_instr *in)
+int nk__exec_tensor_tensor(exec *x, const nk_instr *in)
 {
     bview va = view_of(x, &in->src[0]), vb = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
     int64_t n = vnumel(&va);
@@ -656,7 +658,7 @@ static int run_tensor_scalar_int(exec *x, const nk_instr *in, int64_t P, int64_t
     return 0;
 }
 
-static int run_tensor_scalar(exec *x, const nk_instr *in)
+int nk__exec_tensor_scalar(exec *x, const nk_instr *in)
 {
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
     nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
@@ -756,7 +758,7 @@ static void ireduce_row(nk_alu op, const rgeom *g, const int64_t *row, int64_t *
     }
 }
 
-static int run_tensor_reduce(exec *x, const nk_instr *in)
+int nk__exec_tensor_reduce(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
@@ -783,7 +785,7 @@ static int run_tensor_reduce(exec *x, const nk_instr *in)
     return 0;
 }
 
-static int run_copy(exec *x, const nk_instr *in)
+int nk__exec_tensor_copy(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     if (s.dt == d.dt && in->engine != NK_ENGINE_SCALAR)
@@ -798,7 +800,7 @@ static int run_copy(exec *x, const nk_instr *in)
 
 /* Integer tiles take the value itself (rounded half to even, saturated);
  * float tiles take it rounded to fp32, then to their dtype. */
-static int run_memset(exec *x, const nk_instr *in)
+int nk__exec_memset(exec *x, const nk_instr *in)
 {
     bview d = view_of(x, &in->dst);
     size_t n = (size_t)vnumel(&d);
@@ -840,7 +842,7 @@ static void affine_values(const nk_tensor *t, const nk_affine *e, int64_t *out)
 }
 
 /* Integer values, exact; a value outside the dtype's range saturates. */
-static int run_iota(exec *x, const nk_instr *in)
+int nk__exec_iota(exec *x, const nk_instr *in)
 {
     bview d = view_of(x, &in->dst);
     int64_t *a = scratch_i64(0, (size_t)vnumel(&d));
@@ -851,7 +853,7 @@ static int run_iota(exec *x, const nk_instr *in)
     return 0;
 }
 
-static int run_affine_select(exec *x, const nk_instr *in)
+int nk__exec_affine_select(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t n = vnumel(&s);
@@ -876,30 +878,15 @@ static int run_affine_select(exec *x, const nk_instr *in)
     return 0;
 }
 
-static int run_one(exec *x, const nk_instr *in)
+/* load, store: a byte copy between HBM and SBUF */
+int nk__exec_dma(exec *x, const nk_instr *in)
 {
-    switch (in->op) {
-    case NK_OP_LOAD:
-    case NK_OP_STORE: {
-        bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-        if (in->src[0].mem != in->dst.mem && same_shape(&s, &d)) {
-            copy_direct(&d, &s);
-            return 0;
-        }
-        return copy_bytes(&d, &s);
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    if (in->src[0].mem != in->dst.mem && same_shape(&s, &d)) {
+        copy_direct(&d, &s);
+        return 0;
     }
-    case NK_OP_MATMUL: return run_matmul(x, in);
-    case NK_OP_TRANSPOSE: return run_transpose(x, in);
-    case NK_OP_ACTIVATION: return run_activation(x, in);
-    case NK_OP_TENSOR_TENSOR: return run_tensor_tensor(x, in);
-    case NK_OP_TENSOR_SCALAR: return run_tensor_scalar(x, in);
-    case NK_OP_TENSOR_REDUCE: return run_tensor_reduce(x, in);
-    case NK_OP_TENSOR_COPY: return run_copy(x, in);
-    case NK_OP_MEMSET: return run_memset(x, in);
-    case NK_OP_IOTA: return run_iota(x, in);
-    case NK_OP_AFFINE_SELECT: return run_affine_select(x, in);
-    default: return NK_EINVAL;
-    }
+    return copy_bytes(&d, &s);
 }
 
 static int ensure(uint8_t **m, size_t *have, size_t need)
@@ -940,7 +927,9 @@ int nk_execute(const nk_program *p, void *const *hbm)
     memset(arena->sbuf, 0xff, (size_t)(parts * x.pbytes[NK_SBUF]));
     memset(arena->psum, 0xff, (size_t)(parts * x.pbytes[NK_PSUM]));
     for (uint32_t i = 0; i < p->ninstr; i++) {
-        int rc = run_one(&x, &p->instrs[i]);
+        const nk_instr *in = &p->instrs[i];
+        const nk_opdef *d = nk_op_def(in->op);
+        int rc = d && d->exec ? d->exec(&x, in) : NK_EINVAL;
         if (rc)
             return rc;
     }

@@ -1,0 +1,417 @@
+/*
+ * optable.c - the op table: one row per opcode with every fact about it
+ * (see optable.h), and the few functions that read a row.
+ *
+ * Sources of the facts (full titles in docs/timing-model.md):
+ *   engines, operands, memories: the nki.isa docstrings [ISA] (nc_matmul
+ *     reads SBUF and writes PSUM; GpSimd cannot access PSUM [A2]);
+ *   cost entries: the legacy nki.isa docstrings [ISA-old];
+ *   tile-size limits: target-table fields (src/arch), read by the checks.
+ */
+#include "isa/optable.h"
+#include "exec/exec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- memories the engines reach */
+
+unsigned nk_engine_mems(int engine, int write)
+{
+    switch (engine) {
+    case NK_ENGINE_TENSOR: return write ? NK_MEM(NK_PSUM) : NK_MEM(NK_SBUF); /* [A2] */
+    case NK_ENGINE_VECTOR:
+    case NK_ENGINE_SCALAR: return NK_MEM_ONCHIP;
+    case NK_ENGINE_GPSIMD: return NK_MEM(NK_SBUF); /* no PSUM port [A2] */
+    case NK_ENGINE_DMA: return NK_MEM(NK_SHARED_HBM) | NK_MEM(NK_SBUF);
+    default: return 0;
+    }
+}
+
+const char *nk_mem_names(unsigned mask)
+{
+    static const char *names[8] = {"nothing", "hbm", "sbuf", "hbm or sbuf", "psum", "hbm or psum", "sbuf or psum",
+                                   "hbm, sbuf or psum"};
+    return names[mask & 7];
+}
+
+/* ---- attribute text */
+
+static void put(nk_opbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends one attribute, a space before every one but the first. */
+static void put(nk_opbuf *b, const char *fmt, ...)
+{
+    if (b->len + 1 >= b->n)
+        return;
+    if (b->len)
+        b->s[b->len++] = ' ';
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(b->s + b->len, b->n - b->len, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        b->len = (size_t)w < b->n - b->len ? b->len + (size_t)w : b->n - 1;
+    b->s[b->len] = 0;
+}
+
+static const char *cmp_name(int cmp)
+{
+    static const char *names[] = {"greater_equal", "greater", "equal", "not_equal", "less_equal", "less"};
+    return (unsigned)cmp < sizeof names / sizeof names[0] ? names[cmp] : "invalid";
+}
+
+/* c + cp*p + cf[i]*f_i, terms with a zero coefficient left out. */
+static void affine_text(char *s, size_t n, const nk_affine *e)
+{
+    size_t k = (size_t)snprintf(s, n, "%d", e->c);
+    if (k < n && e->cp)
+        k += (size_t)snprintf(s + k, n - k, "%+d*p", e->cp);
+    for (int i = 0; i < NK_MAXDIM - 1 && k < n; i++)
+        if (e->cf[i])
+            k += (size_t)snprintf(s + k, n - k, "%+d*f%d", e->cf[i], i);
+}
+
+static void attrs_none(nk_opbuf *b, const nk_instr *in)
+{
+    (void)b;
+    (void)in;
+}
+
+static void attrs_matmul(nk_opbuf *b, const nk_instr *in)
+{
+    if (in->flags & NK_IF_ACCUMULATE)
+        put(b, "accumulate");
+}
+
+static void attrs_activation(nk_opbuf *b, const nk_instr *in)
+{
+    put(b, "func=%s", nk_act_name((nk_act)in->func));
+    if (!(in->flags & NK_IF_OPND0_T))
+        put(b, "bias=%g", in->imm0);
+    if (!(in->flags & NK_IF_OPND1_T))
+        put(b, "scale=%g", in->imm1);
+}
+
+static void attrs_tensor_tensor(nk_opbuf *b, const nk_instr *in) { put(b, "op=%s", nk_alu_name((nk_alu)in->alu0)); }
+
+static void attrs_tensor_scalar(nk_opbuf *b, const nk_instr *in)
+{
+    put(b, "op0=%s", nk_alu_name((nk_alu)in->alu0));
+    if (!(in->flags & NK_IF_OPND0_T))
+        put(b, "operand0=%g", in->imm0);
+    if (in->flags & NK_IF_REV0)
+        put(b, "reverse0");
+    if (in->alu1 == NK_ALU_BYPASS)
+        return;
+    put(b, "op1=%s", nk_alu_name((nk_alu)in->alu1));
+    if (!(in->flags & NK_IF_OPND1_T))
+        put(b, "operand1=%g", in->imm1);
+    if (in->flags & NK_IF_REV1)
+        put(b, "reverse1");
+}
+
+static void attrs_tensor_reduce(nk_opbuf *b, const nk_instr *in)
+{
+    put(b, "op=%s axis=%d", nk_alu_name((nk_alu)in->alu0), in->axis);
+    if (in->flags & NK_IF_KEEPDIMS)
+        put(b, "keepdims");
+}
+
+static void attrs_memset(nk_opbuf *b, const nk_instr *in) { put(b, "value=%g", in->imm0); }
+
+static void attrs_iota(nk_opbuf *b, const nk_instr *in)
+{
+    char e[96];
+    affine_text(e, sizeof e, &in->aff);
+    put(b, "expr=%s", e);
+}
+
+/* on_false is imm0: the value the executor writes where the predicate fails */
+static void attrs_affine_select(nk_opbuf *b, const nk_instr *in)
+{
+    char e[96];
+    affine_text(e, sizeof e, &in->aff);
+    put(b, "pred=%s cmp=%s on_false=%g", e, cmp_name(in->cmp), in->imm0);
+}
+
+/* ---- cost-table work [ISA-old] */
+
+static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
+
+/* 2N from two SBUF inputs; N with an input in PSUM, or for bf16
+ * add/multiply/subtract. */
+static double work_tensor_tensor(const nk_instr *in, double n)
+{
+    const nk_tensor *x = &in->src[0], *y = &in->src[1];
+    int one_psum = x->mem == NK_PSUM || y->mem == NK_PSUM;
+    int op = in->alu0;
+    int bf16_fast = x->dtype == NK_BF16 && y->dtype == NK_BF16 && in->dst.dtype == NK_BF16 &&
+                    (op == NK_ALU_ADD || op == NK_ALU_MULTIPLY || op == NK_ALU_SUBTRACT);
+    return one_psum || bf16_fast ? n : 2 * n;
+}
+
+/* N, or N/2 for a bf16 add or max */
+static double work_tensor_reduce(const nk_instr *in, double n)
+{
+    if (in->src[0].dtype == NK_BF16 && (in->alu0 == NK_ALU_ADD || in->alu0 == NK_ALU_MAX))
+        return n / 2;
+    return n;
+}
+
+/* N, or N/2 for zeros in a 16-bit float tile */
+static double work_memset(const nk_instr *in, double n)
+{
+    return in->imm0 == 0.0 && is16f(in->dst.dtype) ? n / 2 : n;
+}
+
+/* ---- shape relations and limits */
+
+static int fail(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *msg, size_t len, const char *fmt, ...)
+{
+    if (msg && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, len, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
+enum { D = NK_OPND_DST, D2 = NK_OPND_DST2, S0 = NK_OPND_SRC0, S1, S2 };
+
+static int check_dma(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    if (n[D] != n[S0] || nk_dtype_size((nk_dtype)in->dst.dtype) != nk_dtype_size((nk_dtype)in->src[0].dtype))
+        return fail(msg, len, "%s of %lld elements into %lld, or element sizes differ", nk_op_name(in->op),
+                    (long long)n[S0], (long long)n[D]);
+    return 0;
+}
+
+static int check_matmul(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    int64_t P = in->src[0].shape[0], M = n[S0] / P, N = n[S1] / in->src[1].shape[0];
+    if (in->src[1].shape[0] != P || M > a->gemm_stationary_fmax || N > a->gemm_moving_fmax ||
+        in->dst.shape[0] != M || n[D] != M * N)
+        return fail(msg, len, "nc_matmul sizes K=%lld/%d M=%lld N=%lld do not fit dst of %lld elements", (long long)P,
+                    in->src[1].shape[0], (long long)M, (long long)N, (long long)n[D]);
+    return 0;
+}
+
+static int check_transpose(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    int64_t P = in->src[0].shape[0], F = n[S0] / P;
+    int64_t lim = in->engine == NK_ENGINE_TENSOR ? a->pe_transpose_max : a->dve_transpose_max;
+    if (P > lim || F > lim || in->dst.shape[0] != F || n[D] != P * F)
+        return fail(msg, len, "transpose of [%lld, %lld] into %lld elements", (long long)P, (long long)F,
+                    (long long)n[D]);
+    return 0;
+}
+
+/* activation, tensor_scalar: elementwise, with per-partition columns */
+static int check_columns(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    const char *op = nk_op_name(in->op);
+    int64_t P = in->src[0].shape[0];
+    if (n[D] != n[S0])
+        return fail(msg, len, "%s writes %lld elements from %lld", op, (long long)n[D], (long long)n[S0]);
+    for (int k = 1; k < 3; k++)
+        if (in->src[k].buf && n[S0 + k] != P)
+            return fail(msg, len, "%s: operand %d has %lld elements, not one per partition (%lld)", op, k,
+                        (long long)n[S0 + k], (long long)P);
+    if (in->dst2.buf && n[D2] != P)
+        return fail(msg, len, "%s: reduction output has %lld elements, not %lld", op, (long long)n[D2], (long long)P);
+    return 0;
+}
+
+static int check_tensor_reduce(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    const nk_tensor *s = &in->src[0];
+    int64_t P = s->shape[0], F = n[S0] / P;
+    if (in->axis == 0 || in->axis >= s->ndim)
+        return fail(msg, len, "tensor_reduce axis %d is not a free axis of a %u-dim tile", in->axis, s->ndim);
+    int64_t kept = in->axis == -1 ? 1 : F / s->shape[in->axis];
+    if (n[D] != P * kept)
+        return fail(msg, len, "tensor_reduce writes %lld elements, expected %lld", (long long)n[D],
+                    (long long)(P * kept));
+    return 0;
+}
+
+static int check_tensor_tensor(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    (void)in;
+    if (n[S1] != n[S0] || n[D] != n[S0])
+        return fail(msg, len, "tensor_tensor element counts %lld, %lld -> %lld differ", (long long)n[S0],
+                    (long long)n[S1], (long long)n[D]);
+    return 0;
+}
+
+/* tensor_copy, affine_select: one element out per element in */
+static int check_same_count(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    if (n[D] != n[S0])
+        return fail(msg, len, "%s element counts %lld -> %lld differ", nk_op_name(in->op), (long long)n[S0],
+                    (long long)n[D]);
+    return 0;
+}
+
+/* ---- the table */
+
+#define E(x) NK_ENG(NK_ENGINE_##x)
+#define M(x) NK_MEM(NK_##x)
+#define HBM NK_MEM(NK_SHARED_HBM)
+#define ONCHIP NK_MEM_ONCHIP
+
+static const nk_opdef optable[NK_OP_COUNT] = {
+    [NK_OP_LOAD] = {
+        .name = "load", .engines = E(DMA), .default_engine = NK_ENGINE_DMA,
+        .opnd = {[D] = {"dst", M(SBUF)}, [S0] = {"src", HBM}},
+        .check = check_dma, .attrs = attrs_none, .exec = nk__exec_dma,
+    },
+    [NK_OP_STORE] = {
+        .name = "store", .engines = E(DMA), .default_engine = NK_ENGINE_DMA,
+        .opnd = {[D] = {"dst", HBM}, [S0] = {"src", M(SBUF)}},
+        .check = check_dma, .attrs = attrs_none, .exec = nk__exec_dma,
+    },
+    [NK_OP_MATMUL] = {
+        .name = "nc_matmul", .engines = E(TENSOR), .default_engine = NK_ENGINE_TENSOR,
+        .flags = NK_IF_ACCUMULATE,
+        .opnd = {[D] = {"dst", M(PSUM)}, [S0] = {"stationary", M(SBUF)}, [S1] = {"moving", M(SBUF)}},
+        .cost = {.pe = NK_PE_MOVING},
+        .check = check_matmul, .attrs = attrs_matmul, .exec = nk__exec_matmul,
+    },
+    [NK_OP_TRANSPOSE] = {
+        /* Tensor engine: a matmul with the identity, SBUF to PSUM; Vector
+           engine: 32x32 blocks, either memory [ISA] */
+        .name = "nc_transpose", .engines = E(TENSOR) | E(VECTOR), .default_engine = NK_ENGINE_TENSOR,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"src", ONCHIP}},
+        .cost = {.min_ii_floor = 1, .pe = NK_PE_IDENTITY},
+        .check = check_transpose, .attrs = attrs_none, .exec = nk__exec_transpose,
+    },
+    [NK_OP_ACTIVATION] = {
+        .name = "activation", .engines = E(SCALAR), .default_engine = NK_ENGINE_SCALAR,
+        .flags = NK_IF_OPND0_T | NK_IF_OPND1_T | NK_IF_REDUCE,
+        .opnd = {[D] = {"dst", ONCHIP}, [D2] = {"reduce_res", ONCHIP, NK_IF_REDUCE}, [S0] = {"src", ONCHIP},
+                 [S1] = {"bias", ONCHIP, NK_IF_OPND0_T}, [S2] = {"scale", ONCHIP, NK_IF_OPND1_T}},
+        /* activation_reduce: + MIN_II */
+        .cost = {.min_ii_floor = 1, .extra = NK_COST_EXTRA_MIN_II, .extra_if = NK_IF_REDUCE},
+        .check = check_columns, .attrs = attrs_activation, .exec = nk__exec_activation,
+    },
+    [NK_OP_TENSOR_TENSOR] = {
+        .name = "tensor_tensor", .engines = E(VECTOR) | E(GPSIMD), .default_engine = NK_ENGINE_VECTOR,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"a", ONCHIP}, [S1] = {"b", ONCHIP}},
+        .cost = {.work = work_tensor_tensor, .min_ii_floor = 1, .fast16 = NK_FAST16_TWO_INPUT},
+        .check = check_tensor_tensor, .attrs = attrs_tensor_tensor, .exec = nk__exec_tensor_tensor,
+    },
+    [NK_OP_TENSOR_SCALAR] = {
+        .name = "tensor_scalar", .engines = E(VECTOR) | E(SCALAR) | E(GPSIMD), .default_engine = NK_ENGINE_VECTOR,
+        .flags = NK_IF_REV0 | NK_IF_REV1 | NK_IF_OPND0_T | NK_IF_OPND1_T,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"src", ONCHIP}, [S1] = {"operand0", ONCHIP, NK_IF_OPND0_T},
+                 [S2] = {"operand1", ONCHIP, NK_IF_OPND1_T}},
+        .cost = {.min_ii_floor = 1, .fast16 = NK_FAST16_ONE_INPUT},
+        .check = check_columns, .attrs = attrs_tensor_scalar, .exec = nk__exec_tensor_scalar,
+    },
+    [NK_OP_TENSOR_REDUCE] = {
+        .name = "tensor_reduce", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .flags = NK_IF_KEEPDIMS,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"src", ONCHIP}},
+        .cost = {.work = work_tensor_reduce}, /* N or N/2, no MIN_II floor */
+        .check = check_tensor_reduce, .attrs = attrs_tensor_reduce, .exec = nk__exec_tensor_reduce,
+    },
+    [NK_OP_TENSOR_COPY] = {
+        .name = "tensor_copy", .engines = E(VECTOR) | E(SCALAR) | E(GPSIMD), .default_engine = NK_ENGINE_VECTOR,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"src", ONCHIP}},
+        .cost = {.min_ii_floor = 1, .fast16 = NK_FAST16_ONE_INPUT},
+        .check = check_same_count, .attrs = attrs_none, .exec = nk__exec_tensor_copy,
+    },
+    [NK_OP_MEMSET] = {
+        .name = "memset", .engines = E(VECTOR) | E(GPSIMD), .default_engine = NK_ENGINE_VECTOR,
+        .opnd = {[D] = {"dst", ONCHIP}},
+        .cost = {.work = work_memset, .min_ii_floor = 1},
+        .attrs = attrs_memset, .exec = nk__exec_memset,
+    },
+    [NK_OP_IOTA] = {
+        .name = "iota", .engines = E(GPSIMD), .default_engine = NK_ENGINE_GPSIMD,
+        .opnd = {[D] = {"dst", ONCHIP}},
+        .cost = {.extra = NK_COST_EXTRA_POOL_FIXED, .no_overhead = 1}, /* 150 + N */
+        .attrs = attrs_iota, .exec = nk__exec_iota,
+    },
+    [NK_OP_AFFINE_SELECT] = {
+        .name = "affine_select", .engines = E(GPSIMD), .default_engine = NK_ENGINE_GPSIMD,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"on_true", ONCHIP}},
+        .cost = {.extra = NK_COST_EXTRA_POOL_FIXED, .no_overhead = 1}, /* 150 + N */
+        .check = check_same_count, .attrs = attrs_affine_select, .exec = nk__exec_affine_select,
+    },
+};
+
+#undef ONCHIP
+#undef HBM
+#undef M
+#undef E
+
+const nk_opdef *nk_op_def(int op) { return (unsigned)op < NK_OP_COUNT ? &optable[op] : NULL; }
+
+/* ---- reading a row */
+
+int nk_op_operand_present(const nk_instr *in, int k)
+{
+    const nk_opdef *d = nk_op_def(in->op);
+    if (!d || k < 0 || k >= NK_OPND_COUNT || !d->opnd[k].name)
+        return 0;
+    return !d->opnd[k].present_if || (in->flags & d->opnd[k].present_if);
+}
+
+int nk_op_nsrc(const nk_instr *in)
+{
+    int n = 0;
+    for (int k = 0; k < 3; k++)
+        if (nk_op_operand_present(in, S0 + k))
+            n = k + 1;
+    return n;
+}
+
+int nk_op_max_srcs(const nk_opdef *d)
+{
+    int n = 0;
+    for (int k = 0; k < 3; k++)
+        if (d->opnd[S0 + k].name)
+            n = k + 1;
+    return n;
+}
+
+unsigned nk_op_operand_mems(const nk_instr *in, int k)
+{
+    const nk_opdef *d = nk_op_def(in->op);
+    if (!d || k < 0 || k >= NK_OPND_COUNT)
+        return 0;
+    return d->opnd[k].mem & nk_engine_mems(in->engine, k < S0);
+}
+
+const char *nk_op_operand_name(const nk_instr *in, int k)
+{
+    const nk_opdef *d = nk_op_def(in->op);
+    return d && k >= 0 && k < NK_OPND_COUNT && d->opnd[k].name ? d->opnd[k].name : "?";
+}
+
+const nk_tensor *nk_op_operand(const nk_instr *in, int k)
+{
+    return k == D ? &in->dst : k == D2 ? &in->dst2 : &in->src[k - S0];
+}
+
+size_t nk_op_attrs(const nk_instr *in, char *buf, size_t n)
+{
+    if (!n)
+        return 0;
+    nk_opbuf b = {buf, n, 0};
+    buf[0] = 0;
+    const nk_opdef *d = nk_op_def(in->op);
+    if (d && d->attrs)
+        d->attrs(&b, in);
+    return b.len;
+}
