@@ -8,9 +8,11 @@
  * instructions are LoadStationary + MultiplyMoving with the initiation
  * interval max(min(MM_INIT_LATENCY, stationary free), moving free), fp32 at a
  * quarter speed and fast weight load [A2][PG][ISA-old]. The constants come
- * from the target table (src/arch).
+ * from the target table (src/arch); each op's table entry, engines and
+ * performance-mode class from its op-table row (src/isa).
  */
 #include "timing/model.h"
+#include "isa/optable.h"
 
 static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
 static double dmax(double a, double b) { return a > b ? a : b; }
@@ -56,44 +58,20 @@ typedef struct tcost {
     double work, floor, extra;
 } tcost;
 
-static int alu_is(int op, int a, int b, int c) { return op == a || op == b || op == c; }
-
+/* The op's row of the legacy table, for this instruction. */
 static tcost table_entry(const nk_arch *a, const nk_instr *in)
 {
+    const nk_opdef *d = nk_op_def(in->op);
+    if (!d)
+        return (tcost){0, 0, 0};
+    const nk_opcost *oc = &d->cost;
     double mii = a->min_ii_cycles;
     double n = (double)nk__free_size(in->nsrc ? &in->src[0] : &in->dst);
-    tcost t = {n, mii, 0};
-    switch (in->op) {
-    case NK_OP_ACTIVATION:
-        if (in->flags & NK_IF_REDUCE)
-            t.extra = mii; /* activation_reduce: + MIN_II */
-        break;
-    case NK_OP_TENSOR_TENSOR: {
-        const nk_tensor *x = &in->src[0], *y = &in->src[1];
-        int one_psum = x->mem == NK_PSUM || y->mem == NK_PSUM;
-        int bf16_fast = x->dtype == NK_BF16 && y->dtype == NK_BF16 && in->dst.dtype == NK_BF16 &&
-                        alu_is(in->alu0, NK_ALU_ADD, NK_ALU_MULTIPLY, NK_ALU_SUBTRACT);
-        if (!one_psum && !bf16_fast)
-            t.work = 2 * n;
-        break;
-    }
-    case NK_OP_TENSOR_REDUCE:
-        t.floor = 0; /* the table gives N or N/2 without a MIN_II floor */
-        if (in->src[0].dtype == NK_BF16 && (in->alu0 == NK_ALU_ADD || in->alu0 == NK_ALU_MAX))
-            t.work = n / 2;
-        break;
-    case NK_OP_MEMSET:
-        if (in->imm0 == 0.0 && is16f(in->dst.dtype))
-            t.work = n / 2;
-        break;
-    case NK_OP_IOTA:
-    case NK_OP_AFFINE_SELECT:
-        t.floor = 0;
-        t.extra = a->pool_fixed_cycles; /* 150 + N */
-        break;
-    default: /* tensor_scalar, tensor_copy, Vector transpose: max(MIN_II, N) */
-        break;
-    }
+    tcost t = {oc->work ? oc->work(in, n) : n, oc->min_ii_floor ? mii : 0, 0};
+    if (oc->extra == NK_COST_EXTRA_MIN_II && (!oc->extra_if || (in->flags & oc->extra_if)))
+        t.extra = mii;
+    else if (oc->extra == NK_COST_EXTRA_POOL_FIXED)
+        t.extra = a->pool_fixed_cycles;
     return t;
 }
 
@@ -109,7 +87,8 @@ static double dve_speedup(const nk_arch *a, const nk_instr *in)
     const nk_tensor *s = &in->src[0], *d = &in->dst;
     if (in->engine != NK_ENGINE_VECTOR)
         return 1;
-    if (in->op == NK_OP_TENSOR_COPY || in->op == NK_OP_TENSOR_SCALAR) {
+    switch (nk_op_def(in->op)->cost.fast16) {
+    case NK_FAST16_ONE_INPUT: {
         if (!is16f(s->dtype) || !is16f(d->dtype))
             return 1;
         int contig = contiguous_inner(s) && contiguous_inner(d);
@@ -118,32 +97,21 @@ static double dve_speedup(const nk_arch *a, const nk_instr *in)
             return contig ? a->dve_fast16_copy_factor : a->dve_fast16_factor;
         return npsum == 1 && contig ? a->dve_fast16_factor : 1;
     }
-    if (in->op == NK_OP_TENSOR_TENSOR) {
+    case NK_FAST16_TWO_INPUT: {
         const nk_tensor *t = &in->src[1];
         if (s->mem == NK_SBUF && t->mem == NK_SBUF && is16f(s->dtype) && is16f(t->dtype) && is16f(d->dtype))
             return a->dve_fast16_factor;
+        return 1;
     }
-    return 1;
+    default: return 1;
+    }
 }
 
+/* May the instruction's op run on its engine? */
 static int engine_ok(const nk_instr *in)
 {
-    unsigned e = 1u << in->engine;
-    unsigned V = 1u << NK_ENGINE_VECTOR, S = 1u << NK_ENGINE_SCALAR, G = 1u << NK_ENGINE_GPSIMD;
-    unsigned T = 1u << NK_ENGINE_TENSOR;
-    switch (in->op) {
-    case NK_OP_MATMUL: return e & T;
-    case NK_OP_TRANSPOSE: return e & (T | V);
-    case NK_OP_ACTIVATION: return e & S;
-    case NK_OP_TENSOR_TENSOR: return e & (V | G);
-    case NK_OP_TENSOR_SCALAR:
-    case NK_OP_TENSOR_COPY: return e & (V | S | G);
-    case NK_OP_TENSOR_REDUCE: return e & V;
-    case NK_OP_MEMSET: return e & (V | G);
-    case NK_OP_IOTA:
-    case NK_OP_AFFINE_SELECT: return e & G;
-    default: return 0;
-    }
+    const nk_opdef *d = nk_op_def(in->op);
+    return d && in->engine < NK_ENGINE_COUNT && (d->engines & NK_ENG(in->engine));
 }
 
 static double clock_ghz(const nk_arch *a, int engine)
@@ -162,7 +130,8 @@ static void pe_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
 {
     const nk_tensor *st = &in->src[0];
     double m = (double)nk__free_size(st), n, f;
-    if (in->op == NK_OP_MATMUL) {
+    int moving = nk_op_def(in->op)->cost.pe == NK_PE_MOVING;
+    if (moving) {
         n = (double)nk__free_size(&in->src[1]);
         f = st->dtype == NK_F32 ? a->pe_fp32_factor : 1;
     } else {
@@ -172,7 +141,7 @@ static void pe_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
     double init = a->pe_mm_init_cycles;
     double mm = dmax(m < init ? m : init, n) * f;
     double ls = m / a->pe_ls_speedup * f;
-    if (in->op == NK_OP_MATMUL && strided(a, &in->src[1]))
+    if (moving && strided(a, &in->src[1]))
         mm *= a->stride_penalty_factor;
     if (strided(a, st))
         ls *= a->stride_penalty_factor;
@@ -195,6 +164,8 @@ int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
         str |= strided(a, ts[k]);
     }
     if (in->engine == NK_ENGINE_TENSOR) {
+        if (nk_op_def(in->op)->cost.pe == NK_PE_NONE)
+            return NK_EINVAL;
         pe_cost(a, in, c);
         return 0;
     }
@@ -204,8 +175,7 @@ int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
     c->ls_ns = 0;
     c->stream_ns = (dmax(t.floor, work) + t.extra) / ghz;
     /* iota / affine_select: the documented 150 + N already holds the fixed part */
-    int pool_fixed = in->op == NK_OP_IOTA || in->op == NK_OP_AFFINE_SELECT;
-    c->fixed_ns = pool_fixed ? 0 : a->static_overhead_cycles / ghz;
+    c->fixed_ns = nk_op_def(in->op)->cost.no_overhead ? 0 : a->static_overhead_cycles / ghz;
     c->write_ns = a->sram_access_cycles / ghz;
     return 0;
 }
@@ -227,16 +197,15 @@ static uint64_t contig_bytes(const nk_tensor *t)
 int nk__time_dma_plan(const nk_arch *a, const nk_instr *in, nk_dma_plan *plan)
 {
     const nk_tensor *tile, *hbm;
-    if (in->engine != NK_ENGINE_DMA)
+    if (in->engine != NK_ENGINE_DMA || in->nsrc < 1)
         return NK_EINVAL;
-    if (in->op == NK_OP_LOAD) {
-        tile = &in->dst;
-        hbm = &in->src[0];
-    } else if (in->op == NK_OP_STORE) {
+    /* a load writes the tile, a store reads it */
+    if (in->dst.mem == NK_SHARED_HBM) {
         tile = &in->src[0];
         hbm = &in->dst;
     } else {
-        return NK_EINVAL;
+        tile = &in->dst;
+        hbm = &in->src[0];
     }
     if (tile->mem == NK_SHARED_HBM || hbm->mem != NK_SHARED_HBM || tile->ndim < 1)
         return NK_EINVAL;

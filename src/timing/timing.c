@@ -455,7 +455,7 @@ static int plan_dma(sim *s)
         uint16_t q = (uint16_t)(in->queue % s->nq);
         uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
         s->dma[i] = (dmainfo){s->a->dma_engine_gbps * pl.efficiency, pl.part_bytes, pl.partitions, per, extra,
-                              in->queue, (uint8_t)rot, (uint8_t)pl.engines, in->op == NK_OP_STORE};
+                              in->queue, (uint8_t)rot, (uint8_t)pl.engines, in->dst.mem == NK_SHARED_HBM};
         s->left[i] = pl.engines;
         for (uint32_t k = 0, e = rot; k < pl.engines; k++, e = e + 1 == s->ne ? 0 : e + 1)
             s->fifo_off[e * s->nq + q + 1]++;

@@ -35,7 +35,7 @@ typedef struct nk_event {
 typedef struct nk_dma_xfer {
     uint32_t instr;      /* the load/store it belongs to */
     uint16_t queue;      /* DMA queue id */
-    uint8_t dma_engine;  /* 0..15 */
+    uint8_t dma_engine;  /* 0 .. the target's dma_engines - 1 */
     uint8_t to_hbm;      /* 1 = SBUF -> HBM (store), 0 = HBM -> SBUF (load) */
     uint32_t partitions; /* partitions this descriptor covers */
     uint64_t bytes;
