@@ -253,6 +253,19 @@ nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dt
  * tile array, integer indices on the block axes pick a tile: nk_ix(nc, t,
  * nk_i(k)) is NKI's t[k]. */
 nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r);
+/* An affine access pattern: NKI's indexing with nl.arange / nl.mgrid
+ * expressions (x[i_p, i_f * 4 + j], x[i_f, i_p], ...). The view has ndim
+ * axes of the given extents; along source axis d it reads index
+ * idx[d].c + sum_k idx[d].a[k] * i_k, where i_k runs over view axis k. On a
+ * tile, view axis 0 is the partition axis and must be the source partition
+ * axis with coefficient 1 (partitions cannot be strided or permuted); HBM
+ * tensors take any pattern. A mask (i_k < n) is a smaller extent. Every
+ * index must stay inside the source. */
+typedef struct nk_aidx {
+    int64_t c;
+    int64_t a[NK_MAXDIM];
+} nk_aidx;
+nk_tensor nk_ap_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int ndim, const int64_t *extent, const nk_aidx *idx);
 /* Same elements, new shape (contiguous tensors only; axis 0 kept for tiles). */
 nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape);
 /* Marks an HBM tensor as the kernel's next output. */
@@ -355,6 +368,7 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_zeros(nc, shape, dt, buf) nk_zeros_at((nc), NK_HERE, (shape), (dt), (buf))
 #define nk_full(nc, shape, v, dt, buf) nk_full_at((nc), NK_HERE, (shape), (v), (dt), (buf))
 #define nk_reshape(nc, t, shape) nk_reshape_at((nc), NK_HERE, (t), (shape))
+#define nk_ap(nc, t, ndim, extent, idx) nk_ap_at((nc), NK_HERE, (t), (ndim), (extent), (idx))
 #define nk_return(nc, t) nk_return_at((nc), NK_HERE, (t))
 #define nk_scalar(nc, arg) nk_scalar_at((nc), NK_HERE, (arg))
 #define nk_load(nc, src) nk_load_at((nc), NK_HERE, (src))

@@ -507,6 +507,84 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
     return v;
 }
 
+nk_tensor nk_ap_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int ndim, const int64_t *extent, const nk_aidx *idx)
+{
+    const char *op = "nk_ap";
+    nk_tensor bad = {0}, v = t;
+    if (nc->status)
+        return bad;
+    if (!t.buf || t.buf >= nc->p->nbufs || t.ndim < 1) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: not a valid tensor", op);
+        return bad;
+    }
+    if (ndim < 1 || ndim > NK_MAXDIM || !extent || !idx) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: a view has 1 to %d axes, got %d", op, NK_MAXDIM, ndim);
+        return bad;
+    }
+    int tile = t.mem != NK_SHARED_HBM, empty = 0;
+    for (int k = 0; k < ndim; k++) {
+        if (extent[k] < 0 || extent[k] > INT32_MAX) {
+            nk__fail(nc, loc, NK_ESHAPE, "%s: extent %lld of axis %d is invalid", op, (long long)extent[k], k);
+            return bad;
+        }
+        empty |= extent[k] == 0;
+    }
+    v.ndim = (uint8_t)ndim;
+    v.pdim = 0;
+    v.off = t.off;
+    int64_t stride[NK_MAXDIM] = {0};
+    for (int d = 0; d < t.ndim; d++) {
+        const nk_aidx *e = &idx[d];
+        /* the index range this axis reads, overflow-checked */
+        __int128 lo = e->c, hi = e->c;
+        for (int k = 0; k < ndim; k++) {
+            __int128 span = (__int128)e->a[k] * (extent[k] > 0 ? extent[k] - 1 : 0);
+            if (span < 0)
+                lo += span;
+            else
+                hi += span;
+        }
+        if (!empty && (lo < 0 || hi >= t.shape[d])) {
+            nk__fail(nc, loc, NK_EBOUNDS, "%s: axis %d of size %d is read at indices %lld..%lld", op, d, t.shape[d],
+                     (long long)lo, (long long)hi);
+            return bad;
+        }
+        if (tile && d == t.pdim) {
+            int ok = e->a[0] == 1;
+            for (int k = 1; k < ndim; k++)
+                ok &= e->a[k] == 0;
+            if (!ok) {
+                nk__fail(nc, loc, NK_EPARTITION, "%s: the partition axis of a tile must be read by the view's first "
+                         "axis with coefficient 1 (no striding or permuting partitions)", op);
+                return bad;
+            }
+            v.part0 = (uint8_t)(t.part0 + e->c);
+            continue;
+        }
+        if (tile && e->a[0] != 0) {
+            nk__fail(nc, loc, NK_EPARTITION, "%s: axis %d of the tile is a free axis; the view's first (partition) "
+                     "axis cannot index it", op, d);
+            return bad;
+        }
+        v.off += e->c * t.stride[d];
+        for (int k = 0; k < ndim; k++)
+            stride[k] += e->a[k] * t.stride[d];
+    }
+    for (int k = 0; k < NK_MAXDIM; k++) {
+        v.shape[k] = k < ndim ? (int32_t)extent[k] : 0;
+        v.stride[k] = k < ndim ? stride[k] : 0;
+    }
+    if (tile)
+        v.stride[0] = 1;
+    for (int k = tile; k < ndim; k++)
+        if (v.stride[k] < 0) {
+            nk__fail(nc, loc, NK_EINVAL, "%s: view axis %d walks backwards (stride %lld); access patterns step "
+                     "forwards", op, k, (long long)v.stride[k]);
+            return bad;
+        }
+    return v;
+}
+
 static int contiguous(const nk_tensor *t)
 {
     int64_t s = 1;

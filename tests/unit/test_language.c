@@ -1,0 +1,488 @@
+/*
+ * test_language.c - NKI's kernel language in the tracer: tile arrays,
+ * writes into tiles (and the folds they allow), scalar arguments, affine
+ * access patterns, and the allocator's invariant on every built-in kernel.
+ * Values are checked against plain loops in double precision here.
+ */
+#include "test.h"
+#include "nklab.h"
+#include "nkint.h"
+#include "kernels.h"
+
+#include <stdlib.h>
+
+#define F32 NK_F32
+
+static int g_line; /* a line the next check names */
+
+static nk_array arr2(int64_t r, int64_t c, float scale)
+{
+    nk_array a;
+    nk_array_alloc(&a, F32, 2, (int64_t[]){r, c});
+    float *x = a.data;
+    for (int64_t i = 0; i < r * c; i++)
+        x[i] = (float)((i * 37 % 101) - 50) * scale;
+    return a;
+}
+
+/* Counts the instructions of each opcode. */
+static void count_ops(const nk_program *p, int *n)
+{
+    memset(n, 0, NK_OP_COUNT * sizeof *n);
+    for (uint32_t i = 0; i < p->ninstr; i++)
+        n[p->instrs[i].op]++;
+}
+
+/* ---- tile arrays and nk_assign */
+
+/* x[512, 64] -> a tile array (4, par_dim(128), 64) filled block by block,
+ * then exp of each block stored: NKI's `t[k] = nl.load(...)`. */
+static void k_blocks(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor x = a[0];
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(512, 64), F32, NK_SHARED_HBM);
+    nk_tensor t = nk_ndarray(nc, NK_SHAPE(4, nk_par_dim(128), 64), F32, NK_SBUF);
+    NK_AFFINE_RANGE(nc, k, 4)
+        nk_assign(nc, nk_ix(nc, t, nk_i(k)), nk_load(nc, nk_ix(nc, x, nk_r(k * 128, k * 128 + 128))));
+    NK_AFFINE_RANGE(nc, k, 4)
+        nk_store(nc, nk_ix(nc, out, nk_r(k * 128, k * 128 + 128)), nk_exp(nc, nk_ix(nc, t, nk_i(k))));
+    nk_return(nc, out);
+}
+
+TEST(lang_tile_array_filled_by_assign_needs_no_copies)
+{
+    nk_array x = arr2(512, 64, 0.05f), out[1];
+    nk_kernel *k = nk_kernel_new("blocks", k_blocks);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
+    if (p) {
+        int n[NK_OP_COUNT];
+        count_ops(p, n);
+        CHECK_INT(n[NK_OP_LOAD], 4);
+        CHECK_INT(n[NK_OP_TENSOR_COPY], 0); /* each load wrote its block */
+        CHECK_INT(n[NK_OP_ACTIVATION], 4);
+        CHECK_INT(p->ninstr, 12);
+        /* the blocks are one buffer [128 partitions, 4 x 64] */
+        CHECK_INT(p->instrs[0].dst.off, 0);
+        CHECK_INT(p->instrs[1].dst.off, 64);
+    }
+    int nout = 0;
+    CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        const float *xi = x.data, *y = out[0].data;
+        int bad = 0;
+        for (int i = 0; i < 512 * 64; i++)
+            bad += !(fabs(y[i] - exp(xi[i])) <= 2e-7 * exp(xi[i]));
+        CHECK_INT(bad, 0);
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
+
+/* A value that is read elsewhere cannot be moved: it is copied, and both
+ * handles stay usable. */
+static void k_assign_copy(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 64), F32, NK_SHARED_HBM);
+    nk_tensor v = nk_load(nc, a[0]);
+    nk_tensor e = nk_exp(nc, v);
+    nk_tensor t = nk_ndarray(nc, NK_SHAPE(128, 64), F32, NK_SBUF);
+    nk_assign(nc, t, v); /* v was read by the exp: a copy */
+    nk_store(nc, out, nk_add(nc, t, e));
+    nk_return(nc, out);
+}
+
+TEST(lang_assign_of_a_value_already_read_copies_it)
+{
+    nk_array x = arr2(128, 64, 0.03f), out[1];
+    nk_kernel *k = nk_kernel_new("assign_copy", k_assign_copy);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
+    if (p) {
+        int c[NK_OP_COUNT];
+        count_ops(p, c);
+        CHECK_INT(c[NK_OP_TENSOR_COPY], 1);
+    }
+    int nout = 0;
+    CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        const float *xi = x.data, *y = out[0].data;
+        int bad = 0;
+        for (int i = 0; i < 128 * 64; i++) {
+            double want = xi[i] + exp(xi[i]);
+            bad += !(fabs(y[i] - want) <= 4e-7 * fabs(want) + 1e-7);
+        }
+        CHECK_INT(bad, 0);
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
+
+static void k_use_after_move(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor t = nk_ndarray(nc, NK_SHAPE(128, 64), F32, NK_SBUF);
+    nk_tensor v = nk_load(nc, a[0]);
+    g_line = __LINE__; nk_assign(nc, t, v);
+    nk_exp(nc, v);
+    nk_return(nc, a[0]);
+}
+
+TEST(lang_a_moved_value_names_the_tile_it_went_to)
+{
+    nk_array x = arr2(128, 64, 1);
+    nk_kernel *k = nk_kernel_new("use_after_move", k_use_after_move);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), NK_EINVAL);
+    char want[256];
+    snprintf(want, sizeof want, "%s:%d: exp: input is the tile made at %s:%d, whose value was assigned into another "
+             "tile at %s:%d; use that tile", __FILE__, g_line + 1, __FILE__, g_line - 1, __FILE__, g_line);
+    CHECK_STR(nk_kernel_error(k), want);
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
+
+/* ---- PSUM accumulation: res += nl.matmul(...) over a K loop, from nl.zeros */
+
+static int g_mode; /* 0: nk_assign_add of nk_matmul; 1: nk_isa_nc_matmul accumulate; 2: zeros over 2 banks */
+
+/* a[K=512, M=128] (already the stationary layout), b[512, N=256]: a^T b */
+static void k_acc(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    int64_t N = a[1].shape[1];
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, N), F32, NK_SHARED_HBM);
+    nk_tensor ps = nk_zeros(nc, NK_SHAPE(128, g_mode == 2 ? 2 * N : N), F32, NK_PSUM);
+    nk_tensor acc = g_mode == 2 ? nk_ix(nc, ps, NK_ALL, nk_r(0, N)) : ps;
+    NK_AFFINE_RANGE(nc, k, 4) {
+        nk_tensor st = nk_load(nc, nk_ix(nc, a[0], nk_r(k * 128, k * 128 + 128)));
+        nk_tensor mv = nk_load(nc, nk_ix(nc, a[1], nk_r(k * 128, k * 128 + 128)));
+        if (g_mode == 0)
+            nk_assign_add(nc, acc, nk_matmul(nc, st, mv, 1));
+        else
+            nk_isa_nc_matmul(nc, acc, st, mv, 1);
+    }
+    nk_store(nc, out, nk_copy(nc, acc, F32));
+    nk_return(nc, out);
+}
+
+static void check_acc(int mode, int want_memsets)
+{
+    g_mode = mode;
+    nk_array in[2] = {arr2(512, 128, 0.01f), arr2(512, 256, 0.02f)}, out[1];
+    nk_kernel *k = nk_kernel_new("acc", k_acc);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, in, 2, NULL, &p), 0);
+    if (p) {
+        int c[NK_OP_COUNT], acc = 0, first = -1;
+        count_ops(p, c);
+        CHECK_INT(c[NK_OP_MATMUL], 4);
+        CHECK_INT(c[NK_OP_MEMSET], want_memsets);
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            if (p->instrs[i].op == NK_OP_MATMUL) {
+                if (first < 0)
+                    first = !!(p->instrs[i].flags & NK_IF_ACCUMULATE);
+                acc += !!(p->instrs[i].flags & NK_IF_ACCUMULATE);
+            }
+        CHECK_INT(first, want_memsets); /* folded: the first matmul starts the group */
+        CHECK_INT(acc, 4 - !want_memsets);
+    }
+    int nout = 0;
+    CHECK_INT(nk_call(k, in, 2, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        const float *a = in[0].data, *b = in[1].data, *y = out[0].data;
+        int bad = 0;
+        for (int m = 0; m < 128; m++)
+            for (int j = 0; j < 256; j++) {
+                double s = 0, sa = 0;
+                for (int kk = 0; kk < 512; kk++) {
+                    s += (double)a[kk * 128 + m] * b[kk * 256 + j];
+                    sa += fabs((double)a[kk * 128 + m] * b[kk * 256 + j]);
+                }
+                /* fp32 products accumulated in fp32: 512 terms */
+                bad += !(fabs(y[m * 256 + j] - s) <= 512 * 6e-8 * sa + 1e-12);
+            }
+        CHECK_INT(bad, 0);
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&in[0]);
+    nk_array_free(&in[1]);
+}
+
+TEST(lang_zeros_then_plus_equals_matmul_starts_the_group)
+{
+    check_acc(0, 0);
+}
+
+TEST(lang_zeros_then_isa_matmul_accumulate_starts_the_group)
+{
+    check_acc(1, 0);
+}
+
+TEST(lang_zeros_wider_than_the_matmul_is_kept)
+{
+    check_acc(2, 1); /* the memset covers two banks, the matmuls one: both stay */
+}
+
+/* ---- scalar arguments */
+
+static void k_scale(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    float s = (float)nk_scalar(nc, a[1]);
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 64), F32, NK_SHARED_HBM);
+    nk_store(nc, out, nk_multiply_s(nc, nk_load(nc, a[0]), s));
+    nk_return(nc, out);
+}
+
+TEST(lang_scalar_arguments_are_part_of_the_signature)
+{
+    nk_array x = arr2(128, 64, 0.1f), out[1];
+    float sv = 2.5f;
+    nk_array s = {F32, 0, {0}, &sv};
+    nk_array args[2] = {x, s};
+    nk_kernel *k = nk_kernel_new("scale", k_scale);
+    uint64_t compiles = 0, hits = 0;
+    float values[3] = {2.5f, 3.0f, 2.5f};
+    for (int r = 0; r < 3; r++) {
+        sv = values[r];
+        int nout = 0;
+        CHECK_INT(nk_call(k, args, 2, NULL, out, 1, &nout), 0);
+        if (nout == 1) {
+            const float *xi = x.data, *y = out[0].data;
+            int bad = 0;
+            for (int i = 0; i < 128 * 64; i++)
+                bad += y[i] != xi[i] * sv;
+            CHECK_INT(bad, 0);
+            nk_array_free(&out[0]);
+        }
+    }
+    nk_kernel_cache_stats(k, &compiles, &hits);
+    CHECK_INT(compiles, 2);
+    CHECK_INT(hits, 1);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, args, 2, NULL, &p), 0);
+    if (p)
+        CHECK_INT(nk_program_num_inputs(p), 1); /* the scalar is not bound at run time */
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
+
+static void k_scalar_as_tensor(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    g_line = __LINE__; nk_exp(nc, a[1]);
+    nk_return(nc, a[0]);
+}
+
+TEST(lang_a_scalar_used_as_a_tensor_is_an_error)
+{
+    nk_array x = arr2(128, 64, 1);
+    int32_t v = 3;
+    nk_array args[2] = {x, {NK_I32, 0, {0}, &v}};
+    nk_kernel *k = nk_kernel_new("scalar_as_tensor", k_scalar_as_tensor);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, args, 2, NULL, &p), NK_EINVAL);
+    char want[256];
+    snprintf(want, sizeof want, "%s:%d: exp: input is a scalar argument, not a tensor (read it with nk_scalar)",
+             __FILE__, g_line);
+    CHECK_STR(nk_kernel_error(k), want);
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
+
+/* ---- affine access patterns */
+
+/* x[64, 128] in HBM read transposed: view [128 partitions, 64] with the view's
+ * axis 0 indexing x's columns (x[i_f, i_p]). */
+static void k_ap_transpose(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 64), F32, NK_SHARED_HBM);
+    nk_aidx idx[2] = {{0, {0, 1}}, {0, {1, 0}}};
+    nk_tensor v = nk_ap(nc, a[0], 2, ((int64_t[]){128, 64}), idx);
+    nk_store(nc, out, nk_load(nc, v));
+    nk_return(nc, out);
+}
+
+/* A tile [P, 12] read as [P, 4, 3] with index 3 * j + i at (i, j) ... the
+ * transpose2d pattern: out[p, j * 3 + i] = in[p, i * 4 + j]. */
+static void k_ap_free(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    int64_t P = a[0].shape[0];
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(P, 12), F32, NK_SHARED_HBM);
+    nk_tensor t = nk_load(nc, a[0]);
+    nk_aidx idx[2] = {{0, {1, 0, 0}}, {0, {0, 1, 4}}}; /* view (p, j, i) reads in[p, 4 i + j] */
+    nk_tensor v = nk_ap(nc, t, 3, ((int64_t[]){P, 4, 3}), idx);
+    nk_tensor r = nk_ndarray(nc, NK_SHAPE(P, 4, 3), F32, NK_SBUF);
+    nk_isa_tensor_copy(nc, r, v);
+    nk_store(nc, out, nk_reshape(nc, r, NK_SHAPE(P, 12)));
+    nk_return(nc, out);
+}
+
+TEST(lang_affine_access_patterns_transpose_and_interleave)
+{
+    nk_array x = arr2(64, 128, 1), out[1];
+    nk_kernel *k = nk_kernel_new("ap_transpose", k_ap_transpose);
+    int nout = 0;
+    CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        const float *xi = x.data, *y = out[0].data;
+        int bad = 0;
+        for (int p = 0; p < 128; p++)
+            for (int f = 0; f < 64; f++)
+                bad += y[p * 64 + f] != xi[f * 128 + p];
+        CHECK_INT(bad, 0);
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&x);
+
+    nk_array z = arr2(5, 12, 1);
+    k = nk_kernel_new("ap_free", k_ap_free);
+    nout = 0;
+    CHECK_INT(nk_call(k, &z, 1, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        const float *xi = z.data, *y = out[0].data;
+        int bad = 0;
+        for (int p = 0; p < 5; p++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 4; j++)
+                    bad += y[p * 12 + j * 3 + i] != xi[p * 12 + i * 4 + j];
+        CHECK_INT(bad, 0);
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&z);
+}
+
+static int g_ap_case;
+
+static void k_ap_bad(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor t = nk_load(nc, a[0]); /* [128, 64] */
+    nk_aidx strided[2] = {{0, {2, 0}}, {0, {0, 1}}};
+    nk_aidx outside[2] = {{0, {1, 0}}, {1, {0, 1}}};
+    g_line = __LINE__; nk_ap(nc, t, 2, ((int64_t[]){64, 64}), g_ap_case ? outside : strided);
+    nk_return(nc, a[0]);
+}
+
+TEST(lang_affine_access_pattern_errors)
+{
+    nk_array x = arr2(128, 64, 1);
+    const char *want[2] = {"nk_ap: the partition axis of a tile must be read by the view's first axis with "
+                           "coefficient 1 (no striding or permuting partitions)",
+                           "nk_ap: axis 1 of size 64 is read at indices 1..64"};
+    for (g_ap_case = 0; g_ap_case < 2; g_ap_case++) {
+        nk_kernel *k = nk_kernel_new("ap_bad", k_ap_bad);
+        const nk_program *p = NULL;
+        int rc = nk_kernel_compile(k, &x, 1, NULL, &p);
+        CHECK(rc == NK_EPARTITION || rc == NK_EBOUNDS);
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s:%d: %s", __FILE__, g_line, want[g_ap_case]);
+        CHECK_STR(nk_kernel_error(k), msg);
+        nk_kernel_free(k);
+    }
+    nk_array_free(&x);
+}
+
+static void k_array_unindexed(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor t = nk_ndarray(nc, NK_SHAPE(2, nk_par_dim(128), 64), F32, NK_SBUF);
+    g_line = __LINE__; nk_isa_memset(nc, t, 0.0);
+    nk_return(nc, a[0]);
+}
+
+TEST(lang_engine_ops_take_tiles_not_tile_arrays)
+{
+    nk_array x = arr2(128, 64, 1);
+    nk_kernel *k = nk_kernel_new("array_unindexed", k_array_unindexed);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), NK_ESHAPE);
+    char want[256];
+    snprintf(want, sizeof want, "%s:%d: memset: dst is a tile array with 1 block dimension before its partition "
+             "dimension; index the blocks to get a tile (e.g. nk_block(t, k))", __FILE__, g_line);
+    CHECK_CONTAINS(nk_kernel_error(k), "is a tile array with 1 block dimension");
+    nk_kernel_free(k);
+    nk_array_free(&x);
+    (void)want;
+}
+
+/* ---- the allocator's invariant, checked independently of it */
+
+/* Two tiles whose uses overlap in time never share a byte: every tile's
+ * interval [first use, last use] is computed here from the instructions. */
+static int allocation_overlaps(const nk_program *p, char *why, size_t n)
+{
+    uint32_t *first = malloc(p->nbufs * sizeof *first), *last = calloc(p->nbufs, sizeof *last);
+    if (!first || !last) {
+        free(first);
+        free(last);
+        return -1;
+    }
+    memset(first, 0xff, p->nbufs * sizeof *first);
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++) {
+            uint32_t b = ts[k]->buf;
+            if (!b || ts[k]->mem == NK_SHARED_HBM)
+                continue;
+            if (first[b] == UINT32_MAX)
+                first[b] = i;
+            last[b] = i;
+        }
+    }
+    int bad = 0;
+    for (uint32_t a = 1; a < p->nbufs && !bad; a++)
+        for (uint32_t b = a + 1; b < p->nbufs && !bad; b++) {
+            const nk_bufinfo *x = &p->bufs[a], *y = &p->bufs[b];
+            if (x->mem != y->mem || x->mem == NK_SHARED_HBM || first[a] == UINT32_MAX || first[b] == UINT32_MAX)
+                continue;
+            int time = first[a] <= last[b] && first[b] <= last[a];
+            int space = x->addr < y->addr + y->bytes && y->addr < x->addr + x->bytes;
+            if (time && space) {
+                snprintf(why, n, "%s: tiles %u and %u", p->kernel, a, b);
+                bad = 1;
+            }
+        }
+    free(first);
+    free(last);
+    return bad;
+}
+
+TEST(lang_allocation_never_overlaps_live_tiles_in_builtin_kernels)
+{
+    for (int i = 0; i < nk_builtin_kernel_count; i++) {
+        const nk_kernel_info *ki = &nk_builtin_kernels[i];
+        nk_array args[NK_KERNEL_MAX_ARGS];
+        CHECK_INT(nk_kernel_example_args(ki, 1, args), 0);
+        nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+        const nk_program *p = NULL;
+        const char *targets[2] = {"trn1", "trn2"};
+        for (int t = 0; t < 2; t++) {
+            nk_options o = {targets[t], 0, NULL};
+            int rc = nk_kernel_compile(k, args, ki->nargs, &o, &p);
+            CHECK_INT(rc, 0);
+            char why[128] = "";
+            if (!rc) {
+                int bad = allocation_overlaps(p, why, sizeof why);
+                if (bad)
+                    nk_test_fail(__FILE__, __LINE__, "live tiles overlap: %s on %s", why, targets[t]);
+                CHECK(p->sbuf_peak <= p->arch->sbuf_partition_bytes - p->arch->sbuf_reserved_bytes);
+                CHECK(p->psum_peak <= p->arch->psum_partition_bytes);
+            }
+        }
+        nk_kernel_free(k);
+        for (int a = 0; a < ki->nargs; a++)
+            nk_array_free(&args[a]);
+    }
+}
