@@ -11,6 +11,7 @@
  * later stage sees it.
  */
 #include "sched/program_io.h"
+#include "isa/optable.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1246,65 +1247,21 @@ static int check_view(chk *c, uint32_t i, const char *what, const nk_tensor *t, 
     return 0;
 }
 
-#define E(x) (1u << NK_ENGINE_##x)
-#define F(x) NK_IF_##x
-
-/* Engines and flags each opcode may carry, as the tracer emits them. */
-static const struct {
-    unsigned engines;
-    unsigned flags;
-} op_rules[NK_OP_COUNT] = {
-    [NK_OP_LOAD] = {E(DMA), 0},
-    [NK_OP_STORE] = {E(DMA), 0},
-    [NK_OP_MATMUL] = {E(TENSOR), F(ACCUMULATE)},
-    [NK_OP_TRANSPOSE] = {E(TENSOR) | E(VECTOR), 0},
-    [NK_OP_ACTIVATION] = {E(SCALAR), F(OPND0_T) | F(OPND1_T) | F(REDUCE)},
-    [NK_OP_TENSOR_TENSOR] = {E(VECTOR) | E(GPSIMD), 0},
-    [NK_OP_TENSOR_SCALAR] = {E(VECTOR) | E(SCALAR) | E(GPSIMD), F(REV0) | F(REV1) | F(OPND0_T) | F(OPND1_T)},
-    [NK_OP_TENSOR_REDUCE] = {E(VECTOR), F(KEEPDIMS)},
-    [NK_OP_TENSOR_COPY] = {E(VECTOR) | E(SCALAR) | E(GPSIMD), 0},
-    [NK_OP_MEMSET] = {E(VECTOR) | E(GPSIMD), 0},
-    [NK_OP_IOTA] = {E(GPSIMD), 0},
-    [NK_OP_AFFINE_SELECT] = {E(GPSIMD), 0},
-};
-
-/* Source operands the tracer records per opcode. */
-static int expected_nsrc(const nk_instr *in)
-{
-    switch (in->op) {
-    case NK_OP_MEMSET:
-    case NK_OP_IOTA: return 0;
-    case NK_OP_MATMUL:
-    case NK_OP_TENSOR_TENSOR: return 2;
-    case NK_OP_ACTIVATION:
-    case NK_OP_TENSOR_SCALAR: return (in->flags & NK_IF_OPND1_T) ? 3 : (in->flags & NK_IF_OPND0_T) ? 2 : 1;
-    default: return 1;
-    }
-}
-
-static int src_present(const nk_instr *in, int k)
-{
-    if (k >= in->nsrc)
-        return 0;
-    if (k > 0 && (in->op == NK_OP_ACTIVATION || in->op == NK_OP_TENSOR_SCALAR))
-        return (in->flags & (k == 1 ? NK_IF_OPND0_T : NK_IF_OPND1_T)) != 0;
-    return 1;
-}
-
 static int check_fields(chk *c, uint32_t i, const nk_instr *in)
 {
     const nk_program *p = c->p;
-    if (in->op >= NK_OP_COUNT)
+    const nk_opdef *od = nk_op_def(in->op);
+    if (!od)
         return bad(c, "instruction %u: opcode %u out of range", i, in->op);
-    if (in->engine >= NK_ENGINE_COUNT || !(op_rules[in->op].engines & (1u << in->engine)))
+    if (in->engine >= NK_ENGINE_COUNT || !(od->engines & NK_ENG(in->engine)))
         return bad(c, "instruction %u: %s cannot run on engine %u", i, nk_op_name(in->op), in->engine);
-    if (in->flags & ~op_rules[in->op].flags)
+    if (in->flags & ~od->flags)
         return bad(c, "instruction %u: flags 0x%x invalid for %s", i, in->flags, nk_op_name(in->op));
     if (in->func >= NK_ACT_COUNT || in->alu0 >= NK_ALU_COUNT || in->alu1 >= NK_ALU_COUNT || in->cmp > NK_CMP_LT ||
         in->axis < -1 || in->axis >= NK_MAXDIM)
         return bad(c, "instruction %u: function %u, operator %u/%u, comparison %u or axis %d out of range", i,
                    in->func, in->alu0, in->alu1, in->cmp, in->axis);
-    if (in->engine == NK_ENGINE_DMA ? in->queue >= NK_IO_DMA_QUEUES : in->queue != 0)
+    if (in->engine == NK_ENGINE_DMA ? in->queue >= p->arch->dma_queues : in->queue != 0)
         return bad(c, "instruction %u: DMA queue %u invalid for engine %s", i, in->queue,
                    nk_engine_name((nk_engine)in->engine));
     if (in->loc >= p->nlocs)
@@ -1321,93 +1278,29 @@ static int check_fields(chk *c, uint32_t i, const nk_instr *in)
         if (k && d <= p->deps[in->dep_off + k - 1])
             return bad(c, "instruction %u: dependencies not strictly increasing", i);
     }
-    if (in->nsrc != expected_nsrc(in))
+    if (in->nsrc != nk_op_nsrc(in))
         return bad(c, "instruction %u: %u source operands, %s takes %d", i, in->nsrc, nk_op_name(in->op),
-                   expected_nsrc(in));
+                   nk_op_nsrc(in));
     return 0;
 }
 
-static int is_onchip(const nk_tensor *t) { return t->mem == NK_SBUF || t->mem == NK_PSUM; }
-
-/* Operand memories and the shape relations the executor relies on. */
+/* Operand memories (the op's and its engine's rules) and the op's own shape
+ * relations and limits on the program's target, which the executor relies on. */
 static int check_semantics(chk *c, uint32_t i, const nk_instr *in, const int64_t *n)
 {
-    const nk_tensor *d = &in->dst, *s = in->src;
-    const char *op = nk_op_name(in->op);
-    int64_t P = in->nsrc ? s[0].shape[0] : d->shape[0];
-    int64_t F = in->nsrc ? n[2] / P : 0;
-    if (in->op == NK_OP_LOAD || in->op == NK_OP_STORE) {
-        int load = in->op == NK_OP_LOAD;
-        const nk_tensor *h = load ? &s[0] : d, *o = load ? d : &s[0];
-        if (h->mem != NK_SHARED_HBM || o->mem != NK_SBUF)
-            return bad(c, "instruction %u: %s moves between HBM and SBUF", i, op);
-        if (n[0] != n[2] || nk_dtype_size((nk_dtype)d->dtype) != nk_dtype_size((nk_dtype)s[0].dtype))
-            return bad(c, "instruction %u: %s of %lld elements into %lld, or element sizes differ", i, op,
-                       (long long)n[2], (long long)n[0]);
-        return 0;
+    const nk_opdef *od = nk_op_def(in->op);
+    for (int k = 0; k < NK_OPND_COUNT; k++) {
+        const nk_tensor *t = nk_op_operand(in, k);
+        unsigned ok = nk_op_operand_mems(in, k);
+        if (t->buf && !(ok & NK_MEM(t->mem)))
+            return bad(c, "instruction %u: %s: %s in %s; on the %s engine it must be in %s", i, od->name,
+                       nk_op_operand_name(in, k), nk_mem_names(NK_MEM(t->mem)),
+                       nk_engine_name((nk_engine)in->engine), nk_mem_names(ok));
     }
-    for (int k = 0; k < 5; k++) {
-        const nk_tensor *t = k == 0 ? d : k == 1 ? &in->dst2 : &s[k - 2];
-        if (t->buf && (!is_onchip(t) || (in->engine == NK_ENGINE_GPSIMD && t->mem == NK_PSUM)))
-            return bad(c, "instruction %u: %s operand in a memory engine %s cannot access", i, op,
-                       nk_engine_name((nk_engine)in->engine));
-    }
-    switch (in->op) {
-    case NK_OP_MATMUL: {
-        int64_t M = n[2] / P, N = n[3] / s[1].shape[0];
-        if (s[0].mem != NK_SBUF || s[1].mem != NK_SBUF || d->mem != NK_PSUM)
-            return bad(c, "instruction %u: nc_matmul reads SBUF and writes PSUM", i);
-        if (s[1].shape[0] != P || M > NK_GEMM_STATIONARY_FMAX || N > NK_GEMM_MOVING_FMAX || d->shape[0] != M ||
-            n[0] != M * N)
-            return bad(c, "instruction %u: nc_matmul sizes K=%lld/%d M=%lld N=%lld do not fit dst of %lld "
-                       "elements", i, (long long)P, s[1].shape[0], (long long)M, (long long)N, (long long)n[0]);
-        return 0;
-    }
-    case NK_OP_TRANSPOSE: {
-        int64_t lim = in->engine == NK_ENGINE_TENSOR ? 128 : 32;
-        if (in->engine == NK_ENGINE_TENSOR && (d->mem != NK_PSUM || s[0].mem != NK_SBUF))
-            return bad(c, "instruction %u: a Tensor-engine transpose reads SBUF and writes PSUM", i);
-        if (P > lim || F > lim || d->shape[0] != F || n[0] != P * F)
-            return bad(c, "instruction %u: transpose of [%lld, %lld] into %lld elements", i, (long long)P,
-                       (long long)F, (long long)n[0]);
-        return 0;
-    }
-    case NK_OP_ACTIVATION:
-    case NK_OP_TENSOR_SCALAR:
-        if (n[0] != n[2])
-            return bad(c, "instruction %u: %s writes %lld elements from %lld", i, op, (long long)n[0],
-                       (long long)n[2]);
-        for (int k = 1; k < 3; k++)
-            if (s[k].buf && n[2 + k] != P)
-                return bad(c, "instruction %u: %s: operand %d has %lld elements, not one per partition (%lld)", i,
-                           op, k, (long long)n[2 + k], (long long)P);
-        if (in->dst2.buf && n[1] != P)
-            return bad(c, "instruction %u: %s: reduction output has %lld elements, not %lld", i, op,
-                       (long long)n[1], (long long)P);
-        return 0;
-    case NK_OP_TENSOR_REDUCE: {
-        if (in->axis == 0 || in->axis >= s[0].ndim)
-            return bad(c, "instruction %u: tensor_reduce axis %d is not a free axis of a %u-dim tile", i,
-                       in->axis, s[0].ndim);
-        int64_t kept = in->axis == -1 ? 1 : F / s[0].shape[in->axis];
-        if (n[0] != P * kept)
-            return bad(c, "instruction %u: tensor_reduce writes %lld elements, expected %lld", i, (long long)n[0],
-                       (long long)(P * kept));
-        return 0;
-    }
-    case NK_OP_TENSOR_TENSOR:
-        if (n[3] != n[2] || n[0] != n[2])
-            return bad(c, "instruction %u: tensor_tensor element counts %lld, %lld -> %lld differ", i,
-                       (long long)n[2], (long long)n[3], (long long)n[0]);
-        return 0;
-    case NK_OP_TENSOR_COPY:
-    case NK_OP_AFFINE_SELECT:
-        if (n[0] != n[2])
-            return bad(c, "instruction %u: %s element counts %lld -> %lld differ", i, op, (long long)n[2],
-                       (long long)n[0]);
-        return 0;
-    default: return 0;
-    }
+    char msg[192];
+    if (od->check && od->check(c->p->arch, in, n, msg, sizeof msg))
+        return bad(c, "instruction %u: %s", i, msg);
+    return 0;
 }
 
 static int check_instr(chk *c, uint32_t i)
@@ -1418,15 +1311,14 @@ static int check_instr(chk *c, uint32_t i)
         return rc;
     if (!in->dst.buf)
         return bad(c, "instruction %u: no destination", i);
-    int want2 = in->op == NK_OP_ACTIVATION && (in->flags & NK_IF_REDUCE);
+    int want2 = nk_op_operand_present(in, NK_OPND_DST2);
     if (!!in->dst2.buf != want2)
         return bad(c, "instruction %u: second destination %s", i, want2 ? "missing" : "unexpected");
-    int64_t n[5] = {0, 0, 0, 0, 0}; /* dst, dst2, src[0..2] */
-    static const char *names[5] = {"dst", "dst2", "src[0]", "src[1]", "src[2]"};
-    for (int k = 0; k < 5; k++) {
-        const nk_tensor *t = k == 0 ? &in->dst : k == 1 ? &in->dst2 : &in->src[k - 2];
-        int want = k == 0 ? 1 : k == 1 ? want2 : src_present(in, k - 2);
-        if (!want) {
+    int64_t n[NK_OPND_COUNT] = {0, 0, 0, 0, 0}; /* dst, dst2, src[0..2] */
+    static const char *names[NK_OPND_COUNT] = {"dst", "dst2", "src[0]", "src[1]", "src[2]"};
+    for (int k = 0; k < NK_OPND_COUNT; k++) {
+        const nk_tensor *t = nk_op_operand(in, k);
+        if (!nk_op_operand_present(in, k)) {
             if (t->buf)
                 return bad(c, "instruction %u: %s present but unused", i, names[k]);
             continue;
@@ -1527,45 +1419,12 @@ static void dump_operands(nk_text *t, const nk_program *p, const nk_instr *in)
     }
 }
 
+/* The attributes, as every view and export shows them (src/isa). */
 static void dump_details(nk_text *t, const nk_instr *in)
 {
-    switch (in->op) {
-    case NK_OP_MATMUL:
-        if (in->flags & NK_IF_ACCUMULATE)
-            nk_text_printf(t, " accumulate");
-        break;
-    case NK_OP_ACTIVATION:
-        nk_text_printf(t, " func=%s", nk_act_name((nk_act)in->func));
-        if (!(in->flags & NK_IF_OPND0_T))
-            nk_text_printf(t, " bias=%g", in->imm0);
-        if (!(in->flags & NK_IF_OPND1_T))
-            nk_text_printf(t, " scale=%g", in->imm1);
-        break;
-    case NK_OP_TENSOR_TENSOR: nk_text_printf(t, " op=%s", nk_alu_name((nk_alu)in->alu0)); break;
-    case NK_OP_TENSOR_SCALAR:
-        nk_text_printf(t, " op0=%s%s", nk_alu_name((nk_alu)in->alu0), in->flags & NK_IF_REV0 ? "(rev)" : "");
-        if (!(in->flags & NK_IF_OPND0_T))
-            nk_text_printf(t, " s0=%g", in->imm0);
-        if (in->alu1 != NK_ALU_BYPASS) {
-            nk_text_printf(t, " op1=%s%s", nk_alu_name((nk_alu)in->alu1), in->flags & NK_IF_REV1 ? "(rev)" : "");
-            if (!(in->flags & NK_IF_OPND1_T))
-                nk_text_printf(t, " s1=%g", in->imm1);
-        }
-        break;
-    case NK_OP_TENSOR_REDUCE:
-        nk_text_printf(t, " op=%s axis=%d%s", nk_alu_name((nk_alu)in->alu0), in->axis,
-                       in->flags & NK_IF_KEEPDIMS ? " keepdims" : "");
-        break;
-    case NK_OP_MEMSET: nk_text_printf(t, " value=%g", in->imm0); break;
-    case NK_OP_AFFINE_SELECT:
-    case NK_OP_IOTA:
-        if (in->op == NK_OP_AFFINE_SELECT)
-            nk_text_printf(t, " cmp=%u on_false=%g", in->cmp, in->imm0);
-        nk_text_printf(t, " expr=%d%+d*p%+d*f0%+d*f1%+d*f2", in->aff.c, in->aff.cp, in->aff.cf[0], in->aff.cf[1],
-                       in->aff.cf[2]);
-        break;
-    default: break;
-    }
+    char a[256];
+    if (nk_op_attrs(in, a, sizeof a))
+        nk_text_printf(t, " %s", a);
 }
 
 static void dump_where(nk_text *t, const nk_program *p, uint32_t loc)

@@ -25,8 +25,6 @@
 #define NK_IO_MAX_TEXT (64u << 20)    /* one source text */
 #define NK_IO_MAX_HBM_BYTES (1ll << 40) /* one HBM tensor (assumed: above any device's HBM) */
 #define NK_IO_MAX_STRIDE (1ll << 40)
-#define NK_IO_DMA_QUEUES 16           /* [DMA]: 16 queues per DMA engine */
-#define NK_IO_DMA_ENGINES 16          /* [DMA]: 16 DMA engines per NeuronCore */
 #define NK_IO_MAX_LOOP_BUFS 32        /* the tracer's limit on buffers per tile */
 #define NK_IO_MAX_TARGET_TEXT (64u << 10) /* a target table as text (about 4 KiB) */
 

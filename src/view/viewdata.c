@@ -5,6 +5,7 @@
  */
 #include "view/view.h"
 #include "core/vbuf.h"
+#include "isa/optable.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -111,48 +112,8 @@ static void put_ap(cursor *c, const nk_program *p, const char *name, const nk_te
     put(c, "%s%s=%s", c->k ? " " : "", name, ap);
 }
 
-/* Attributes that come before the operands, per opcode. */
-static void put_attrs(cursor *c, const nk_instr *in)
-{
-    switch (in->op) {
-    case NK_OP_ACTIVATION:
-        put(c, "func=%s", nk_act_name((nk_act)in->func));
-        if (!(in->flags & NK_IF_OPND0_T))
-            put(c, " bias=%g", in->imm0);
-        if (!(in->flags & NK_IF_OPND1_T))
-            put(c, " scale=%g", in->imm1);
-        break;
-    case NK_OP_TENSOR_TENSOR:
-        put(c, "op=%s", nk_alu_name((nk_alu)in->alu0));
-        break;
-    case NK_OP_TENSOR_SCALAR:
-        put(c, "op0=%s", nk_alu_name((nk_alu)in->alu0));
-        if (!(in->flags & NK_IF_OPND0_T))
-            put(c, " operand0=%g", in->imm0);
-        if (in->alu1 != NK_ALU_BYPASS) {
-            put(c, " op1=%s", nk_alu_name((nk_alu)in->alu1));
-            if (!(in->flags & NK_IF_OPND1_T))
-                put(c, " operand1=%g", in->imm1);
-        }
-        break;
-    case NK_OP_TENSOR_REDUCE:
-        put(c, "op=%s axis=%d", nk_alu_name((nk_alu)in->alu0), in->axis);
-        break;
-    case NK_OP_MEMSET:
-        put(c, "value=%g", in->imm0);
-        break;
-    case NK_OP_MATMUL:
-        if (in->flags & NK_IF_ACCUMULATE)
-            put(c, "accumulate");
-        break;
-    case NK_OP_AFFINE_SELECT:
-        put(c, "on_false=%g", in->imm1);
-        break;
-    default:
-        break;
-    }
-}
-
+/* The attributes first (the op table's text, as the program listing shows
+ * it), then every operand under the kernel API's name for it. */
 void nk_view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
 {
     cursor c = {buf, n, 0};
@@ -162,19 +123,10 @@ void nk_view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
     if (i >= p->ninstr)
         return;
     const nk_instr *in = &p->instrs[i];
-    put_attrs(&c, in);
-    put_ap(&c, p, "dst", &in->dst);
-    if (in->op == NK_OP_ACTIVATION && (in->flags & NK_IF_REDUCE))
-        put_ap(&c, p, "reduce", &in->dst2);
-    static const char *const generic[3] = {"src", "src1", "src2"};
-    static const char *const matmul[3] = {"stationary", "moving", "src2"};
-    static const char *const act[3] = {"src", "bias", "scale"};
-    static const char *const ts[3] = {"src", "operand0", "operand1"};
-    const char *const *names = in->op == NK_OP_MATMUL ? matmul
-                             : in->op == NK_OP_ACTIVATION ? act
-                             : in->op == NK_OP_TENSOR_SCALAR ? ts : generic;
-    for (int s = 0; s < in->nsrc && s < 3; s++)
-        put_ap(&c, p, names[s], &in->src[s]);
+    c.k = nk_op_attrs(in, buf, n);
+    for (int k = 0; k < NK_OPND_COUNT; k++)
+        if (k < NK_OPND_SRC0 || k - NK_OPND_SRC0 < in->nsrc)
+            put_ap(&c, p, nk_op_operand_name(in, k), nk_op_operand(in, k));
 }
 
 uint64_t nk_view_instr_bytes(const nk_program *p, uint32_t i)
