@@ -571,18 +571,19 @@ static int check_events(const nk_timeline *tl, const nk_program *p, char *err, s
     return 0;
 }
 
-static int check_xfers(const nk_timeline *tl, const nk_program *p, char *err, size_t errlen)
+/* Transfers on the DMA engines of target a, of instructions that run there. */
+static int check_xfers(const nk_timeline *tl, const nk_program *p, const nk_arch *a, char *err, size_t errlen)
 {
     for (uint32_t i = 0; i < tl->nxfers; i++) {
         const nk_dma_xfer *x = &tl->xfers[i];
         if (x->instr >= p->ninstr)
             return tbad(err, errlen, "DMA transfer %u: instruction %u out of range", i, x->instr);
-        int op = p->instrs[x->instr].op;
-        if ((op != NK_OP_LOAD && op != NK_OP_STORE) || x->to_hbm != (op == NK_OP_STORE))
+        const nk_instr *in = &p->instrs[x->instr];
+        if (in->engine != NK_ENGINE_DMA || x->to_hbm != (in->dst.mem == NK_SHARED_HBM))
             return tbad(err, errlen, "DMA transfer %u: instruction %u is a %s, direction %u", i, x->instr,
-                        nk_op_name(op), x->to_hbm);
-        if (x->queue >= NK_ARCH_MAX_DMA_QUEUES || x->dma_engine >= NK_ARCH_MAX_DMA_ENGINES ||
-            x->partitions < 1 || x->partitions > NK_PMAX ||
+                        nk_op_name(in->op), x->to_hbm);
+        if (x->queue >= NK_ARCH_MAX_DMA_QUEUES || x->dma_engine >= a->dma_engines || x->partitions < 1 ||
+            x->partitions > (uint32_t)p->arch->partitions ||
             x->bytes > (uint64_t)NK_IO_MAX_HBM_BYTES)
             return tbad(err, errlen, "DMA transfer %u: queue %u, engine %u, partitions %u or bytes %llu out of range",
                         i, x->queue, x->dma_engine, x->partitions, (unsigned long long)x->bytes);
@@ -625,7 +626,7 @@ int nk__timeline_check(const nk_timeline *tl, const nk_program *p, const nk_arch
                         nk_engine_name((nk_engine)e), T);
     int rc = check_events(tl, p, err, errlen);
     if (!rc)
-        rc = check_xfers(tl, p, err, errlen);
+        rc = check_xfers(tl, p, a, err, errlen);
     for (uint32_t i = 0; !rc && i < p->ninstr; i++)
         if (!in_kernel(tl->instr_start[i], T) || !in_kernel(tl->instr_end[i], T) ||
             tl->instr_end[i] < tl->instr_start[i])

@@ -19,7 +19,7 @@ typedef nk__region region;
 typedef struct entry {
     region r;
     uint32_t instr;
-    uint16_t unit; /* engine, or 16 + DMA queue: accesses complete in order per unit */
+    uint16_t unit; /* engine, or NK_ENGINE_COUNT + DMA queue: accesses complete in order per unit */
     uint8_t write;
 } entry;
 
@@ -107,25 +107,26 @@ static int record(sched *s, const region *r, uint32_t instr, uint16_t unit, int 
 }
 
 /* DMA queues: one per (HBM tensor, direction) in order of first use, over the
- * 16 queues (assumed: the compiler's queue choice is not documented). */
+ * target's queues per DMA engine (assumed: the compiler's queue choice is not
+ * documented). */
 static void assign_queues(nk_program *p)
 {
-    enum { NQ = 16 };
+    uint32_t nq = (uint32_t)p->arch->dma_queues;
     uint32_t *q = calloc((size_t)p->nbufs * 2, sizeof *q);
     uint32_t next = 0;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         nk_instr *in = &p->instrs[i];
         if (in->engine != NK_ENGINE_DMA)
             continue;
-        int store = in->op == NK_OP_STORE;
+        int store = in->dst.mem == NK_SHARED_HBM; /* to HBM */
         uint32_t b = store ? in->dst.buf : in->src[0].buf;
         if (!q) {
-            in->queue = (uint16_t)(store ? 1 : 0);
+            in->queue = (uint16_t)(store && nq > 1 ? 1 : 0);
             continue;
         }
         uint32_t *slot = &q[b * 2 + (uint32_t)store];
         if (!*slot)
-            *slot = 1 + (next++ % NQ);
+            *slot = 1 + (next++ % nq);
         in->queue = (uint16_t)(*slot - 1);
     }
     free(q);
@@ -135,6 +136,8 @@ int nk_schedule(nk_program *p)
 {
     sched s = {0};
     int rc = NK_ENOMEM;
+    if (!p->arch || p->arch->dma_queues < 1)
+        return NK_EINVAL;
     s.p = p;
     s.lists = calloc((size_t)p->nbufs + 2, sizeof *s.lists);
     s.hbm_written = calloc(p->nbufs, 1);
@@ -165,7 +168,7 @@ int nk_schedule(nk_program *p)
             find_deps(&s, &wr[k], 1);
         if (s.oom)
             goto out;
-        uint16_t unit = in->engine == NK_ENGINE_DMA ? (uint16_t)(16 + in->queue) : in->engine;
+        uint16_t unit = in->engine == NK_ENGINE_DMA ? (uint16_t)(NK_ENGINE_COUNT + in->queue) : in->engine;
         for (int k = 0; k < nrd; k++)
             if (record(&s, &rd[k], i, unit, 0))
                 goto out;
