@@ -7,6 +7,7 @@
  * language ops allocate their result tiles and call ISA ops.
  */
 #include "trace.h"
+#include "isa/optable.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -64,10 +65,10 @@ static int ok_onchip(nk_ctx *nc, nk_loc loc, const char *op, const char *what, n
         nk__fail(nc, loc, NK_EMEMORY, "%s: %s is in PSUM, which %s cannot access", op, what, who);
         return 0;
     }
-    int n = t.shape[0], p0 = t.part0;
-    if (n > NK_PMAX || p0 + n > NK_PMAX) {
+    int n = t.shape[0], p0 = t.part0, pmax = nc->arch->partitions;
+    if (n > pmax || p0 + n > pmax) {
         nk__fail(nc, loc, NK_EPARTITION, "%s: %s spans partitions %d..%d, beyond the %d partitions", op, what, p0,
-                 p0 + n - 1, NK_PMAX);
+                 p0 + n - 1, pmax);
         return 0;
     }
     if (n > 0 && ((n > 64 && p0 != 0) || (n > 32 && p0 != 0 && p0 != 64) || p0 % 32 != 0)) {
@@ -166,18 +167,20 @@ static int ok_alu(nk_ctx *nc, nk_loc loc, const char *op, nk_alu alu, const nk_t
     return 1;
 }
 
-static int pick_engine(nk_ctx *nc, nk_loc loc, const char *op, nk_engine eng, nk_engine dflt, unsigned allowed)
+/* The engine an op runs on: the kernel's choice, else the op table's
+ * default; only engines the table allows. */
+static int pick_engine(nk_ctx *nc, nk_loc loc, const char *op, int opcode, nk_engine eng)
 {
+    const nk_opdef *d = nk_op_def(opcode);
     if (eng == NK_ENGINE_DEFAULT)
-        eng = dflt;
-    if ((unsigned)eng >= NK_ENGINE_COUNT || !(allowed & (1u << eng))) {
+        eng = (nk_engine)d->default_engine;
+    if ((unsigned)eng >= NK_ENGINE_COUNT || !(d->engines & (1u << eng))) {
         nk__fail(nc, loc, NK_EINVAL, "%s: cannot run on the %s engine", op, nk_engine_name(eng));
         return -1;
     }
     return (int)eng;
 }
 
-#define ENG(e) (1u << (e))
 
 static int any_psum(const nk_tensor *ts, int n)
 {
@@ -253,14 +256,14 @@ void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk
                  (long long)K, mv.shape[0]);
         return;
     }
-    if (M > NK_GEMM_STATIONARY_FMAX) {
-        nk__fail(nc, loc, NK_ELIMIT, "%s: stationary free size %lld exceeds %d (gemm_stationary_fmax)", op,
-                 (long long)M, NK_GEMM_STATIONARY_FMAX);
+    if (M > nc->arch->gemm_stationary_fmax) {
+        nk__fail(nc, loc, NK_ELIMIT, "%s: stationary free size %lld exceeds %lld (gemm_stationary_fmax)", op,
+                 (long long)M, (long long)nc->arch->gemm_stationary_fmax);
         return;
     }
-    if (N > NK_GEMM_MOVING_FMAX) {
-        nk__fail(nc, loc, NK_ELIMIT, "%s: moving free size %lld exceeds %d (gemm_moving_fmax)", op, (long long)N,
-                 NK_GEMM_MOVING_FMAX);
+    if (N > nc->arch->gemm_moving_fmax) {
+        nk__fail(nc, loc, NK_ELIMIT, "%s: moving free size %lld exceeds %lld (gemm_moving_fmax)", op, (long long)N,
+                 (long long)nc->arch->gemm_moving_fmax);
         return;
     }
     if (dst.shape[0] != M || nk__free_size(&dst) != N) {
@@ -300,12 +303,12 @@ void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk
 void nk_isa_nc_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng)
 {
     const char *op = "nc_transpose";
-    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_TENSOR, ENG(NK_ENGINE_TENSOR) | ENG(NK_ENGINE_VECTOR));
+    int e = pick_engine(nc, loc, op, NK_OP_TRANSPOSE, eng);
     if (e < 0 || !ok_onchip(nc, loc, op, "src", src, e != NK_ENGINE_TENSOR, "the Tensor engine") ||
         !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "src", src))
         return;
     int64_t P = src.shape[0], F = nk__free_size(&src);
-    int64_t lim = e == NK_ENGINE_TENSOR ? 128 : 32;
+    int64_t lim = e == NK_ENGINE_TENSOR ? nc->arch->pe_transpose_max : nc->arch->dve_transpose_max;
     if (P > lim || F > lim) {
         nk__fail(nc, loc, NK_ELIMIT, "%s: on the %s engine a transpose is at most %lldx%lld, src is [%lld, %lld]", op,
                  nk_engine_name(e), (long long)lim, (long long)lim, (long long)P, (long long)F);
@@ -406,7 +409,7 @@ void nk_isa_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor a,
                              nk_engine eng)
 {
     const char *op = "tensor_tensor";
-    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR, ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_GPSIMD));
+    int e = pick_engine(nc, loc, op, NK_OP_TENSOR_TENSOR, eng);
     nk_tensor ts[3] = {dst, a, b};
     if (e < 0 || !ok_onchip(nc, loc, op, "in0", a, 1, "") || !ok_onchip(nc, loc, op, "in1", b, 1, "") ||
         !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "in0", a) ||
@@ -435,8 +438,7 @@ void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
                              int rev0, nk_alu op1, nk_operand o1, int rev1, nk_engine eng)
 {
     const char *op = "tensor_scalar";
-    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR,
-                        ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_SCALAR) | ENG(NK_ENGINE_GPSIMD));
+    int e = pick_engine(nc, loc, op, NK_OP_TENSOR_SCALAR, eng);
     nk_tensor ts[4] = {dst, src, o0.is_tensor ? o0.t : NK_NONE, o1.is_tensor ? o1.t : NK_NONE};
     if (e < 0 || !ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
         !ok_read(nc, loc, op, "src", src) || !ok_same_size(nc, loc, op, "dst", dst, "src", src) ||
@@ -520,8 +522,7 @@ void nk_isa_tensor_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
 void nk_isa_tensor_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng)
 {
     const char *op = "tensor_copy";
-    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR,
-                        ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_SCALAR) | ENG(NK_ENGINE_GPSIMD));
+    int e = pick_engine(nc, loc, op, NK_OP_TENSOR_COPY, eng);
     nk_tensor ts[2] = {dst, src};
     if (e < 0 || !ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
         !ok_read(nc, loc, op, "src", src) || !ok_same_size(nc, loc, op, "dst", dst, "src", src) ||
@@ -541,7 +542,7 @@ void nk_isa_tensor_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src,
 void nk_isa_memset_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, double value, nk_engine eng)
 {
     const char *op = "memset";
-    int e = pick_engine(nc, loc, op, eng, NK_ENGINE_VECTOR, ENG(NK_ENGINE_VECTOR) | ENG(NK_ENGINE_GPSIMD));
+    int e = pick_engine(nc, loc, op, NK_OP_MEMSET, eng);
     if (e < 0 || !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_engine_operands(nc, loc, op, e, &dst, 1))
         return;
     if (nk__numel(&dst) == 0) {
@@ -649,11 +650,11 @@ nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
     }
     if (!ok_read(nc, loc, op, "the source", src))
         return NK_NONE;
-    if (src.shape[0] > NK_PMAX) {
+    if (src.shape[0] > nc->arch->partitions) {
         char s[64];
         shape_str(s, sizeof s, src);
         nk__fail(nc, loc, NK_EPARTITION, "%s: partition dimension %d of %s exceeds %d; load tiles of at most %d rows",
-                 op, src.shape[0], s, NK_PMAX, NK_PMAX);
+                 op, src.shape[0], s, nc->arch->partitions, nc->arch->partitions);
         return NK_NONE;
     }
     nk_tensor t = tile_like(nc, loc, op, src, (nk_dtype)src.dtype, NK_SBUF);
