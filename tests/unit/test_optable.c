@@ -453,3 +453,49 @@ TEST(optable_dma_queues_come_from_the_target_table)
     }
     nk_kernel_free(k);
 }
+
+/* A load of 128 partitions is one descriptor per DMA engine of the table,
+ * partitions spread evenly, and the profile reader holds transfers to the
+ * timing table's engines. */
+TEST(optable_dma_engines_come_from_the_target_table)
+{
+    nk_array x = {NK_F32, 2, {128, 512}, NULL};
+    nk_kernel *k = nk_kernel_new("many_outputs", k_many_outputs);
+    int engines[3] = {4, 16, 32};
+    for (int t = 0; t < 3; t++) {
+        char text[96], err[256] = "";
+        snprintf(text, sizeof text, "base = trn1\nname = e%d\ndma_engines = %d\n", engines[t], engines[t]);
+        nk_target *tab = NULL;
+        CHECK_INT(nk_target_parse(text, "test", &tab, err, sizeof err), 0);
+        nk_options o = {NULL, 0, tab};
+        const nk_program *p = NULL;
+        nk_profile *pr = NULL;
+        CHECK_INT(nk_kernel_compile(k, &x, 1, &o, &p), 0);
+        if (p)
+            CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+        if (pr) {
+            uint32_t n0 = 0, maxe = 0;
+            for (uint32_t i = 0; i < pr->tl->nxfers; i++) {
+                const nk_dma_xfer *d = &pr->tl->xfers[i];
+                if (d->instr != 0)
+                    continue;
+                n0++;
+                CHECK_INT(d->partitions, 128 / engines[t]);
+                if (d->dma_engine > maxe)
+                    maxe = d->dma_engine;
+            }
+            CHECK_INT(n0, engines[t]);
+            CHECK_INT(maxe, engines[t] - 1);
+            CHECK_INT(nk__timeline_check(pr->tl, pr->prog, &pr->arch, err, sizeof err), 0);
+            if (engines[t] > 4) { /* read against a table with fewer engines: out of range */
+                nk_arch fewer = pr->arch;
+                fewer.dma_engines = 4;
+                CHECK_INT(nk__timeline_check(pr->tl, pr->prog, &fewer, err, sizeof err), NK_EFORMAT);
+                CHECK_CONTAINS(err, "out of range");
+            }
+        }
+        nk_profile_free(pr);
+        nk_target_free(tab);
+    }
+    nk_kernel_free(k);
+}
