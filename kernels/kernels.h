@@ -74,6 +74,12 @@ void nk_kernel_matmul_basic(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_matmul_tiled(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_softmax(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_rmsnorm(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* NKI's matmul optimisation ladder (after matmul_tiled): the same result as
+ * nk_ref_matmul, lhsT[K, M] and rhs[K, N] */
+void nk_kernel_matmul_hoisted(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_matmul_blocked_free(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* optional scalar arguments 2..4: TILES_IN_BLOCK_M, _N, _K (16, 2, 8) */
+void nk_kernel_matmul_fully_optimized(nk_ctx *nc, const nk_tensor *args, int nargs);
 
 /* their references (reference.c) */
 int nk_ref_tensor_exp(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);

@@ -16,6 +16,9 @@
  *                accumulation of K exact bf16 products errs by about
  *                sqrt(K) u |a||b| sqrt(K) on the example values (|a|, |b| < 1),
  *                under 1e-4 for K <= 1024, well inside atol 1e-3.
+ *                matmul_fully_optimized accumulates K blocks of 1024 rows
+ *                in a bf16 SBUF tile, one rounding (u_bf16 relative) per K
+ *                block; its example has one K block, so the same bound.
  */
 #include "kernels.h"
 
@@ -42,6 +45,15 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"matmul_tiled", "lhsT[K,M]^T @ rhs[K,N] in 128x512 output tiles, K accumulated in PSUM",
      nk_kernel_matmul_tiled, 2, {{"lhsT", NK_BF16, 2, {1024, 256}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1,
      nk_ref_matmul, 0x1.0p-8, 1e-3},
+    {"matmul_hoisted", "matmul_tiled with the K tiles of a 128-column lhsT strip and a 512-column rhs strip loaded "
+     "once into tile arrays", nk_kernel_matmul_hoisted, 2,
+     {{"lhsT", NK_BF16, 2, {1024, 256}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1, nk_ref_matmul, 0x1.0p-8, 1e-3},
+    {"matmul_blocked_free", "matmul_hoisted with the free dimensions blocked: 2 lhsT strips x 2 rhs strips per "
+     "block pair", nk_kernel_matmul_blocked_free, 2,
+     {{"lhsT", NK_BF16, 2, {512, 512}}, {"rhs", NK_BF16, 2, {512, 2048}}}, 1, nk_ref_matmul, 0x1.0p-8, 1e-3},
+    {"matmul_fully_optimized", "M, N, K blocked (2048 x 1024 x 1024), sequential K blocks accumulated in an SBUF "
+     "result block, packed stores", nk_kernel_matmul_fully_optimized, 2,
+     {{"lhsT", NK_BF16, 2, {1024, 2048}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1, nk_ref_matmul, 0x1.0p-8, 1e-3},
     {"softmax", "row-wise softmax: max, fused exp with row sum, reciprocal, multiply", nk_kernel_softmax, 1,
      {{"x", NK_F32, 2, {250, 1024}, -4, 4}}, 1, nk_ref_softmax, (1024 + 16) * U32, 0},
     {"rmsnorm", "x / sqrt(mean(x^2) + 1e-6) * gamma over rows, gamma broadcast once", nk_kernel_rmsnorm, 2,

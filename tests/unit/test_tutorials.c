@@ -1,0 +1,339 @@
+/*
+ * test_tutorials.c - the NKI tutorial kernels (kernels/matmul_hoisted.c and
+ * the others the registry lists after rmsnorm) against double-precision
+ * references, on small shapes with partial tiles where the tutorial masks,
+ * and traced for timing only at the tutorial's own sizes.
+ *
+ * Every comparison is element by element, |got - ref| <= bound, with the
+ * bound derived from the dtypes next to each test: u = 2^-24 for fp32,
+ * u_bf16 = 2^-8. Outputs are decoded with the references' own decoder.
+ *
+ * The tutorial-size traces compile with data-less arrays (nothing runs),
+ * check the instruction count the tiling implies and time the program on
+ * trn1 and trn2. No timing number is asserted; with NK_TEST_VERBOSE set the
+ * modelled device times are printed.
+ */
+#include "test.h"
+#include "kernels.h"
+
+#include <stdlib.h>
+
+#define U32 0x1.0p-24
+#define UBF16 0x1.0p-8
+
+static int verbose(void) { return getenv("NK_TEST_VERBOSE") != NULL; }
+
+/* ---- arrays */
+
+static nk_array arr(nk_dtype dt, int ndim, const int64_t *shape, uint64_t seed, double lo, double hi)
+{
+    nk_array a;
+    if (nk_array_alloc(&a, dt, ndim, shape))
+        memset(&a, 0, sizeof a);
+    else
+        nk_fill_uniform(&a, seed, lo, hi);
+    return a;
+}
+
+static nk_array arr2(nk_dtype dt, int64_t d0, int64_t d1, uint64_t seed, double lo, double hi)
+{
+    return arr(dt, 2, (int64_t[]){d0, d1}, seed, lo, hi);
+}
+
+/* A scalar kernel argument: a 0-d array over *v (which outlives the call). */
+static nk_array scalar_i32(int32_t *v) { return (nk_array){NK_I32, 0, {0}, v}; }
+static nk_array scalar_f32(float *v) { return (nk_array){NK_F32, 0, {0}, v}; }
+
+static void free_arrays(nk_array *a, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].ndim > 0)
+            nk_array_free(&a[i]);
+}
+
+/* ---- running and comparing */
+
+typedef struct result {
+    const char *name;
+    nk_array out;
+    double *got, *ref;
+    size_t n;
+    int ok;
+} result;
+
+/* Runs built-in kernel `name` on args; the reference ref gets refargs
+ * (often args without the scalars). */
+static result run_ref(const char *name, const nk_array *args, int nargs, nk_reference_fn ref, const nk_array *refargs,
+                      int nref)
+{
+    result r;
+    memset(&r, 0, sizeof r);
+    r.name = name;
+    const nk_kernel_info *info = nk_builtin_kernel(name);
+    CHECK(info != NULL);
+    if (!info)
+        return r;
+    nk_kernel *k = nk_kernel_new(info->name, info->fn);
+    int nouts = 0;
+    int rc = nk_call(k, args, nargs, NULL, &r.out, 1, &nouts);
+    CHECK_INT(rc, 0);
+    if (rc) {
+        printf("  %s: %s\n", name, nk_kernel_error(k));
+        nk_kernel_free(k);
+        return r;
+    }
+    nk_kernel_free(k);
+    CHECK_INT(nouts, 1);
+    r.n = nk_array_numel(&r.out);
+    r.got = malloc(r.n * sizeof *r.got);
+    r.ref = malloc(r.n * sizeof *r.ref);
+    if (!r.got || !r.ref)
+        return r;
+    CHECK_INT(nk_ref_decode(&r.out, r.got), 0);
+    CHECK_INT(ref(refargs, nref, &r.ref, &r.n, 1), 0);
+    r.ok = !nk_test_failed();
+    return r;
+}
+
+static result run(const char *name, const nk_array *args, int nargs)
+{
+    const nk_kernel_info *info = nk_builtin_kernel(name);
+    return run_ref(name, args, nargs, info ? info->reference : NULL, args, nargs);
+}
+
+static void done(result *r)
+{
+    free(r->got);
+    free(r->ref);
+    nk_array_free(&r->out);
+}
+
+/* |got - ref| <= bound[i] (or atol + rtol |ref| when bound is NULL)
+ * everywhere; prints the largest error against its bound when verbose. */
+static void check_bound(const result *r, const double *bound, double rtol, double atol, const char *what)
+{
+    if (!r->ok)
+        return;
+    size_t bad = 0;
+    double worst = 0, maxerr = 0, at_bound = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        double e = fabs(r->got[i] - r->ref[i]), b = bound ? bound[i] : atol + rtol * fabs(r->ref[i]);
+        if (!(e <= b) && bad++ < 5)
+            nk_test_fail(__FILE__, __LINE__, "%s %s element %zu: %.9g vs reference %.9g (error %.3g, bound %.3g)",
+                         r->name, what, i, r->got[i], r->ref[i], e, b);
+        if (e > maxerr)
+            maxerr = e;
+        if (b > 0 && e / b > worst) {
+            worst = e / b;
+            at_bound = b;
+        }
+    }
+    if (bad > 5)
+        nk_test_fail(__FILE__, __LINE__, "%s %s: %zu of %zu elements outside the bound", r->name, what, bad, r->n);
+    if (verbose())
+        printf("  %-24s %-28s max error %.3g; worst error/bound %.3f (bound there %.3g)\n", r->name, what, maxerr,
+               worst, at_bound);
+}
+
+/* ---- tutorial-size traces */
+
+/* Compiles kernel `name` for shapes only (args without data) on trn1 and
+ * trn2, checks the instruction count, and prints the modelled device time.
+ * Returns 0, or the compile status (the message in err). */
+static int trace_at_size(const char *name, const nk_array *args, int nargs, size_t want_instr, char *err,
+                         size_t errlen)
+{
+    const nk_kernel_info *info = nk_builtin_kernel(name);
+    CHECK(info != NULL);
+    if (!info)
+        return NK_ENOTFOUND;
+    const char *targets[2] = {"trn1", "trn2"};
+    double us[2] = {0, 0};
+    size_t n = 0;
+    for (int t = 0; t < 2; t++) {
+        nk_kernel *k = nk_kernel_new(name, info->fn);
+        nk_options o = {targets[t], 0, NULL};
+        const nk_program *p = NULL;
+        int rc = nk_kernel_compile(k, args, nargs, &o, &p);
+        if (rc) {
+            snprintf(err, errlen, "%s", nk_kernel_error(k));
+            nk_kernel_free(k);
+            return rc;
+        }
+        n = nk_program_num_instructions(p);
+        CHECK_INT(n, want_instr);
+        nk_profile *pr = NULL;
+        nk_metrics m;
+        CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+        if (pr && !nk_profile_metrics(pr, &m)) {
+            us[t] = m.total_time * 1e6;
+            CHECK(m.total_time > 0);
+        }
+        nk_profile_free(pr);
+        nk_kernel_free(k);
+    }
+    if (verbose())
+        printf("  %-24s tutorial size: %zu instructions; modelled device time trn1 %.1f us, trn2 %.1f us\n", name, n,
+               us[0], us[1]);
+    return 0;
+}
+
+/* ---- the matmul ladder */
+
+/* out = lhsT^T rhs with bf16 inputs, fp32 PSUM accumulation over K and a
+ * bf16 result. With S = sum_k |a_km||b_kn| and gamma_K = K u / (1 - K u),
+ * any fp32 summation order errs by at most gamma_K S, and the final rounding
+ * to bf16 by u_bf16 |ref| (times 1 + u_bf16 on the rest): the bound for
+ * matmul_hoisted and matmul_blocked_free. matmul_fully_optimized rounds
+ * its running sum to bf16 after each of its J K blocks; every rounding but
+ * the last errs by at most u_bf16 (1 + u_bf16)^J S, which adds
+ * (J - 1) u_bf16 (1 + u_bf16)^J S. */
+static double *matmul_bounds(const nk_array *ab, const double *ref, int kblocks)
+{
+    int64_t K = ab[0].shape[0], M = ab[0].shape[1], N = ab[1].shape[1];
+    nk_array abs_ab[2];
+    double *bound = malloc((size_t)(M * N) * sizeof *bound);
+    double *a = malloc((size_t)(K * M) * sizeof *a), *b = malloc((size_t)(K * N) * sizeof *b);
+    int ok = bound && a && b;
+    if (ok) {
+        nk_ref_decode(&ab[0], a);
+        nk_ref_decode(&ab[1], b);
+        for (int64_t i = 0; i < K * M; i++)
+            a[i] = fabs(a[i]);
+        for (int64_t i = 0; i < K * N; i++)
+            b[i] = fabs(b[i]);
+        /* S = |lhsT|^T |rhs| through the reference itself, on fp32 copies
+         * (|x| of a bf16 value is exact in fp32) */
+        abs_ab[0] = (nk_array){NK_F32, 2, {K, M}, NULL};
+        abs_ab[1] = (nk_array){NK_F32, 2, {K, N}, NULL};
+        float *fa = malloc((size_t)(K * M) * sizeof *fa), *fb = malloc((size_t)(K * N) * sizeof *fb);
+        ok = fa && fb;
+        if (ok) {
+            for (int64_t i = 0; i < K * M; i++)
+                fa[i] = (float)a[i];
+            for (int64_t i = 0; i < K * N; i++)
+                fb[i] = (float)b[i];
+            abs_ab[0].data = fa;
+            abs_ab[1].data = fb;
+            size_t n = (size_t)(M * N);
+            ok = !nk_ref_matmul(abs_ab, 2, &bound, &n, 1);
+        }
+        free(fa);
+        free(fb);
+    }
+    double gamma = (double)K * U32 / (1 - (double)K * U32), grow = pow(1 + UBF16, kblocks);
+    for (int64_t i = 0; ok && i < M * N; i++) {
+        double S = bound[i];
+        bound[i] = UBF16 * fabs(ref[i]) + grow * gamma * S + (kblocks - 1) * UBF16 * grow * S;
+    }
+    free(a);
+    free(b);
+    if (!ok) {
+        free(bound);
+        CHECK(ok);
+        return NULL;
+    }
+    return bound;
+}
+
+static void check_matmul(const char *name, int64_t K, int64_t M, int64_t N, const int32_t *meta, int kblocks,
+                         uint64_t seed)
+{
+    nk_array args[5] = {arr2(NK_BF16, K, M, seed, -1, 1), arr2(NK_BF16, K, N, seed + 1, -1, 1)};
+    int32_t mv[3];
+    int nargs = 2;
+    if (meta) {
+        for (int i = 0; i < 3; i++) {
+            mv[i] = meta[i];
+            args[2 + i] = scalar_i32(&mv[i]);
+        }
+        nargs = 5;
+    }
+    result r = run_ref(name, args, nargs, nk_ref_matmul, args, 2);
+    if (r.ok) {
+        CHECK_INT(r.out.dtype, NK_BF16);
+        CHECK_INT(r.out.shape[0], M);
+        CHECK_INT(r.out.shape[1], N);
+        double *bound = matmul_bounds(args, r.ref, kblocks);
+        char what[64];
+        snprintf(what, sizeof what, "K=%lld M=%lld N=%lld", (long long)K, (long long)M, (long long)N);
+        if (bound)
+            check_bound(&r, bound, 0, 0, what);
+        free(bound);
+    }
+    done(&r);
+    free_arrays(args, 2);
+}
+
+TEST(tutorial_matmul_hoisted_matches_reference)
+{
+    static const int64_t kmn[][3] = {{128, 128, 512}, {384, 256, 1024}, {1024, 384, 1536}};
+    for (size_t s = 0; s < sizeof kmn / sizeof kmn[0]; s++)
+        check_matmul("matmul_hoisted", kmn[s][0], kmn[s][1], kmn[s][2], NULL, 1, 10 + s);
+}
+
+TEST(tutorial_matmul_blocked_free_matches_reference)
+{
+    static const int64_t kmn[][3] = {{128, 256, 1024}, {384, 512, 2048}, {640, 768, 1024}};
+    for (size_t s = 0; s < sizeof kmn / sizeof kmn[0]; s++)
+        check_matmul("matmul_blocked_free", kmn[s][0], kmn[s][1], kmn[s][2], NULL, 1, 20 + s);
+}
+
+TEST(tutorial_matmul_fully_optimized_matches_reference)
+{
+    /* small meta-parameters (blocks of 256 x 512 x 256) so that several M,
+     * N and K blocks fit small shapes; K blocks accumulate in bf16 */
+    static const int32_t meta[3] = {2, 1, 2};
+    static const int64_t kmn[][3] = {{256, 256, 512}, {512, 512, 1024}, {768, 256, 1536}};
+    for (size_t s = 0; s < sizeof kmn / sizeof kmn[0]; s++)
+        check_matmul("matmul_fully_optimized", kmn[s][0], kmn[s][1], kmn[s][2], meta, (int)(kmn[s][0] / 256),
+                     30 + s);
+    /* blocks of one tile each: every level of the loop nest iterates */
+    static const int32_t ones[3] = {1, 1, 1};
+    check_matmul("matmul_fully_optimized", 384, 256, 1024, ones, 3, 40);
+}
+
+TEST(tutorial_matmul_ladder_refuses_sizes_off_the_tiling)
+{
+    /* the tutorial asserts divisibility; here the last slice runs past the
+     * tensor and tracing stops at the load that reads it */
+    static const char *names[3] = {"matmul_hoisted", "matmul_blocked_free", "matmul_fully_optimized"};
+    for (int i = 0; i < 3; i++) {
+        nk_array ab[2] = {{NK_BF16, 2, {256, 200}, NULL}, {NK_BF16, 2, {256, 2048}, NULL}};
+        nk_kernel *k = nk_kernel_new(names[i], nk_builtin_kernel(names[i])->fn);
+        const nk_program *p = NULL;
+        CHECK_INT(nk_kernel_compile(k, ab, 2, NULL, &p), NK_EBOUNDS);
+        CHECK_CONTAINS(nk_kernel_error(k), "out of bounds");
+        nk_kernel_free(k);
+    }
+}
+
+/* lhsT [K=8192, M=4096], rhs [8192, 8192]: the tutorial's benchmark */
+TEST(tutorial_matmul_ladder_traces_at_4096x8192x8192)
+{
+    nk_array ab[2] = {{NK_BF16, 2, {8192, 4096}, NULL}, {NK_BF16, 2, {8192, 8192}, NULL}};
+    const int64_t MT = 4096 / 128, NT = 8192 / 512, KT = 8192 / 128;
+    char err[512] = "";
+    /* 32 x 16 output tiles, each 64 x (2 loads + matmul), copy, store (the
+     * zeros fold into the first matmul) */
+    CHECK_INT(trace_at_size("matmul_tiled", ab, 2, (size_t)(MT * NT * (KT * 3 + 2)), err, sizeof err), 0);
+    /* per 128-column strip: 64 lhsT loads; per 512-column strip: 64 rhs
+     * loads, 64 matmuls, copy, store */
+    CHECK_INT(trace_at_size("matmul_hoisted", ab, 2, (size_t)(MT * (KT + NT * (2 * KT + 2))), err, sizeof err), 0);
+    /* per 256-column block: 2 x 64 lhsT loads; per 1024-column block:
+     * 2 x 64 rhs loads and 2 x 2 output tiles of 64 matmuls, copy, store */
+    CHECK_INT(trace_at_size("matmul_blocked_free", ab, 2,
+                            (size_t)(MT / 2 * (2 * KT + NT / 2 * (2 * KT + 4 * (KT + 2)))), err, sizeof err),
+              0);
+    /* per 1024-column block: 2 x 16 x 2 result tiles zeroed; per K block
+     * of 1024: 8 rhs loads and, per 2048-row block, 8 lhsT loads and 16 x 2
+     * output tiles of 8 matmuls and one add; then 2 x 16 strips of 2 copies
+     * and a store */
+    const int64_t NB = 8192 / 1024, KB = 8192 / 1024, MB = 4096 / 2048;
+    CHECK_INT(trace_at_size("matmul_fully_optimized", ab, 2,
+                            (size_t)(NB * (MB * 16 * 2 + KB * (8 + MB * (8 + 32 * 9)) + MB * 16 * 3)), err,
+                            sizeof err),
+              0);
+    if (err[0])
+        printf("  %s\n", err);
+}
