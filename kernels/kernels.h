@@ -80,6 +80,8 @@ void nk_kernel_matmul_hoisted(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_matmul_blocked_free(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* optional scalar arguments 2..4: TILES_IN_BLOCK_M, _N, _K (16, 2, 8) */
 void nk_kernel_matmul_fully_optimized(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* x, [epsilon (0-d),] gamma, beta: nk_ref_layernorm */
+void nk_kernel_layernorm(nk_ctx *nc, const nk_tensor *args, int nargs);
 
 /* their references (reference.c) */
 int nk_ref_tensor_exp(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);

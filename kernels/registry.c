@@ -19,6 +19,15 @@
  *                matmul_fully_optimized accumulates K blocks of 1024 rows
  *                in a bf16 SBUF tile, one rounding (u_bf16 relative) per K
  *                block; its example has one K block, so the same bound.
+ *   layernorm    inputs uniform in [0, 1) as in the tutorial: mean m ~ 1/2,
+ *                mean square Q ~ 1/3, variance V ~ 1/12. The sums err by
+ *                (D + 4)u times the mean of |x| and Q; E[x^2] - E[x]^2 then
+ *                errs by ~ (Q + 2|m|^2)(D + 4)u = (5/6)(D + 4)u, i.e. 10(D + 4)u
+ *                relative to V, half of that through the rsqrt; times
+ *                |x - m| rsqrt(V) <= 1.8 and |gamma| < 1, plus the mean's
+ *                own error times rsqrt(V) = 3.5: within 10.4(D + 4)u + 24u
+ *                absolute. y = n gamma + beta can be near 0, so atol
+ *                12 (D + 16) u = 3.8e-4 for D = 512.
  */
 #include "kernels.h"
 
@@ -54,6 +63,9 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"matmul_fully_optimized", "M, N, K blocked (2048 x 1024 x 1024), sequential K blocks accumulated in an SBUF "
      "result block, packed stores", nk_kernel_matmul_fully_optimized, 2,
      {{"lhsT", NK_BF16, 2, {1024, 2048}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1, nk_ref_matmul, 0x1.0p-8, 1e-3},
+    {"layernorm", "(x - mean) rsqrt(E[x^2] - E[x]^2 + 1e-5) gamma + beta over rows, language ops only",
+     nk_kernel_layernorm, 3, {{"x", NK_F32, 2, {250, 512}, 0, 1}, {"gamma", NK_F32, 1, {512}, 0, 1},
+     {"beta", NK_F32, 1, {512}, 0, 1}}, 1, nk_ref_layernorm, 0, 12 * (512 + 16) * U32},
     {"softmax", "row-wise softmax: max, fused exp with row sum, reciprocal, multiply", nk_kernel_softmax, 1,
      {{"x", NK_F32, 2, {250, 1024}, -4, 4}}, 1, nk_ref_softmax, (1024 + 16) * U32, 0},
     {"rmsnorm", "x / sqrt(mean(x^2) + 1e-6) * gamma over rows, gamma broadcast once", nk_kernel_rmsnorm, 2,
