@@ -28,6 +28,15 @@
  *                own error times rsqrt(V) = 3.5: within 10.4(D + 4)u + 24u
  *                absolute. y = n gamma + beta can be near 0, so atol
  *                12 (D + 16) u = 3.8e-4 for D = 512.
+ *   sd_attention bf16 Tensor-engine operands (the tutorial's mixed
+ *                precision): q/8 and k each round once (u_bf16), so a score
+ *                errs by at most 2 u_bf16 (1/8) sum |q||k| <= 1/16 for
+ *                q, k in [0, 1) and d = 64 (fp32 accumulation adds 64u).
+ *                Softmax is shift-invariant: each normalised weight is off
+ *                by a factor within exp(+-2/16), the bf16 weights and v by
+ *                1 + u_bf16 each; the output, a weighted mean of v in
+ *                [0, 1), within exp(1/8 + 2 u_bf16) - 1 < 0.15: atol 0.15.
+ *                (The tests bound each element by its own scores.)
  */
 #include "kernels.h"
 
@@ -66,6 +75,9 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"layernorm", "(x - mean) rsqrt(E[x^2] - E[x]^2 + 1e-5) gamma + beta over rows, language ops only",
      nk_kernel_layernorm, 3, {{"x", NK_F32, 2, {250, 512}, 0, 1}, {"gamma", NK_F32, 1, {512}, 0, 1},
      {"beta", NK_F32, 1, {512}, 0, 1}}, 1, nk_ref_layernorm, 0, 12 * (512 + 16) * U32},
+    {"sd_attention", "softmax(q k^T / 8) v, 128-row query tiles, bf16 matmuls, division after the second matmul",
+     nk_kernel_sd_attention, 3, {{"q", NK_F32, 2, {256, 64}, 0, 1}, {"k", NK_F32, 2, {256, 64}, 0, 1},
+     {"v", NK_F32, 2, {256, 64}, 0, 1}}, 1, nk_ref_sd_attention, 0, 0.15},
     {"softmax", "row-wise softmax: max, fused exp with row sum, reciprocal, multiply", nk_kernel_softmax, 1,
      {{"x", NK_F32, 2, {250, 1024}, -4, 4}}, 1, nk_ref_softmax, (1024 + 16) * U32, 0},
     {"rmsnorm", "x / sqrt(mean(x^2) + 1e-6) * gamma over rows, gamma broadcast once", nk_kernel_rmsnorm, 2,

@@ -476,3 +476,149 @@ TEST(tutorial_layernorm_at_tutorial_sizes)
     if (err[0])
         printf("  %s\n", err);
 }
+
+/* ---- fused self-attention (Stable Diffusion) */
+
+/* Attention in double for q, k, v [S, d] with the tutorial's scale, the
+ * causal mask optional: the output (when out is not NULL) and, per element,
+ * the error bound of the kernel on fp32 inputs with Tensor-engine operands
+ * rounded to u_pe (u_bf16 for mixed precision, 0 for fp32):
+ *   a score s_ij errs by e_ij <= (2 u_pe + u_pe^2 + gamma_d (1 + u_pe)^2)
+ *   * scale * sum_e |q_ie k_je|; exp(s - max) adds u |s - max| + 2u.
+ *   Softmax is shift-invariant, so with delta_i the largest of these over
+ *   the row every normalised weight is off by a factor within
+ *   exp(+-2 delta_i); the bf16 copies of the weights and of v add u_pe
+ *   each, the fp32 sums of the weights and of w v gamma_S each, the
+ *   reciprocal and the final multiply u each. The output, a weighted mean
+ *   of v, then errs by at most (exp(2 delta_i + 2 u_pe + 2 gamma_S + 4u)
+ *   - 1) sum_j w_j |v_je| / sum_j w_j. */
+static double *attention_bounds(const nk_array *qkv, int causal, double u_pe, double *out)
+{
+    int64_t S = qkv[0].shape[0], d = qkv[0].shape[1];
+    size_t n = (size_t)(S * d);
+    double *q = malloc(n * sizeof *q), *k = malloc(n * sizeof *k), *v = malloc(n * sizeof *v);
+    double *s = malloc((size_t)S * sizeof *s), *sa = malloc((size_t)S * sizeof *sa);
+    double *bound = malloc(n * sizeof *bound);
+    if (!q || !k || !v || !s || !sa || !bound) {
+        free(q), free(k), free(v), free(s), free(sa), free(bound);
+        return NULL;
+    }
+    nk_ref_decode(&qkv[0], q);
+    nk_ref_decode(&qkv[1], k);
+    nk_ref_decode(&qkv[2], v);
+    const double scale = NK_SD_ATTENTION_SCALE;
+    double gd = (double)d * U32 / (1 - (double)d * U32), gs = (double)S * U32 / (1 - (double)S * U32);
+    for (int64_t i = 0; i < S; i++) {
+        int64_t nk = causal ? i + 1 : S; /* keys this query sees */
+        double mx = -INFINITY, mn = INFINITY, emax = 0, sum = 0;
+        for (int64_t j = 0; j < nk; j++) {
+            double dot = 0, adot = 0;
+            for (int64_t e = 0; e < d; e++) {
+                dot += q[i * d + e] * k[j * d + e];
+                adot += fabs(q[i * d + e] * k[j * d + e]);
+            }
+            s[j] = scale * dot;
+            sa[j] = (2 * u_pe + u_pe * u_pe + gd * (1 + u_pe) * (1 + u_pe)) * scale * adot;
+            mx = s[j] > mx ? s[j] : mx;
+            mn = s[j] < mn ? s[j] : mn;
+            emax = sa[j] > emax ? sa[j] : emax;
+        }
+        double delta = emax + U32 * (mx - mn) + 2 * U32;
+        for (int64_t j = 0; j < nk; j++)
+            sum += (s[j] = exp(s[j] - mx));
+        double f = expm1(2 * delta + 2 * u_pe + 2 * gs + 4 * U32) * 1.01;
+        for (int64_t e = 0; e < d; e++) {
+            double acc = 0, aacc = 0;
+            for (int64_t j = 0; j < nk; j++) {
+                acc += s[j] * v[j * d + e];
+                aacc += s[j] * fabs(v[j * d + e]);
+            }
+            if (out)
+                out[i * d + e] = acc / sum;
+            bound[i * d + e] = f * aacc / sum;
+        }
+    }
+    free(q), free(k), free(v), free(s), free(sa);
+    return bound;
+}
+
+static void check_attention(int64_t S, int64_t d, double lo, double hi, int causal, int mixed, uint64_t seed)
+{
+    nk_array qkv[3] = {arr2(NK_F32, S, d, seed, lo, hi), arr2(NK_F32, S, d, seed + 1, lo, hi),
+                       arr2(NK_F32, S, d, seed + 2, lo, hi)};
+    int32_t fl[2] = {causal, mixed};
+    nk_array args[5] = {qkv[0], qkv[1], qkv[2], scalar_i32(&fl[0]), scalar_i32(&fl[1])};
+    result r = run_ref("sd_attention", args, 5, nk_ref_sd_attention, qkv, 3);
+    if (r.ok) {
+        /* the causal reference is the bound function's own */
+        double *bound = attention_bounds(qkv, causal, mixed ? UBF16 : 0, causal ? r.ref : NULL);
+        char what[80];
+        snprintf(what, sizeof what, "S=%lld d=%lld in [%g, %g)%s%s", (long long)S, (long long)d, lo, hi,
+                 causal ? " causal" : "", mixed ? " bf16 PE" : " fp32 PE");
+        CHECK(bound != NULL);
+        if (bound)
+            check_bound(&r, bound, 0, 0, what);
+        free(bound);
+    }
+    done(&r);
+    free_arrays(qkv, 3);
+}
+
+TEST(tutorial_sd_attention_matches_reference)
+{
+    /* the tutorial's values, uniform in [0, 1), and centred ones */
+    check_attention(128, 64, 0, 1, 0, 1, 100);
+    check_attention(384, 64, 0, 1, 0, 1, 101);
+    check_attention(256, 128, -1, 1, 0, 1, 102);
+    check_attention(256, 32, -2, 2, 0, 1, 103);
+    /* mixed_precision = 0: fp32 matmuls, a much tighter bound */
+    check_attention(256, 64, -1, 1, 0, 0, 104);
+}
+
+TEST(tutorial_sd_attention_causal_mask)
+{
+    check_attention(256, 64, 0, 1, 1, 1, 110);
+    check_attention(384, 32, -1, 1, 1, 0, 111);
+}
+
+TEST(tutorial_sd_attention_bound_function_matches_the_reference)
+{
+    /* the test's own attention (used for the causal case) against
+     * nk_ref_sd_attention without the mask */
+    nk_array qkv[3] = {arr2(NK_F32, 130, 16, 120, -1, 1), arr2(NK_F32, 130, 16, 121, -1, 1),
+                       arr2(NK_F32, 130, 16, 122, -1, 1)};
+    double *mine = malloc(130 * 16 * sizeof *mine), *ref = malloc(130 * 16 * sizeof *ref);
+    size_t n = 130 * 16;
+    double *b = attention_bounds(qkv, 0, 0, mine);
+    CHECK(b && mine && ref && !nk_ref_sd_attention(qkv, 3, &ref, &n, 1));
+    for (size_t i = 0; b && mine && ref && i < n; i++)
+        CHECK_NEAR(mine[i], ref[i], 1e-12, 1e-14);
+    free(b), free(mine), free(ref);
+    free_arrays(qkv, 3);
+}
+
+TEST(tutorial_sd_attention_at_tutorial_size)
+{
+    /* seqlen 4096, d_head 64, fp32 (the tutorial's driver); nt = 32 tiles.
+     * Set-up per tile: v load + cast; q load, transpose, copy, scale; k
+     * load, transpose, copy. Per query tile: per key tile a matmul, a copy
+     * and a max (3 nt); max, negate, exp, sum, cast, reciprocal, broadcast
+     * (7); per key tile a transpose and its copy (2 nt) and a matmul (nt);
+     * copy, transpose and copy of the divisor, multiply, store (5). */
+    const int64_t nt = 4096 / 128;
+    nk_array qkv[3] = {{NK_F32, 2, {4096, 64}, NULL}, {NK_F32, 2, {4096, 64}, NULL}, {NK_F32, 2, {4096, 64}, NULL}};
+    char err[512] = "";
+    CHECK_INT(trace_at_size("sd_attention", qkv, 3, (size_t)(9 * nt + nt * (6 * nt + 12)), err, sizeof err), 0);
+    if (err[0])
+        printf("  %s\n", err);
+}
+
+TEST(tutorial_sd_attention_refuses_a_partial_tile)
+{
+    /* the tutorial asserts seqlen % 128 == 0 */
+    nk_array qkv[3] = {{NK_F32, 2, {200, 64}, NULL}, {NK_F32, 2, {200, 64}, NULL}, {NK_F32, 2, {200, 64}, NULL}};
+    nk_kernel *k = nk_kernel_new("sd_attention", nk_kernel_sd_attention);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, qkv, 3, NULL, &p), NK_EBOUNDS);
+    nk_kernel_free(k);
+}
