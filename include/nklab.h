@@ -491,7 +491,14 @@ typedef struct nk_options {
      * name and different values never share a program), so the table need
      * only live until nk_kernel_compile (or nk_call, nk_bench) returns. */
     const nk_target *arch;
+    /* The order of each engine's instructions: NK_SCHED_LIST (0, the
+     * default) lets the compile step's list scheduler reorder independent
+     * instructions, as neuronx-cc does with affine_range iterations;
+     * NK_SCHED_TRACE_ORDER keeps the order the kernel issued them in. */
+    int schedule;
 } nk_options;
+
+enum { NK_SCHED_LIST = 0, NK_SCHED_TRACE_ORDER = 1 };
 
 typedef struct nk_program nk_program; /* compiled: immutable, value-independent */
 typedef struct nk_kernel nk_kernel;   /* a kernel function and its program cache */

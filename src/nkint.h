@@ -126,6 +126,9 @@ struct nk_program {
     uint32_t *hbm_list;   /* ids of every HBM buffer (inputs, outputs, scratch) */
     uint32_t nhbm;
     int64_t sbuf_peak, psum_peak; /* bytes per partition at the high-water mark */
+    uint8_t sched;        /* NK_SCHED_LIST or NK_SCHED_TRACE_ORDER: what the kernel asked for */
+    uint8_t sched_policy; /* the order kept: 0 trace order, 1 earliest start, 2 critical path */
+    double trace_order_ns;/* list schedules: the device time trace order would take (-1: not timed) */
     int owned;            /* 1 when loaded from a file (nk_program_free frees it) */
     nk_arch table;        /* the program's own copy of its target table (a
                              built-in or a modified one), so it never depends
@@ -141,8 +144,10 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
 
 /* ---- scheduler (src/sched) */
 
-/* Fills dependencies (RAW, WAR, WAW on memory overlap) and DMA queues. */
-int nk_schedule(nk_program *p);
+/* Fills DMA queues and dependencies (RAW, WAR, WAW on memory overlap); with
+ * NK_SCHED_LIST first reorders the instructions by the list scheduler
+ * (sched/listsched.c). */
+int nk_schedule(nk_program *p, int mode);
 
 /* ---- executor (src/exec) */
 

@@ -195,6 +195,17 @@ int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c)
             c->target_file = v;
         return r;
     }
+    if ((r = nk_cli_optval(argc, argv, i, "--schedule", &v))) {
+        if (r < 0)
+            return r;
+        if (!strcmp(v, "list"))
+            c->schedule = NK_SCHED_LIST;
+        else if (!strcmp(v, "trace"))
+            c->schedule = NK_SCHED_TRACE_ORDER;
+        else
+            return nk_cli_error(NK_EXIT_USAGE, "%s: --schedule is 'list' or 'trace', not '%s'", c->cmd, v), -1;
+        return 1;
+    }
     if (argv[*i][0] == '-')
         return 0;
     if (c->kernel) {

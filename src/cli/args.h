@@ -43,6 +43,7 @@ typedef struct nk_kernel_cmd {
     int nout;
     const char *target; /* NULL: trn1 */
     const char *target_file; /* --target-file: a modified target (exclusive with --target) */
+    int schedule;       /* --schedule list|trace: NK_SCHED_LIST (default) or NK_SCHED_TRACE_ORDER */
     uint64_t seed;      /* --seed: generated inputs (default 0) */
 } nk_kernel_cmd;
 

@@ -174,7 +174,7 @@ int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
 
 nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c)
 {
-    nk_options opts = {c->target, 0, ck->table};
+    nk_options opts = {c->target, 0, ck->table, c->schedule};
     return opts;
 }
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define NK_MAX_ARGS 32
-#define KEY_MAX (16 + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM + 4))
+#define KEY_MAX (20 + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM + 4))
 
 typedef struct centry {
     uint64_t hash;
@@ -90,9 +90,11 @@ static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_op
         memcpy(key + n, t, tl);
         n += tl;
     }
-    int bufs = opts ? opts->default_bufs : 0;
+    int bufs = opts ? opts->default_bufs : 0, sched = opts ? opts->schedule : 0;
     memcpy(key + n, &bufs, sizeof bufs);
     n += sizeof bufs;
+    memcpy(key + n, &sched, sizeof sched);
+    n += sizeof sched;
     for (int i = 0; i < nargs; i++) {
         key[n++] = (uint8_t)args[i].dtype;
         key[n++] = (uint8_t)args[i].ndim;

@@ -600,6 +600,9 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
     nk__wr_i64(w, p->psum_peak);
     nk__wr_u32(w, (uint32_t)p->ninputs);
     nk__wr_u32(w, (uint32_t)p->noutputs);
+    nk__wr_u8(w, p->sched); /* version 3: how the order was chosen */
+    nk__wr_u8(w, p->sched_policy);
+    nk__wr_f64(w, p->trace_order_ns);
     nk__wr_end(w, s);
 
     /* the whole target table, so a program traced for a modified target
@@ -692,8 +695,20 @@ static int get_phdr(nk_rd *r, nk_program *p)
     p->sbuf_peak = nk__rd_i64(&s);
     p->psum_peak = nk__rd_i64(&s);
     uint32_t nin = nk__rd_u32(&s), nout = nk__rd_u32(&s);
+    p->sched = NK_SCHED_TRACE_ORDER; /* before version 3 every program ran in trace order */
+    p->sched_policy = 0;
+    p->trace_order_ns = -1;
+    if (r->version >= 3) {
+        p->sched = nk__rd_u8(&s);
+        p->sched_policy = nk__rd_u8(&s);
+        p->trace_order_ns = nk__rd_f64(&s);
+    }
     if (nk__rd_end(&s))
         return r->rc = s.rc;
+    if (p->sched > NK_SCHED_TRACE_ORDER || p->sched_policy > 2 || p->trace_order_ns != p->trace_order_ns ||
+        (p->trace_order_ns < 0 && p->trace_order_ns != -1))
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "schedule %u, policy %u or trace-order time %g out of range",
+                                   p->sched, p->sched_policy, p->trace_order_ns);
     if (bufs > NK_IO_MAX_LOOP_BUFS || nin > (1u << 20) || nout > (1u << 20))
         return r->rc = nk__rd_fail(&s, NK_EFORMAT, "default bufs %u, inputs %u or outputs %u out of range", bufs,
                                    nin, nout);

@@ -10,6 +10,7 @@
  * HBM tensors that nothing writes (kernel inputs, usually) are not tracked.
  */
 #include "nkint.h"
+#include "timing/timing.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ typedef struct sched {
     uint32_t *cur; /* deps of the current instruction */
     int ncur, capcur;
     int oom;
+    int conservative; /* no same-unit shortcut: the graph holds for any order */
 } sched;
 
 static int covers(const region *a, const region *b)
@@ -89,7 +91,7 @@ static int record(sched *s, const region *r, uint32_t instr, uint16_t unit, int 
     for (uint32_t i = 0; i < l->n; i++) {
         entry *e = &l->e[i];
         int drop = write ? covers(r, &e->r)
-                         : (!e->write && e->unit == unit && covers(r, &e->r)); /* same unit: in order */
+                         : (!s->conservative && !e->write && e->unit == unit && covers(r, &e->r)); /* same unit: in order */
         if (!drop)
             l->e[k++] = *e;
     }
@@ -132,9 +134,10 @@ static void assign_queues(nk_program *p)
     free(q);
 }
 
-int nk_schedule(nk_program *p)
+static int derive(nk_program *p, int conservative)
 {
     sched s = {0};
+    s.conservative = conservative;
     int rc = NK_ENOMEM;
     if (!p->arch || p->arch->dma_queues < 1)
         return NK_EINVAL;
@@ -207,5 +210,71 @@ out:
     free(s.hbm_written);
     free(s.deps);
     free(s.cur);
+    return rc;
+}
+
+int nk__list_orders(const nk_program *p, uint32_t *orders); /* listsched.c: NK_LIST_POLICIES orders */
+#define NK_LIST_POLICIES 2
+
+/* Programs up to this size choose their schedule by timing each candidate on
+ * the model; larger ones keep the first list policy without timing (the
+ * cost of choosing would dominate the compile). */
+#define NK_SCHED_TIMED_MAX 200000
+
+static double device_ns(const nk_program *p)
+{
+    nk_timeline *tl = NULL;
+    double t = nk_time_program(p, NULL, &tl) ? -1 : tl->total_ns;
+    nk_timeline_free(tl);
+    return t;
+}
+
+static void apply_order(nk_program *p, const nk_instr *orig, const uint32_t *order)
+{
+    for (uint32_t k = 0; k < p->ninstr; k++)
+        p->instrs[k] = orig[order ? order[k] : k];
+}
+
+int nk_schedule(nk_program *p, int mode)
+{
+    if (mode != NK_SCHED_LIST && mode != NK_SCHED_TRACE_ORDER)
+        return NK_EINVAL;
+    p->sched = (uint8_t)mode;
+    p->sched_policy = 0;
+    p->trace_order_ns = -1;
+    if (mode == NK_SCHED_TRACE_ORDER || p->ninstr < 2)
+        return derive(p, 0);
+    uint32_t n = p->ninstr;
+    nk_instr *orig = malloc((size_t)n * sizeof *orig);
+    uint32_t *orders = malloc((size_t)NK_LIST_POLICIES * n * sizeof *orders);
+    int rc = NK_ENOMEM;
+    if (!orig || !orders)
+        goto out;
+    if ((rc = derive(p, 1)) || (rc = nk__list_orders(p, orders)))
+        goto out;
+    memcpy(orig, p->instrs, (size_t)n * sizeof *orig);
+    int best = 1;
+    if (n <= NK_SCHED_TIMED_MAX) {
+        if ((rc = derive(p, 0)))
+            goto out;
+        double best_ns = p->trace_order_ns = device_ns(p);
+        best = 0;
+        for (int k = 0; k < NK_LIST_POLICIES; k++) {
+            apply_order(p, orig, orders + (size_t)k * n);
+            if ((rc = derive(p, 0)))
+                goto out;
+            double t = device_ns(p);
+            if (t >= 0 && (best_ns < 0 || t < best_ns * (1 - 1e-9))) {
+                best_ns = t;
+                best = k + 1;
+            }
+        }
+    }
+    apply_order(p, orig, best ? orders + (size_t)(best - 1) * n : NULL);
+    p->sched_policy = (uint8_t)best;
+    rc = derive(p, 0);
+out:
+    free(orig);
+    free(orders);
     return rc;
 }

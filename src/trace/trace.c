@@ -859,6 +859,13 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     p->table = *arch; /* the program's own copy: the caller's table may go */
     p->arch = arch = &p->table;
     snprintf(p->target, sizeof p->target, "%s", arch->name);
+    if (opts && opts->schedule != NK_SCHED_LIST && opts->schedule != NK_SCHED_TRACE_ORDER) {
+        if (err)
+            snprintf(err, errlen, "schedule %d is neither NK_SCHED_LIST (0) nor NK_SCHED_TRACE_ORDER (1)",
+                     opts->schedule);
+        rc = NK_EINVAL;
+        goto out;
+    }
     if (opts && (opts->default_bufs < 0 || opts->default_bufs > NK_MAX_LOOP_BUFS)) {
         if (err)
             snprintf(err, errlen, "default_bufs %d is outside 0..%d (0: the target's default)", opts->default_bufs,
@@ -943,7 +950,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     rc = finish(nc, err, errlen);
     if (rc)
         goto out;
-    rc = nk_schedule(p);
+    rc = nk_schedule(p, opts ? opts->schedule : NK_SCHED_LIST);
     if (rc) {
         if (err)
             snprintf(err, errlen, "scheduling failed: %s", nk_strerror(rc));

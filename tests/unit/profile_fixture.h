@@ -27,7 +27,8 @@ typedef struct fx_xfer {
     double start, end;
 } fx_xfer;
 
-/* tensor_exp traced for shape [rows, cols] float32; NULL on failure. */
+/* tensor_exp traced for shape [rows, cols] float32, in trace order (the hand
+ * timelines give events by instruction index); NULL on failure. */
 static inline const nk_program *fx_compile_exp(nk_kernel **k, int rows, int cols)
 {
     nk_array in;
@@ -35,7 +36,8 @@ static inline const nk_program *fx_compile_exp(nk_kernel **k, int rows, int cols
     const nk_program *p = NULL;
     *k = nk_kernel_new("tensor_exp", nk_kernel_tensor_exp);
     nk_array_alloc(&in, NK_F32, 2, shape);
-    if (nk_kernel_compile(*k, &in, 1, NULL, &p))
+    nk_options o = {NULL, 0, NULL, NK_SCHED_TRACE_ORDER};
+    if (nk_kernel_compile(*k, &in, 1, &o, &p))
         printf("  compile: %s\n", nk_kernel_error(*k));
     nk_array_free(&in);
     return p;

@@ -20,12 +20,16 @@
 
 /* ---------------------------------------------------------------- fixtures */
 
+/* Profiles in trace order: the rules are tested on timelines whose
+ * instruction indices follow the kernel's text (the scheduler has its own
+ * tests). */
 static nk_profile *capture(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs)
 {
     nk_kernel *k = nk_kernel_new(name, fn);
     const nk_program *p = NULL;
     nk_profile *pr = NULL;
-    if (nk_kernel_compile(k, args, nargs, NULL, &p))
+    nk_options o = {NULL, 0, NULL, NK_SCHED_TRACE_ORDER};
+    if (nk_kernel_compile(k, args, nargs, &o, &p))
         printf("  compile %s: %s\n", name, nk_kernel_error(k));
     else if (nk_profile_capture(p, NULL, &pr))
         pr = NULL;

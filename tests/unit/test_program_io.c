@@ -31,6 +31,11 @@ static void k_mix(nk_ctx *nc, const nk_tensor *args, int nargs)
     nk_isa_affine_select(nc, sel, ((nk_affine){0, 4, {-1, 0, 0}}), NK_CMP_GE, act, -1.0f);
     nk_tensor m = nk_max(nc, sel, 1, 1);
     nk_tensor t2 = nk_add(nc, sel, m);
+    nk_tensor st = nk_ndarray(nc, NK_SHAPE(64, 12), NK_F32, NK_SBUF);
+    nk_isa_bn_stats(nc, nk_ix(nc, st, NK_ALL, nk_r(0, 6)), nk_ix(nc, t2, NK_ALL, nk_r(0, 200)));
+    nk_isa_bn_stats(nc, nk_ix(nc, st, NK_ALL, nk_r(6, 12)), nk_ix(nc, t2, NK_ALL, nk_r(200, 256)));
+    nk_tensor mv = nk_ndarray(nc, NK_SHAPE(64, 2), NK_F32, NK_SBUF);
+    nk_isa_bn_aggr(nc, mv, st);
     nk_tensor tt = nk_transpose(nc, nk_ix(nc, t2, nk_r(0, 32), nk_r(0, 32)));
     nk_tensor t3 = nk_multiply(nc, nk_ix(nc, t2, nk_r(0, 32), nk_r(0, 32)), tt);
     nk_store(nc, nk_ix(nc, out, nk_r(0, 32), nk_r(0, 32)), t3);
@@ -412,7 +417,7 @@ TEST(program_io_file_is_little_endian_with_header)
     CHECK(n > 64);
     if (d && n > 64) {
         CHECK(!memcmp(d, "NKLABPRG", 8));
-        CHECK(d[8] == 2 && d[9] == 0 && d[10] == 0 && d[11] == 0); /* format version 2, little-endian */
+        CHECK(d[8] == 3 && d[9] == 0 && d[10] == 0 && d[11] == 0); /* format version 3, little-endian */
         uint64_t len = 0, sum = 0;
         for (int i = 7; i >= 0; i--) {
             len = len << 8 | d[16 + i];
@@ -439,7 +444,7 @@ static void e_dep(nk_program *q) { q->deps[q->instrs[4].dep_off] = 4; }
 static void e_target(nk_program *q) { snprintf(q->target, sizeof q->target, "trn9"); }
 static void e_loc(nk_program *q) { q->instrs[1].loc = 500; }
 static void e_dtype(nk_program *q) { q->bufs[1].dtype = NK_DTYPE_COUNT; }
-static void e_op(nk_program *q) { q->instrs[0].op = NK_OP_COUNT; }
+static void e_op(nk_program *q) { q->instrs[0].op = 255; }
 static void e_engine(nk_program *q) { q->instrs[1].engine = NK_ENGINE_TENSOR; }
 static void e_file(nk_program *q) { q->locs[0].file = 7; }
 static void e_loop(nk_program *q) { q->instrs[0].iter = 2; }
@@ -474,7 +479,7 @@ TEST(program_io_decoder_rejects_bad_fields_with_exact_messages)
         {e_target, "TARG: the table is target 'trn1', the header names 'trn9'"},
         {e_loc, "instruction 1: location 500 out of range (6 locations)"},
         {e_dtype, "buffer 1: memory 0, dtype 12, rank 2 or role 0 out of range"},
-        {e_op, "instruction 0: opcode 12 out of range"},
+        {e_op, "instruction 0: opcode 255 out of range"},
         {e_engine, "instruction 1: activation cannot run on engine 0"},
         {e_file, "location 0: file 7 out of range (2 files)"},
         {e_loop, "instruction 0: loop 1 iteration 2 out of range"},
@@ -622,10 +627,10 @@ TEST(program_io_load_rejects_corrupt_foreign_and_future_files)
     CHECK_STR(err, "not an nklab program file: this is an nklab profile");
 
     memcpy(b, d, n);
-    b[8] = 3;
+    b[8] = 4;
     write_bytes(path, b, n);
     CHECK_INT(load_status(path, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 3 is newer than this nklab reads (2); use a newer nklab");
+    CHECK_STR(err, "format version 4 is newer than this nklab reads (3); use a newer nklab");
 
     memcpy(b, d, n); /* version 1 is read, with its own checksum (FNV-1a), which this content fails */
     b[8] = 1;

@@ -46,12 +46,13 @@ static nk_array arg2(nk_dtype dt, int64_t a, int64_t b)
     return x;
 }
 
-/* Compiles fn for args on target and times it; 0 on success. */
+/* Compiles fn for args on target, in trace order (these tests are about the
+ * timing model, not the scheduler), and times it; 0 on success. */
 static int run_case(tcase *c, const char *name, nk_kernel_fn fn, const nk_array *args, int nargs, const char *target)
 {
     memset(c, 0, sizeof *c);
     c->k = nk_kernel_new(name, fn);
-    nk_options o = {target, 0};
+    nk_options o = {target, 0, NULL, NK_SCHED_TRACE_ORDER};
     int rc = nk_kernel_compile(c->k, args, nargs, &o, &c->p);
     if (rc) {
         printf("  compile %s: %s\n", name, nk_kernel_error(c->k));

@@ -1,0 +1,306 @@
+/*
+ * listsched.c - candidate orders for each engine's instruction queue.
+ *
+ * Engines run their queues in order, so the order the compiler emits decides
+ * whether one iteration's Vector op waits behind another's that is still
+ * waiting for its input. NKI documents that affine_range lets the compiler
+ * reorder and pipeline iterations; this is that step: list scheduling over
+ * the dependency graph. Each pass simulates the engines with estimated
+ * durations (the timing model's cost formulas; the DMA engines as one unit
+ * behind the DMA start latency) and issues, step by step, a ready
+ * instruction chosen by its policy:
+ *   1. earliest start, then the longest path to the end, then trace order;
+ *   2. among the instructions that could start before the earliest one ends,
+ *      the longest path to the end (critical path first).
+ * The compile step (sched.c) times each candidate and trace order on the
+ * target's timing model and keeps the fastest.
+ *
+ * What every candidate keeps:
+ *   - every dependency (the graph it reads has no same-engine shortcuts, so
+ *     any order keeps every memory conflict in trace order);
+ *   - instructions inside a sequential_range keep their trace order on each
+ *     engine (iterations of a sequential loop are not interleaved);
+ *   - a bounded window: an instruction is not issued more than
+ *     NK_SCHED_WINDOW instructions (in trace order) ahead of the oldest one
+ *     not yet issued (assumed: the compiler's window is not documented).
+ * Allocation pressure is respected by construction: addresses are fixed
+ * before scheduling, so reusing a tile's bytes is a dependency like any
+ * other.
+ */
+#include "nkint.h"
+#include "timing/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NK_SCHED_WINDOW 512
+
+/* Estimated time an instruction occupies its unit, ns. A DMA spreads its
+ * partitions over the DMA engines, which every queue shares: the estimate
+ * treats the engines as one unit busy for the transfer, with the start
+ * latency before it (which overlaps other transfers). */
+static double duration(const nk_arch *a, const nk_instr *in)
+{
+    if (in->engine == NK_ENGINE_DMA) {
+        nk_dma_plan pl;
+        if (nk__time_dma_plan(a, in, &pl) || !pl.engines || pl.efficiency <= 0)
+            return 0;
+        double bytes = (double)pl.partitions * (double)pl.part_bytes;
+        return bytes / (pl.engines * a->dma_engine_gbps * pl.efficiency);
+    }
+    nk_cost c;
+    if (nk__time_cost(a, in, &c))
+        return 0;
+    return c.fixed_ns + c.ls_ns + c.stream_ns + c.write_ns;
+}
+
+/* The unit an instruction occupies: its engine (the DMA engines as one). */
+static uint32_t unit_of(const nk_instr *in) { return in->engine; }
+
+/* The queue whose order trace order keeps: an engine's, or a DMA queue's. */
+static uint32_t queue_of(const nk_instr *in, uint32_t nq)
+{
+    return in->engine == NK_ENGINE_DMA ? NK_ENGINE_COUNT + (in->queue < nq ? in->queue : nq - 1) : in->engine;
+}
+
+/* Is the instruction inside a sequential loop (at any depth)? */
+static int in_sequential(const nk_program *p, const nk_instr *in)
+{
+    for (uint32_t l = in->loop; l && l <= p->nloops; l = p->loops[l - 1].parent)
+        if (p->loops[l - 1].kind == NK_LOOP_SEQUENTIAL)
+            return 1;
+    return 0;
+}
+
+/* Scheduling policies: 0 trace order (the first ready instruction in trace
+ * order), 1 earliest start, 2 critical path (the longest path to the end
+ * among the instructions that could start before the earliest one ends). */
+enum { NK_POLICIES = 3 };
+
+typedef struct g {
+    const nk_program *p;
+    uint32_t n, nunits;
+    const double *dur, *bl;
+    double *ready, *fin, *ufree;
+    uint32_t *npred;
+    const uint32_t *soff, *succ;
+    uint32_t *cand, *order;
+    uint8_t *done;
+    int policy;
+    const uint32_t *useq, *uoff; /* each unit's instructions in trace order */
+    uint32_t *upos;
+    uint32_t nq, nseq; /* DMA queues; order keys (engines + queues) */
+} g;
+
+static uint32_t unit_idx(const g *s, uint32_t i)
+{
+    uint32_t u = unit_of(&s->p->instrs[i]);
+    return u < s->nunits ? u : s->nunits - 1;
+}
+
+static double start_at(const g *s, uint32_t i)
+{
+    double u = s->ufree[unit_idx(s, i)];
+    double r = s->ready[i] + (s->p->instrs[i].engine == NK_ENGINE_DMA ? s->p->arch->dma_latency_ns : 0);
+    return r > u ? r : u;
+}
+
+/* One list-scheduling pass: order[] and the estimated makespan. */
+static int simulate(g *s, double *span)
+{
+    uint32_t n = s->n, ncand = 0, head = 0, next = 0, nord = 0;
+    double sem = s->p->arch->sem_latency_ns;
+    memset(s->ready, 0, n * sizeof *s->ready);
+    memset(s->ufree, 0, s->nunits * sizeof *s->ufree);
+    memset(s->done, 0, n);
+    memset(s->upos, 0, s->nseq * sizeof *s->upos);
+    *span = 0;
+    while (nord < n) {
+        while (next < n && next < head + NK_SCHED_WINDOW) {
+            if (!s->npred[next])
+                s->cand[ncand++] = next;
+            next++;
+        }
+        if (!ncand) /* cannot happen for an acyclic graph */
+            return NK_EINVAL;
+        uint32_t best = 0;
+        if (s->policy == 0) { /* each unit in trace order: the unit's next one, earliest start */
+            int have = 0;
+            double bstart = 0;
+            for (uint32_t c = 0; c < ncand; c++) {
+                uint32_t i = s->cand[c], u = queue_of(&s->p->instrs[i], s->nq);
+                if (s->useq[s->uoff[u] + s->upos[u]] != i)
+                    continue;
+                double st = start_at(s, i);
+                if (!have || st < bstart || (st == bstart && i < s->cand[best])) {
+                    best = c;
+                    bstart = st;
+                    have = 1;
+                }
+            }
+            if (!have)
+                return NK_EINVAL;
+        } else {
+            double est = 0, eend = 0;
+            for (uint32_t c = 0; c < ncand; c++) {
+                double st = start_at(s, s->cand[c]);
+                if (c == 0 || st < est) {
+                    est = st;
+                    eend = st + s->dur[s->cand[c]];
+                }
+            }
+            double bstart = 0;
+            int have = 0;
+            for (uint32_t c = 0; c < ncand; c++) {
+                uint32_t i = s->cand[c], b = s->cand[best];
+                double st = start_at(s, i);
+                if (s->policy == 1) {
+                    if (!have || st < bstart || (st == bstart && (s->bl[i] > s->bl[b] || (s->bl[i] == s->bl[b] && i < b)))) {
+                        best = c;
+                        bstart = st;
+                        have = 1;
+                    }
+                    continue;
+                }
+                if (st > est && st >= eend)
+                    continue;
+                if (!have || s->bl[i] > s->bl[b] || (s->bl[i] == s->bl[b] && (st < bstart || (st == bstart && i < b)))) {
+                    best = c;
+                    bstart = st;
+                    have = 1;
+                }
+            }
+        }
+        uint32_t i = s->cand[best];
+        s->cand[best] = s->cand[--ncand];
+        s->upos[queue_of(&s->p->instrs[i], s->nq)]++;
+        s->fin[i] = start_at(s, i) + s->dur[i];
+        s->ufree[unit_idx(s, i)] = s->fin[i];
+        if (s->fin[i] > *span)
+            *span = s->fin[i];
+        s->done[i] = 1;
+        s->order[nord++] = i;
+        while (head < n && s->done[head])
+            head++;
+        for (uint32_t k = s->soff[i]; k < s->soff[i + 1]; k++) {
+            uint32_t j = s->succ[k];
+            double r = s->fin[i] + (unit_idx(s, j) == unit_idx(s, i) ? 0 : sem);
+            if (r > s->ready[j])
+                s->ready[j] = r;
+            if (--s->npred[j] == 0 && j < next)
+                s->cand[ncand++] = j;
+        }
+    }
+    return 0;
+}
+
+int nk__list_orders(const nk_program *p, uint32_t *orders)
+{
+    uint32_t n = p->ninstr;
+    int rc = NK_ENOMEM;
+    uint32_t nunits = NK_ENGINE_COUNT + 1;
+    double *dur = malloc(n * sizeof *dur), *bl = calloc(n, sizeof *bl), *ready = calloc(n, sizeof *ready);
+    double *fin = calloc(n, sizeof *fin), *ufree = calloc(nunits, sizeof *ufree);
+    uint32_t *npred = calloc(n, sizeof *npred), *soff = calloc((size_t)n + 1, sizeof *soff);
+    uint32_t *chain = malloc(n * sizeof *chain), *lastseq = malloc(nunits * sizeof *lastseq);
+    uint32_t *succ = NULL, *cand = malloc(n * sizeof *cand), *order = malloc(n * sizeof *order);
+    uint8_t *done = calloc(n, 1);
+    uint32_t *npred0 = malloc(n * sizeof *npred0), *best = NULL, *useq = NULL;
+    uint32_t *uoff = NULL, *upos = NULL;
+    if (!dur || !bl || !ready || !fin || !ufree || !npred || !soff || !chain || !lastseq || !cand || !order || !done ||
+        !npred0)
+        goto out;
+    /* sequential-loop chains: each such instruction follows the previous one on its unit */
+    memset(lastseq, 0xff, nunits * sizeof *lastseq);
+    for (uint32_t i = 0; i < n; i++) {
+        const nk_instr *in = &p->instrs[i];
+        uint32_t u = unit_of(in) < nunits ? unit_of(in) : nunits - 1;
+        chain[i] = UINT32_MAX;
+        if (in_sequential(p, in)) {
+            chain[i] = lastseq[u];
+            lastseq[u] = i;
+        }
+        dur[i] = duration(p->arch, in);
+    }
+    /* successor lists (CSR), counting chain edges as dependencies */
+    for (uint32_t i = 0; i < n; i++) {
+        const nk_instr *in = &p->instrs[i];
+        for (uint32_t k = 0; k < in->ndep; k++)
+            soff[p->deps[in->dep_off + k] + 1]++;
+        if (chain[i] != UINT32_MAX)
+            soff[chain[i] + 1]++;
+        npred[i] = in->ndep + (chain[i] != UINT32_MAX);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        soff[i + 1] += soff[i];
+    memcpy(npred0, npred, n * sizeof *npred0);
+    uint32_t nq = (uint32_t)p->arch->dma_queues, nseq = NK_ENGINE_COUNT + nq;
+    uoff = calloc((size_t)nseq + 1, sizeof *uoff);
+    upos = calloc(nseq, sizeof *upos);
+    useq = malloc(n * sizeof *useq);
+    if (!useq || !uoff || !upos)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        uoff[queue_of(&p->instrs[i], nq) + 1]++;
+    for (uint32_t u = 0; u < nseq; u++)
+        uoff[u + 1] += uoff[u];
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t u = queue_of(&p->instrs[i], nq);
+        useq[uoff[u] + upos[u]++] = i;
+    }
+    succ = malloc(((size_t)soff[n] + 1) * sizeof *succ);
+    uint32_t *fill = calloc(n, sizeof *fill);
+    if (!succ || !fill) {
+        free(fill);
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const nk_instr *in = &p->instrs[i];
+        for (uint32_t k = 0; k < in->ndep; k++) {
+            uint32_t j = p->deps[in->dep_off + k];
+            succ[soff[j] + fill[j]++] = i;
+        }
+        if (chain[i] != UINT32_MAX)
+            succ[soff[chain[i]] + fill[chain[i]]++] = i;
+    }
+    free(fill);
+    /* priority: the longest estimated path from an instruction to the end */
+    for (uint32_t i = n; i-- > 0;) {
+        double m = 0;
+        for (uint32_t k = soff[i]; k < soff[i + 1]; k++)
+            if (bl[succ[k]] > m)
+                m = bl[succ[k]];
+        bl[i] = dur[i] + m + (p->instrs[i].engine == NK_ENGINE_DMA ? p->arch->dma_latency_ns : 0);
+    }
+    /* each list policy's order; the caller times them against trace order */
+    for (int pol = 1; pol < NK_POLICIES; pol++) {
+        g g = {p, n, nunits, dur, bl, ready, fin, ufree, npred, soff, succ, cand, order, done, pol, useq, uoff, upos, nq, nseq};
+        memcpy(npred, npred0, n * sizeof *npred);
+        double span;
+        rc = simulate(&g, &span);
+        if (rc)
+            goto out;
+        memcpy(orders + (size_t)(pol - 1) * n, order, n * sizeof *order);
+    }
+    rc = 0;
+out:
+    free(dur);
+    free(bl);
+    free(ready);
+    free(fin);
+    free(ufree);
+    free(npred);
+    free(soff);
+    free(chain);
+    free(lastseq);
+    free(succ);
+    free(cand);
+    free(order);
+    free(done);
+    free(npred0);
+    free(useq);
+    free(uoff);
+    free(upos);
+    free(best);
+    return rc;
+}
