@@ -85,6 +85,10 @@ void nk_kernel_layernorm(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* q, k, v [S, d], optional scalars use_causal_mask (0), mixed_precision (1):
  * nk_ref_sd_attention */
 void nk_kernel_sd_attention(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* x[C, H, W], optional scalar pool_size: nk_ref_avgpool2d */
+void nk_kernel_avgpool2d(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* x[P, F1 * F2], optional scalars F1, F2: nk_ref_transpose2d */
+void nk_kernel_transpose2d(nk_ctx *nc, const nk_tensor *args, int nargs);
 
 /* their references (reference.c) */
 int nk_ref_tensor_exp(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);

@@ -37,6 +37,10 @@
  *                1 + u_bf16 each; the output, a weighted mean of v in
  *                [0, 1), within exp(1/8 + 2 u_bf16) - 1 < 0.15: atol 0.15.
  *                (The tests bound each element by its own scores.)
+ *   avgpool2d    p^2 - 1 fp32 additions err by (p^2 - 1)u times the window's
+ *                mean |x| (< 1) once divided by p^2: atol 3u; the division
+ *                rounds once: rtol u.
+ *   transpose2d  a copy: exact.
  */
 #include "kernels.h"
 
@@ -63,6 +67,11 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"matmul_tiled", "lhsT[K,M]^T @ rhs[K,N] in 128x512 output tiles, K accumulated in PSUM",
      nk_kernel_matmul_tiled, 2, {{"lhsT", NK_BF16, 2, {1024, 256}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1,
      nk_ref_matmul, 0x1.0p-8, 1e-3},
+    {"softmax", "row-wise softmax: max, fused exp with row sum, reciprocal, multiply", nk_kernel_softmax, 1,
+     {{"x", NK_F32, 2, {250, 1024}, -4, 4}}, 1, nk_ref_softmax, (1024 + 16) * U32, 0},
+    {"rmsnorm", "x / sqrt(mean(x^2) + 1e-6) * gamma over rows, gamma broadcast once", nk_kernel_rmsnorm, 2,
+     {{"x", NK_F32, 2, {250, 1024}}, {"gamma", NK_F32, 1, {1024}}}, 1, nk_ref_rmsnorm, (1024 + 16) * U32, 0},
+    /* NKI's tutorial kernels (test_tutorials.c) */
     {"matmul_hoisted", "matmul_tiled with the K tiles of a 128-column lhsT strip and a 512-column rhs strip loaded "
      "once into tile arrays", nk_kernel_matmul_hoisted, 2,
      {{"lhsT", NK_BF16, 2, {1024, 256}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1, nk_ref_matmul, 0x1.0p-8, 1e-3},
@@ -78,9 +87,9 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"sd_attention", "softmax(q k^T / 8) v, 128-row query tiles, bf16 matmuls, division after the second matmul",
      nk_kernel_sd_attention, 3, {{"q", NK_F32, 2, {256, 64}, 0, 1}, {"k", NK_F32, 2, {256, 64}, 0, 1},
      {"v", NK_F32, 2, {256, 64}, 0, 1}}, 1, nk_ref_sd_attention, 0, 0.15},
-    {"softmax", "row-wise softmax: max, fused exp with row sum, reciprocal, multiply", nk_kernel_softmax, 1,
-     {{"x", NK_F32, 2, {250, 1024}, -4, 4}}, 1, nk_ref_softmax, (1024 + 16) * U32, 0},
-    {"rmsnorm", "x / sqrt(mean(x^2) + 1e-6) * gamma over rows, gamma broadcast once", nk_kernel_rmsnorm, 2,
-     {{"x", NK_F32, 2, {250, 1024}}, {"gamma", NK_F32, 1, {1024}}}, 1, nk_ref_rmsnorm, (1024 + 16) * U32, 0},
+    {"avgpool2d", "mean of each 2 x 2 window of x[C, H, W] (stride 2) through strided access patterns",
+     nk_kernel_avgpool2d, 1, {{"x", NK_F32, 3, {64, 14, 15}}}, 1, nk_ref_avgpool2d, U32, 3 * U32},
+    {"transpose2d", "each row of x[P, 3 * F2] read as a 3 x F2 matrix and written transposed, one strided copy",
+     nk_kernel_transpose2d, 1, {{"x", NK_I8, 2, {5, 12}, -100, 100}}, 1, nk_ref_transpose2d, 0, 0},
 };
 const int nk_builtin_kernel_count = (int)(sizeof nk_builtin_kernels / sizeof nk_builtin_kernels[0]);

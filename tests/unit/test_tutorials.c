@@ -62,7 +62,7 @@ typedef struct result {
 } result;
 
 /* Runs built-in kernel `name` on args; the reference ref gets refargs
- * (often args without the scalars). */
+ * (often args without the scalars). ref NULL: the caller fills r.ref. */
 static result run_ref(const char *name, const nk_array *args, int nargs, nk_reference_fn ref, const nk_array *refargs,
                       int nref)
 {
@@ -90,7 +90,8 @@ static result run_ref(const char *name, const nk_array *args, int nargs, nk_refe
     if (!r.got || !r.ref)
         return r;
     CHECK_INT(nk_ref_decode(&r.out, r.got), 0);
-    CHECK_INT(ref(refargs, nref, &r.ref, &r.n, 1), 0);
+    if (ref)
+        CHECK_INT(ref(refargs, nref, &r.ref, &r.n, 1), 0);
     r.ok = !nk_test_failed();
     return r;
 }
@@ -621,4 +622,159 @@ TEST(tutorial_sd_attention_refuses_a_partial_tile)
     const nk_program *p = NULL;
     CHECK_INT(nk_kernel_compile(k, qkv, 3, NULL, &p), NK_EBOUNDS);
     nk_kernel_free(k);
+}
+
+/* ---- average pool 2d */
+
+/* The window means of x[C, H, W] in double, pool size p. */
+static double *avgpool_ref(const nk_array *x, int64_t p)
+{
+    int64_t C = x->shape[0], H = x->shape[1], W = x->shape[2], Ho = H / p, Wo = W / p;
+    double *v = malloc(nk_array_numel(x) * sizeof *v), *y = malloc((size_t)(C * Ho * Wo + 1) * sizeof *y);
+    if (v && y) {
+        nk_ref_decode(x, v);
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < Ho; i++)
+                for (int64_t j = 0; j < Wo; j++) {
+                    double s = 0;
+                    for (int64_t a = 0; a < p; a++)
+                        for (int64_t b = 0; b < p; b++)
+                            s += v[(c * H + i * p + a) * W + j * p + b];
+                    y[(c * Ho + i) * Wo + j] = s / (double)(p * p);
+                }
+    }
+    free(v);
+    return y;
+}
+
+TEST(tutorial_avgpool2d_tutorial_example_is_exact)
+{
+    /* C = 2, H = W = 6, pool 2 over arange(72) in fp16, as the tutorial runs
+     * it: integer sums are exact in fp32, the quarter of each is a multiple
+     * of 1/4 below 72, exact in fp16 */
+    nk_array x;
+    CHECK_INT(nk_array_alloc(&x, NK_F16, 3, (int64_t[]){2, 6, 6}), 0);
+    for (int i = 0; i < 72; i++) {
+        float f = (float)i;
+        nk_convert_from_f32(NK_F16, &f, (uint16_t *)x.data + i, 1);
+    }
+    result r = run("avgpool2d", &x, 1);
+    if (r.ok) {
+        CHECK_INT(r.out.ndim, 3);
+        CHECK_INT(r.out.shape[1], 3);
+        CHECK_INT(r.out.shape[2], 3);
+        CHECK(r.got[0] == 3.5 && r.got[8] == 31.5 && r.got[17] == 67.5); /* (0+1+6+7)/4, ... */
+        check_bound(&r, NULL, 0, 0, "tutorial [2, 6, 6] fp16");
+    }
+    done(&r);
+    nk_array_free(&x);
+}
+
+/* p^2 - 1 fp32 additions err by (p^2 - 1)u times the window's largest |x|
+ * (< hi) after the division; the division rounds once (u, or u_bf16 for a
+ * bf16 result). */
+static void check_avgpool(nk_dtype dt, int64_t C, int64_t H, int64_t W, int32_t pool, int pass_pool, uint64_t seed)
+{
+    nk_array x = arr(dt, 3, (int64_t[]){C, H, W}, seed, -1, 1);
+    int32_t pv = pool;
+    nk_array args[2] = {x, scalar_i32(&pv)};
+    /* nk_ref_avgpool2d is fixed at pool 2; other pools use the test's own */
+    int fixed = pool == NK_AVGPOOL2D_POOL;
+    result r = run_ref("avgpool2d", args, pass_pool ? 2 : 1, fixed ? nk_ref_avgpool2d : NULL, &x, 1);
+    if (r.ok) {
+        double *ref = fixed ? NULL : avgpool_ref(&x, pool);
+        if (ref)
+            memcpy(r.ref, ref, r.n * sizeof *ref);
+        CHECK(fixed || ref);
+        free(ref);
+        char what[64];
+        snprintf(what, sizeof what, "[%lld, %lld, %lld] pool %d %s", (long long)C, (long long)H, (long long)W, pool,
+                 nk_dtype_name(dt));
+        CHECK_INT(r.out.shape[1], H / pool);
+        CHECK_INT(r.out.shape[2], W / pool);
+        check_bound(&r, NULL, dt == NK_BF16 ? UBF16 : U32, (double)(pool * pool - 1) * U32, what);
+    }
+    done(&r);
+    nk_array_free(&x);
+}
+
+TEST(tutorial_avgpool2d_matches_reference)
+{
+    check_avgpool(NK_F32, 128, 8, 8, 2, 0, 130);
+    check_avgpool(NK_F32, 3, 7, 9, 2, 1, 131); /* a row and a column past the last window */
+    check_avgpool(NK_F32, 64, 14, 15, 2, 1, 132);
+    check_avgpool(NK_BF16, 100, 10, 12, 2, 1, 133);
+    /* other pool sizes through the scalar argument */
+    check_avgpool(NK_F32, 32, 9, 11, 3, 1, 134);
+    check_avgpool(NK_F32, 16, 8, 8, 4, 1, 135);
+}
+
+TEST(tutorial_avgpool2d_at_tutorial_size)
+{
+    /* load, two window reductions, the division, store */
+    nk_array x = {NK_F16, 3, {2, 6, 6}, NULL};
+    char err[512] = "";
+    CHECK_INT(trace_at_size("avgpool2d", &x, 1, 5, err, sizeof err), 0);
+    if (err[0])
+        printf("  %s\n", err);
+}
+
+/* ---- transpose2d */
+
+TEST(tutorial_transpose2d_tutorial_example)
+{
+    /* P = 5, shape2D = (3, 4) over arange(60) in int8: exact */
+    nk_array x;
+    CHECK_INT(nk_array_alloc(&x, NK_I8, 2, (int64_t[]){5, 12}), 0);
+    for (int i = 0; i < 60; i++)
+        ((int8_t *)x.data)[i] = (int8_t)i;
+    int32_t f1 = 3, f2 = 4;
+    nk_array args[3] = {x, scalar_i32(&f1), scalar_i32(&f2)};
+    result r = run_ref("transpose2d", args, 3, nk_ref_transpose2d, &x, 1);
+    if (r.ok) {
+        CHECK_INT(r.out.dtype, NK_I8);
+        /* row 0: [a0 b0 c0 a1 b1 c1 ...] with a = 0..3, b = 4..7, c = 8..11 */
+        static const double row0[12] = {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11};
+        for (int j = 0; j < 12; j++)
+            CHECK(r.got[j] == row0[j]);
+        check_bound(&r, NULL, 0, 0, "tutorial [5, 3 x 4] int8");
+    }
+    done(&r);
+    nk_array_free(&x);
+}
+
+static void check_transpose2d(nk_dtype dt, int64_t P, int64_t F1, int64_t F2, int pass_shape, uint64_t seed)
+{
+    nk_array x = arr2(dt, P, F1 * F2, seed, -100, 100);
+    int32_t a = (int32_t)F1, b = (int32_t)F2;
+    nk_array args[3] = {x, scalar_i32(&a), scalar_i32(&b)};
+    /* the reference reads F1 and F2 from a 3-D view of the same data */
+    nk_array x3 = {dt, 3, {P, F1, F2}, x.data};
+    result r = run_ref("transpose2d", args, pass_shape ? 3 : 1, nk_ref_transpose2d, &x3, 1);
+    char what[64];
+    snprintf(what, sizeof what, "[%lld, %lld x %lld] %s", (long long)P, (long long)F1, (long long)F2,
+             nk_dtype_name(dt));
+    check_bound(&r, NULL, 0, 0, what);
+    done(&r);
+    nk_array_free(&x);
+}
+
+TEST(tutorial_transpose2d_matches_reference)
+{
+    check_transpose2d(NK_F32, 128, 6, 7, 1, 140);
+    check_transpose2d(NK_BF16, 100, 4, 16, 1, 141);
+    check_transpose2d(NK_I8, 7, 3, 5, 0, 142); /* shape2D omitted: F1 = 3 */
+    check_transpose2d(NK_F32, 64, 1, 9, 1, 143);
+    check_transpose2d(NK_I32, 33, 12, 2, 1, 144);
+}
+
+TEST(tutorial_transpose2d_at_tutorial_size)
+{
+    /* load, one strided copy, store */
+    int32_t f1 = 3, f2 = 4;
+    nk_array args[3] = {{NK_I8, 2, {5, 12}, NULL}, scalar_i32(&f1), scalar_i32(&f2)};
+    char err[512] = "";
+    CHECK_INT(trace_at_size("transpose2d", args, 3, 3, err, sizeof err), 0);
+    if (err[0])
+        printf("  %s\n", err);
 }
