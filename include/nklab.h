@@ -339,6 +339,13 @@ void nk_isa_iota_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine expr);
 /* dst = (pred(p, f) cmp 0) ? on_true : on_false_value. */
 void nk_isa_affine_select_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine pred, nk_cmp cmp,
                              nk_tensor on_true, float on_false_value);
+/* nisa.bn_stats: per partition of data (at most 512 free elements,
+ * nl.tile_size.bn_stats_fmax), dst[P, 6] = count, mean and variance*count of
+ * the elements at even free positions, then the same of the odd ones. */
+void nk_isa_bn_stats_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data);
+/* nisa.bn_aggr: dst[P, 2] = mean and (population) variance of the data that
+ * bn_stats tuples describe; data holds k tuples of 3 per partition. */
+void nk_isa_bn_aggr_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data);
 
 /* ---- loops: the body is traced once per iteration */
 
@@ -424,6 +431,8 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_isa_iota(nc, dst, expr) nk_isa_iota_at((nc), NK_HERE, (dst), (expr))
 #define nk_isa_affine_select(nc, dst, pred, cmp, t, f) \
     nk_isa_affine_select_at((nc), NK_HERE, (dst), (pred), (cmp), (t), (f))
+#define nk_isa_bn_stats(nc, dst, data) nk_isa_bn_stats_at((nc), NK_HERE, (dst), (data))
+#define nk_isa_bn_aggr(nc, dst, data) nk_isa_bn_aggr_at((nc), NK_HERE, (dst), (data))
 /* No tensor: for optional tensor parameters. */
 #define NK_NONE ((nk_tensor){0})
 

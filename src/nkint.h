@@ -32,6 +32,8 @@ typedef enum nk_op {
     NK_OP_MEMSET,        /* DVE/POOL: fill */
     NK_OP_IOTA,          /* POOL: affine index values */
     NK_OP_AFFINE_SELECT, /* POOL: select by affine predicate */
+    NK_OP_BN_STATS,      /* DVE: count, mean, variance*count of even and odd elements */
+    NK_OP_BN_AGGR,       /* DVE: mean and variance from bn_stats tuples */
     NK_OP_COUNT
 } nk_op;
 

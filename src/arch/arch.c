@@ -37,6 +37,7 @@ static const nk_arch targets[] = {
         .psum_fmax = 512,                     /* [TS][A2] psum_fmax: a 2 KiB bank of fp32 */
         .pe_transpose_max = 128,              /* [ISA] nc_transpose: [128, 128] on the Tensor engine */
         .dve_transpose_max = 32,              /* [ISA][A2] [32, 32] on the Vector engine (reshape bank) */
+        .bn_stats_fmax = 512,                 /* [ISA][A2] nl.tile_size.bn_stats_fmax */
 
         .pe_ghz = 2.8,                        /* [A2] engine table */
         .dve_ghz = 1.12,                      /* [A2] */
@@ -89,6 +90,7 @@ static const nk_arch targets[] = {
         .psum_fmax = 512,                     /* [TS][A3] banks of 2 KiB as on v2 */
         .pe_transpose_max = 128,              /* [ISA] */
         .dve_transpose_max = 32,              /* [ISA] */
+        .bn_stats_fmax = 512,                 /* [ISA] nl.tile_size.bn_stats_fmax (one table for both) */
 
         .pe_ghz = 2.4,                        /* [A3] engine table */
         .dve_ghz = 0.96,                      /* [A3] */

@@ -34,6 +34,7 @@ typedef struct nk_arch {
     int64_t psum_fmax;            /* fp32 elements per PSUM bank per partition */
     int64_t pe_transpose_max;     /* Tensor-engine transpose: at most this x this */
     int64_t dve_transpose_max;    /* Vector-engine transpose: at most this x this */
+    int64_t bn_stats_fmax;        /* free elements of one bn_stats input */
 
     /* clocks, GHz (cycles per ns) */
     double pe_ghz, dve_ghz, act_ghz, pool_ghz;

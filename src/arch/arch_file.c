@@ -49,6 +49,7 @@ static const key keys[] = {
     {"psum_fmax", K_I64, F(psum_fmax), 1, 1 << 22, "float32 elements per PSUM bank per partition"},
     {"pe_transpose_max", K_I64, F(pe_transpose_max), 1, 128, "Tensor-engine transpose, partitions and free"},
     {"dve_transpose_max", K_I64, F(dve_transpose_max), 1, 128, "Vector-engine transpose, partitions and free"},
+    {"bn_stats_fmax", K_I64, F(bn_stats_fmax), 1, 1 << 16, "free elements of one bn_stats input"},
     {"pe_ghz", K_DBL, F(pe_ghz), 1e-3, 100, "Tensor engine clock, GHz"},
     {"dve_ghz", K_DBL, F(dve_ghz), 1e-3, 100, "Vector engine clock, GHz"},
     {"act_ghz", K_DBL, F(act_ghz), 1e-3, 100, "Scalar engine clock, GHz"},

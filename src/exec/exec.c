@@ -878,6 +878,74 @@ int nk__exec_affine_select(exec *x, const nk_instr *in)
     return 0;
 }
 
+/* ---- batch-norm statistics [ISA]: fp32 math, the results cast to dst */
+
+/* Count, mean and variance * count (the sum of squared deviations from the
+ * mean) of n elements step apart: a two-pass mean and sum in fp32. */
+static void moments(const float *v, int64_t n, int64_t step, float *out)
+{
+    int64_t cnt = 0;
+    float sum = 0.0f, m2 = 0.0f;
+    for (int64_t i = 0; i < n; i += step, cnt++)
+        sum += v[i];
+    float mean = cnt ? sum / (float)cnt : 0.0f;
+    for (int64_t i = 0; i < n; i += step) {
+        float dv = v[i] - mean;
+        m2 += dv * dv;
+    }
+    out[0] = (float)cnt;
+    out[1] = mean;
+    out[2] = m2;
+}
+
+/* Six values per partition: the moments of the even and of the odd
+ * positions of its free elements in row-major order. */
+int nk__exec_bn_stats(exec *x, const nk_instr *in)
+{
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    float *a = scratch(0, (size_t)(P * F)), *o = scratch(1, (size_t)(P * 6));
+    if (!a || !o)
+        return NK_ENOMEM;
+    gather(&s, a);
+    for (int64_t p = 0; p < P; p++) {
+        moments(a + p * F, F, 2, o + p * 6);
+        moments(a + p * F + 1, F - 1, 2, o + p * 6 + 3);
+    }
+    scatter(&d, o);
+    return 0;
+}
+
+/* Mean and population variance per partition from (count, mean, M2)
+ * tuples, merged one at a time (Chan, Golub and LeVeque's pairwise update,
+ * in fp32); tuples of count 0 add nothing, and no count at all gives 0, 0. */
+int nk__exec_bn_aggr(exec *x, const nk_instr *in)
+{
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    float *a = scratch(0, (size_t)(P * F)), *o = scratch(1, (size_t)(P * 2));
+    if (!a || !o)
+        return NK_ENOMEM;
+    gather(&s, a);
+    for (int64_t p = 0; p < P; p++) {
+        const float *t = a + p * F;
+        float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+        for (int64_t k = 0; k + 2 < F; k += 3) {
+            float nb = t[k], mb = t[k + 1], m2b = t[k + 2];
+            if (!(nb > 0.0f))
+                continue;
+            float tot = n + nb, delta = mb - mean;
+            mean = mean + delta * (nb / tot);
+            m2 = m2 + m2b + delta * delta * (n * nb / tot);
+            n = tot;
+        }
+        o[p * 2] = mean;
+        o[p * 2 + 1] = n > 0.0f ? m2 / n : 0.0f;
+    }
+    scatter(&d, o);
+    return 0;
+}
+
 /* load, store: a byte copy between HBM and SBUF */
 int nk__exec_dma(exec *x, const nk_instr *in)
 {

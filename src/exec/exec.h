@@ -24,5 +24,7 @@ int nk__exec_tensor_copy(nk__exec *x, const nk_instr *in);
 int nk__exec_memset(nk__exec *x, const nk_instr *in);
 int nk__exec_iota(nk__exec *x, const nk_instr *in);
 int nk__exec_affine_select(nk__exec *x, const nk_instr *in);
+int nk__exec_bn_stats(nk__exec *x, const nk_instr *in);
+int nk__exec_bn_aggr(nk__exec *x, const nk_instr *in);
 
 #endif

@@ -165,6 +165,13 @@ static double work_memset(const nk_instr *in, double n)
     return in->imm0 == 0.0 && is16f(in->dst.dtype) ? n / 2 : n;
 }
 
+/* bn_aggr: 13 cycles per (count, mean, variance*count) tuple */
+static double work_bn_aggr(const nk_instr *in, double n)
+{
+    (void)in;
+    return 13 * (n / 3);
+}
+
 /* ---- shape relations and limits */
 
 static int fail(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -261,6 +268,27 @@ static int check_same_count(const nk_arch *a, const nk_instr *in, const int64_t 
     return 0;
 }
 
+/* bn_stats: at most bn_stats_fmax elements in, six values out per partition */
+static int check_bn_stats(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    int64_t P = in->src[0].shape[0], F = n[S0] / P;
+    if (F > a->bn_stats_fmax || in->dst.shape[0] != P || n[D] != 6 * P)
+        return fail(msg, len, "bn_stats of [%lld, %lld] (at most %lld per partition) into %lld elements",
+                    (long long)P, (long long)F, (long long)a->bn_stats_fmax, (long long)n[D]);
+    return 0;
+}
+
+/* bn_aggr: whole (count, mean, variance*count) tuples in, mean and variance out */
+static int check_bn_aggr(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    int64_t P = in->src[0].shape[0], F = n[S0] / P;
+    if (F % 3 || in->dst.shape[0] != P || n[D] != 2 * P)
+        return fail(msg, len, "bn_aggr of [%lld, %lld] (tuples of 3) into %lld elements", (long long)P,
+                    (long long)F, (long long)n[D]);
+    return 0;
+}
+
 /* ---- the table */
 
 #define E(x) NK_ENG(NK_ENGINE_##x)
@@ -347,6 +375,20 @@ static const nk_opdef optable[NK_OP_COUNT] = {
         .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"on_true", ONCHIP}},
         .cost = {.extra = NK_COST_EXTRA_POOL_FIXED, .no_overhead = 1}, /* 150 + N */
         .check = check_same_count, .attrs = attrs_affine_select, .exec = nk__exec_affine_select,
+    },
+    [NK_OP_BN_STATS] = {
+        /* max(MIN_II, N) [ISA-old] */
+        .name = "bn_stats", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"data", ONCHIP}},
+        .cost = {.min_ii_floor = 1},
+        .check = check_bn_stats, .attrs = attrs_none, .exec = nk__exec_bn_stats,
+    },
+    [NK_OP_BN_AGGR] = {
+        /* max(MIN_II, 13*(N/3)) [ISA-old] */
+        .name = "bn_aggr", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"data", ONCHIP}},
+        .cost = {.work = work_bn_aggr, .min_ii_floor = 1},
+        .check = check_bn_aggr, .attrs = attrs_none, .exec = nk__exec_bn_aggr,
     },
 };
 

@@ -600,6 +600,84 @@ void nk_isa_affine_select_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine pr
     wrote(nc, dst);
 }
 
+/* ---- batch-norm statistics: nisa.bn_stats, nisa.bn_aggr [ISA] */
+
+/* A Vector-engine op reading data into dst: both on chip, data written,
+ * the Vector free-size limit. */
+static int ok_vector_io(nk_ctx *nc, nk_loc loc, const char *op, const char *wd, nk_tensor dst, const char *ws,
+                        nk_tensor src)
+{
+    nk_tensor ts[2] = {src, dst};
+    return ok_onchip(nc, loc, op, ws, src, 1, "") && ok_onchip(nc, loc, op, wd, dst, 1, "") &&
+           ok_read(nc, loc, op, ws, src) && ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 2);
+}
+
+/* dst [P, want] for a per-partition result of src. */
+static int ok_per_partition(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_tensor src, int64_t want,
+                            const char *what)
+{
+    if (dst.shape[0] == src.shape[0] && nk__free_size(&dst) == want)
+        return 1;
+    char sd[64], ss[64];
+    shape_str(sd, sizeof sd, dst);
+    shape_str(ss, sizeof ss, src);
+    nk__fail(nc, loc, NK_ESHAPE, "%s: dst %s must be [%d, %lld] (%s per partition of data %s)", op, sd,
+             src.shape[0], (long long)want, what, ss);
+    return 0;
+}
+
+void nk_isa_bn_stats_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
+{
+    const char *op = "bn_stats";
+    if (!ok_vector_io(nc, loc, op, "dst", dst, "data", data))
+        return;
+    int64_t F = nk__free_size(&data), fmax = nc->arch->bn_stats_fmax;
+    if (F > fmax) {
+        char s[64];
+        shape_str(s, sizeof s, data);
+        nk__fail(nc, loc, NK_ELIMIT, "%s: data %s has %lld elements per partition, more than %lld "
+                 "(nl.tile_size.bn_stats_fmax); run bn_stats on chunks of at most %lld and combine them with "
+                 "bn_aggr", op, s, (long long)F, (long long)fmax, (long long)fmax);
+        return;
+    }
+    if (!ok_per_partition(nc, loc, op, dst, data, 6,
+                          "count, mean and variance*count of the even and of the odd elements"))
+        return;
+    if (nk__numel(&data) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_BN_STATS, NK_ENGINE_VECTOR);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->src[0] = data;
+    in->nsrc = 1;
+    wrote(nc, dst);
+}
+
+void nk_isa_bn_aggr_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
+{
+    const char *op = "bn_aggr";
+    if (!ok_vector_io(nc, loc, op, "dst", dst, "data", data))
+        return;
+    int64_t F = nk__free_size(&data);
+    if (F % 3 || F == 0) {
+        char s[64];
+        shape_str(s, sizeof s, data);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: data %s has %lld elements per partition, not a positive multiple of 3 "
+                 "(the (count, mean, variance*count) tuples bn_stats writes)", op, s, (long long)F);
+        return;
+    }
+    if (!ok_per_partition(nc, loc, op, dst, data, 2, "mean and variance"))
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_BN_AGGR, NK_ENGINE_VECTOR);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->src[0] = data;
+    in->nsrc = 1;
+    wrote(nc, dst);
+}
+
 /* ---- language-level ops */
 
 static nk_tensor tile_like(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor x, nk_dtype dt, nk_buffer mem)

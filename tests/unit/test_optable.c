@@ -126,6 +126,11 @@ static void k_all_ops(nk_ctx *nc, const nk_tensor *args, int nargs)
     nk_tensor m = nk_ndarray(nc, NK_SHAPE(64, 1), NK_F32, NK_SBUF);
     nk_isa_tensor_reduce(nc, m, ts, NK_ALU_MAX, 1, 1);
     nk_tensor t2 = nk_add(nc, ts, m);
+    nk_tensor st = nk_ndarray(nc, NK_SHAPE(64, 12), NK_F32, NK_SBUF);
+    nk_isa_bn_stats(nc, nk_ix(nc, st, NK_ALL, nk_r(0, 6)), nk_ix(nc, t2, NK_ALL, nk_r(0, 128)));
+    nk_isa_bn_stats(nc, nk_ix(nc, st, NK_ALL, nk_r(6, 12)), nk_ix(nc, t2, NK_ALL, nk_r(128, 256)));
+    nk_tensor mv = nk_ndarray(nc, NK_SHAPE(64, 2), NK_F32, NK_SBUF);
+    nk_isa_bn_aggr(nc, mv, st);
     nk_tensor z = nk_ndarray(nc, NK_SHAPE(32, 32), NK_F32, NK_SBUF);
     nk_isa_memset(nc, z, 0.25);
     nk_tensor vt = nk_ndarray(nc, NK_SHAPE(32, 32), NK_F32, NK_SBUF);
