@@ -84,6 +84,16 @@ static void summary_text(nk_text *t, const nk_profile *pr, const char *label, co
     nk_text_printf(t, "kernel        %s\n", p->kernel);
     nk_text_printf(t, "target        %s (program traced for %s)\n", pr->arch.name, p->target);
     nk_text_printf(t, "instructions  %u\n", p->ninstr);
+    static const char *const policy[3] = {"trace order", "list, earliest start", "list, critical path"};
+    if (p->sched != NK_SCHED_LIST)
+        nk_text_printf(t, "schedule      trace order (asked for)\n");
+    else if (p->sched_policy == 0)
+        nk_text_printf(t, "schedule      trace order (no list schedule was faster)\n");
+    else if (p->trace_order_ns >= 0)
+        nk_text_printf(t, "schedule      %s (trace order: %.3f us)\n", policy[p->sched_policy % 3],
+                       p->trace_order_ns / 1000);
+    else
+        nk_text_printf(t, "schedule      %s\n", policy[p->sched_policy % 3]);
     nk_text_printf(t, "captured      %s by nklab %s\n", when, pr->nklab_version);
     double s;
     for (int i = 0; i < nk_metrics_count(); i++) {
