@@ -82,6 +82,8 @@ void nk_kernel_matmul_blocked_free(nk_ctx *nc, const nk_tensor *args, int nargs)
 void nk_kernel_matmul_fully_optimized(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* x, [epsilon (0-d),] gamma, beta: nk_ref_layernorm */
 void nk_kernel_layernorm(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* the same arguments; statistics from bn_stats / bn_aggr */
+void nk_kernel_layernorm_bn(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* q, k, v [S, d], optional scalars use_causal_mask (0), mixed_precision (1):
  * nk_ref_sd_attention */
 void nk_kernel_sd_attention(nk_ctx *nc, const nk_tensor *args, int nargs);

@@ -28,6 +28,10 @@
  *                own error times rsqrt(V) = 3.5: within 10.4(D + 4)u + 24u
  *                absolute. y = n gamma + beta can be near 0, so atol
  *                12 (D + 16) u = 3.8e-4 for D = 512.
+ *   layernorm_bn the same inputs; bn_stats and bn_aggr take two-pass
+ *                statistics, so the variance errs by a few hundred u
+ *                relative to itself and the sums no longer cancel: the
+ *                layernorm bound covers it with a wide margin.
  *   sd_attention bf16 Tensor-engine operands (the tutorial's mixed
  *                precision): q/8 and k each round once (u_bf16), so a score
  *                errs by at most 2 u_bf16 (1/8) sum |q||k| <= 1/16 for
@@ -83,6 +87,9 @@ const nk_kernel_info nk_builtin_kernels[] = {
      {{"lhsT", NK_BF16, 2, {1024, 2048}}, {"rhs", NK_BF16, 2, {1024, 1024}}}, 1, nk_ref_matmul, 0x1.0p-8, 1e-3},
     {"layernorm", "(x - mean) rsqrt(E[x^2] - E[x]^2 + 1e-5) gamma + beta over rows, language ops only",
      nk_kernel_layernorm, 3, {{"x", NK_F32, 2, {250, 512}, 0, 1}, {"gamma", NK_F32, 1, {512}, 0, 1},
+     {"beta", NK_F32, 1, {512}, 0, 1}}, 1, nk_ref_layernorm, 0, 12 * (512 + 16) * U32},
+    {"layernorm_bn", "layernorm with bn_stats over 512-column chunks, bn_aggr, one two-op tensor_scalar",
+     nk_kernel_layernorm_bn, 3, {{"x", NK_F32, 2, {250, 512}, 0, 1}, {"gamma", NK_F32, 1, {512}, 0, 1},
      {"beta", NK_F32, 1, {512}, 0, 1}}, 1, nk_ref_layernorm, 0, 12 * (512 + 16) * U32},
     {"sd_attention", "softmax(q k^T / 8) v, 128-row query tiles, bf16 matmuls, division after the second matmul",
      nk_kernel_sd_attention, 3, {{"q", NK_F32, 2, {256, 64}, 0, 1}, {"k", NK_F32, 2, {256, 64}, 0, 1},

@@ -358,8 +358,15 @@ TEST(tutorial_matmul_ladder_traces_at_4096x8192x8192)
  *   rsqrt:     relative rho <= dv / (2 (V + eps)) (1 + dv / (V + eps)) + 2u
  *   n = (x - m) r:  dn <= (dm + u |x - m|) r (1 + rho) + |n| (rho + u)
  *   y = n g + b:    dy <= dn |g| + 2u |n g| + u |b|
- * with a 1% margin for the second-order terms. */
-static double *layernorm_bounds(const nk_array *in, float eps, double *ref)
+ * with a 1% margin for the second-order terms. layernorm_bn (bn != 0)
+ * takes two-pass statistics of the even and odd elements of 512-column
+ * chunks (c = min(D, 512) / 2 rounded up elements each) merged pairwise
+ * over 2 ceil(D / 512) classes: the mean errs by (c + 2 + 12 nb) u A, each
+ * class's sum of squared deviations by (c + 4) u of itself, every merge by
+ * 10u of the total and by twice the largest deviation R = max |x - m| times
+ * the means' errors:
+ *   dv <= (c + 4 + 20 nb) u V + 4 R dm + dm^2 + u (V + eps). */
+static double *layernorm_bounds(const nk_array *in, float eps, double *ref, int bn)
 {
     int64_t R = in[0].shape[0], D = in[0].shape[1];
     double *x = malloc((size_t)(R * D) * sizeof *x), *g = malloc((size_t)D * sizeof *g);
@@ -386,6 +393,13 @@ static double *layernorm_bounds(const nk_array *in, float eps, double *ref)
         double dm = (double)(D + 4) * U32 * A, dq = (double)(D + 4) * U32 * Q;
         double ve = V + (double)eps;
         double dv = dq + (2 * fabs(m) + dm) * dm + 2 * U32 * (Q + m * m) + U32 * ve;
+        if (bn) {
+            double nb = (double)((D + 511) / 512), c = (double)(((D < 512 ? D : 512) + 1) / 2), R = 0;
+            for (int64_t j = 0; j < D; j++)
+                R = fabs(row[j] - m) > R ? fabs(row[j] - m) : R;
+            dm = (c + 2 + 12 * nb) * U32 * A;
+            dv = (c + 4 + 20 * nb) * U32 * V + 4 * R * dm + dm * dm + U32 * ve;
+        }
         double rho = dv / (2 * ve) * (1 + dv / ve) + 2 * U32, r = 1 / sqrt(ve);
         for (int64_t j = 0; j < D; j++) {
             double n = (row[j] - m) * r;
@@ -399,16 +413,18 @@ static double *layernorm_bounds(const nk_array *in, float eps, double *ref)
     return bound;
 }
 
-static void check_layernorm(int64_t R, int64_t D, double lo, double hi, float eps, int pass_eps, uint64_t seed)
+static void check_layernorm(const char *name, int64_t R, int64_t D, double lo, double hi, float eps, int pass_eps,
+                            uint64_t seed)
 {
+    int bn = !strcmp(name, "layernorm_bn");
     nk_array in[3] = {arr2(NK_F32, R, D, seed, lo, hi), arr(NK_F32, 1, (int64_t[]){D}, seed + 1, 0, 1),
                       arr(NK_F32, 1, (int64_t[]){D}, seed + 2, 0, 1)};
     float ev = eps;
     nk_array args[4] = {in[0], scalar_f32(&ev), in[1], in[2]};
-    result r = pass_eps ? run_ref("layernorm", args, 4, nk_ref_layernorm, in, 3) : run("layernorm", in, 3);
+    result r = pass_eps ? run_ref(name, args, 4, nk_ref_layernorm, in, 3) : run(name, in, 3);
     if (r.ok) {
         /* another epsilon than the reference's: the bound function's own values */
-        double *bound = layernorm_bounds(in, eps, eps == (float)NK_LAYERNORM_EPS ? NULL : r.ref);
+        double *bound = layernorm_bounds(in, eps, eps == (float)NK_LAYERNORM_EPS ? NULL : r.ref, bn);
         char what[64];
         snprintf(what, sizeof what, "[%lld, %lld] x in [%g, %g) eps %g", (long long)R, (long long)D, lo, hi, eps);
         CHECK(bound != NULL);
@@ -422,21 +438,28 @@ static void check_layernorm(int64_t R, int64_t D, double lo, double hi, float ep
 
 TEST(tutorial_layernorm_matches_reference)
 {
-    /* the tutorial's inputs, uniform in [0, 1); partial last tiles */
+    static const char *names[2] = {"layernorm", "layernorm_bn"};
+    /* the tutorial's inputs, uniform in [0, 1); partial last row tiles, and
+     * for layernorm_bn a partial (masked) 512-column chunk when D < 512.
+     * Rows are at most 512 wide: the broadcast of gamma takes no more (see
+     * the tutorial-size test) */
     static const int64_t shapes[][2] = {{250, 512}, {128, 64}, {1, 300}, {300, 100}, {129, 512}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        check_layernorm(shapes[s][0], shapes[s][1], 0, 1, (float)NK_LAYERNORM_EPS, 1, 50 + s);
-    /* without the epsilon argument; inputs centred at 0 */
-    check_layernorm(200, 256, -1, 1, (float)NK_LAYERNORM_EPS, 0, 60);
-    /* a large mean against the spread: E[x^2] - E[x]^2 cancels, the bound
-     * grows with (Q + 2 m^2) / V */
-    check_layernorm(130, 512, 10, 11, (float)NK_LAYERNORM_EPS, 1, 61);
+    for (int k = 0; k < 2; k++) {
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            check_layernorm(names[k], shapes[s][0], shapes[s][1], 0, 1, (float)NK_LAYERNORM_EPS, 1, 50 + s);
+        /* without the epsilon argument; inputs centred at 0 */
+        check_layernorm(names[k], 200, 256, -1, 1, (float)NK_LAYERNORM_EPS, 0, 60);
+        /* a large mean against the spread: E[x^2] - E[x]^2 cancels, the bound
+         * grows with (Q + 2 m^2) / V; bn_stats does not cancel */
+        check_layernorm(names[k], 130, 512, 10, 11, (float)NK_LAYERNORM_EPS, 1, 61);
+    }
 }
 
 TEST(tutorial_layernorm_reads_its_epsilon_argument)
 {
     /* eps = 0.5 dominates the variance of [0, 1) rows (1/12) */
-    check_layernorm(140, 200, 0, 1, 0.5f, 1, 70);
+    check_layernorm("layernorm", 140, 200, 0, 1, 0.5f, 1, 70);
+    check_layernorm("layernorm_bn", 140, 200, 0, 1, 0.5f, 1, 71);
 }
 
 TEST(tutorial_layernorm_at_tutorial_sizes)
@@ -446,36 +469,45 @@ TEST(tutorial_layernorm_at_tutorial_sizes)
      * Tensor-engine matmul in nk_broadcast, so a row of more than 512
      * columns is refused (one PSUM bank of moving free size), where NKI
      * broadcasts any row. Until nk_broadcast tiles the row, both sizes stop
-     * at the broadcast with these messages; afterwards the test checks the
-     * per-tile part of the instruction count. */
+     * at the broadcast of gamma with these messages. */
+    static const char *names[2] = {"layernorm", "layernorm_bn"};
     static const int64_t shapes[][2] = {{4096, 8192}, {300, 1000}};
-    static const char *limit[2] = {"layernorm.c:31: nk_broadcast: PSUM capacity exceeded: a tile needs 32768 bytes "
-                                   "per partition but a partition holds 16384",
-                                   "layernorm.c:31: nc_matmul: moving free size 1000 exceeds 512"};
-    for (int s = 0; s < 2; s++) {
-        int64_t R = shapes[s][0], D = shapes[s][1];
-        float eps = 1e-5f;
-        nk_array args[4] = {{NK_F32, 2, {R, D}, NULL}, scalar_f32(&eps), {NK_F32, 1, {D}, NULL},
-                            {NK_F32, 1, {D}, NULL}};
-        char err[512] = "";
-        int rc = trace_at_size("layernorm", args, 4, 0, err, sizeof err);
-        if (rc) {
-            CHECK_CONTAINS(err, limit[s]);
-            if (verbose())
-                printf("  layernorm [%lld, %lld]: expected limitation: %s\n", (long long)R, (long long)D, err);
+    static const char *limit[2] = {"nk_broadcast: PSUM capacity exceeded: a tile needs 32768 bytes per partition but "
+                                   "a partition holds 16384",
+                                   "nc_matmul: moving free size 1000 exceeds 512"};
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 2; s++) {
+            int64_t R = shapes[s][0], D = shapes[s][1];
+            float eps = 1e-5f;
+            nk_array args[4] = {{NK_F32, 2, {R, D}, NULL}, scalar_f32(&eps), {NK_F32, 1, {D}, NULL},
+                                {NK_F32, 1, {D}, NULL}};
+            char err[512] = "", where[64];
+            int rc = trace_at_size(names[k], args, 4, 0, err, sizeof err);
+            if (rc) {
+                snprintf(where, sizeof where, "kernels/%s.c:", names[k]);
+                CHECK(!strncmp(err, where, strlen(where)));
+                CHECK_CONTAINS(err, limit[s]);
+                if (verbose())
+                    printf("  %-24s %lldx%lld: expected limitation: %s\n", names[k], (long long)R, (long long)D,
+                           err);
+            }
         }
+    /* The tutorial's 4096 rows at the widest row the broadcast takes: 2
+     * loads and 2 x (memset of ones, matmul, copy) for gamma and beta. Per
+     * tile, layernorm: a load, 2 x (sum, scale) for the means, square,
+     * multiply, subtract, add, rsqrt, subtract, multiply, multiply, add, a
+     * store; layernorm_bn: a load, bn_stats (one 512-column chunk),
+     * bn_aggr, add, rsqrt, the two-op tensor_scalar, multiply, add, store. */
+    static const size_t per_tile[2] = {15, 9};
+    for (int k = 0; k < 2; k++) {
+        float eps = 1e-5f;
+        nk_array args[4] = {{NK_F32, 2, {4096, 512}, NULL}, scalar_f32(&eps), {NK_F32, 1, {512}, NULL},
+                            {NK_F32, 1, {512}, NULL}};
+        char err[512] = "";
+        CHECK_INT(trace_at_size(names[k], args, 4, 2 + 2 * 3 + 32 * per_tile[k], err, sizeof err), 0);
+        if (err[0])
+            printf("  %s\n", err);
     }
-    /* the tutorial's 4096 rows at the widest row the broadcast takes: 2
-     * loads and 2 x (memset of ones, matmul, copy) for gamma and beta; per
-     * tile a load, 2 x (sum, scale) for the means, square, multiply,
-     * subtract, add, rsqrt, subtract, multiply, multiply, add and a store */
-    float eps = 1e-5f;
-    nk_array args[4] = {{NK_F32, 2, {4096, 512}, NULL}, scalar_f32(&eps), {NK_F32, 1, {512}, NULL},
-                        {NK_F32, 1, {512}, NULL}};
-    char err[512] = "";
-    CHECK_INT(trace_at_size("layernorm", args, 4, 2 + 2 * 3 + 32 * 15, err, sizeof err), 0);
-    if (err[0])
-        printf("  %s\n", err);
 }
 
 /* ---- fused self-attention (Stable Diffusion) */
