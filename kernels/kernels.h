@@ -87,6 +87,8 @@ void nk_kernel_layernorm_bn(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* q, k, v [S, d], optional scalars use_causal_mask (0), mixed_precision (1):
  * nk_ref_sd_attention */
 void nk_kernel_sd_attention(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* q, k, v [d, S]: nk_ref_attention_fwd */
+void nk_kernel_attention_fwd(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* x[C, H, W], optional scalar pool_size: nk_ref_avgpool2d */
 void nk_kernel_avgpool2d(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* x[P, F1 * F2], optional scalars F1, F2: nk_ref_transpose2d */

@@ -41,6 +41,11 @@
  *                1 + u_bf16 each; the output, a weighted mean of v in
  *                [0, 1), within exp(1/8 + 2 u_bf16) - 1 < 0.15: atol 0.15.
  *                (The tests bound each element by its own scores.)
+ *   attention_fwd  fp32 throughout, q, k, v in [-1, 1), d = 128: a score
+ *                errs by gamma_d sum |q||k| <= 128u * 128 = 9.8e-4, each
+ *                normalised weight by a factor within exp(+-2e-3), the sums
+ *                of 512 weights by 512u: the output, a weighted mean of v,
+ *                within 2.1e-3 (atol).
  *   avgpool2d    p^2 - 1 fp32 additions err by (p^2 - 1)u times the window's
  *                mean |x| (< 1) once divided by p^2: atol 3u; the division
  *                rounds once: rtol u.
@@ -94,6 +99,9 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"sd_attention", "softmax(q k^T / 8) v, 128-row query tiles, bf16 matmuls, division after the second matmul",
      nk_kernel_sd_attention, 3, {{"q", NK_F32, 2, {256, 64}, 0, 1}, {"k", NK_F32, 2, {256, 64}, 0, 1},
      {"v", NK_F32, 2, {256, 64}, 0, 1}}, 1, nk_ref_sd_attention, 0, 0.15},
+    {"attention_fwd", "softmax(q^T k) v^T, q, k, v [d, S]: exp and row sum in one activation, delayed division",
+     nk_kernel_attention_fwd, 3, {{"q", NK_F32, 2, {128, 512}}, {"k", NK_F32, 2, {128, 512}},
+     {"v", NK_F32, 2, {128, 512}}}, 1, nk_ref_attention_fwd, 0, 2.1e-3},
     {"avgpool2d", "mean of each 2 x 2 window of x[C, H, W] (stride 2) through strided access patterns",
      nk_kernel_avgpool2d, 1, {{"x", NK_F32, 3, {64, 14, 15}}}, 1, nk_ref_avgpool2d, U32, 3 * U32},
     {"transpose2d", "each row of x[P, 3 * F2] read as a 3 x F2 matrix and written transposed, one strided copy",

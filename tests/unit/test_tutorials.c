@@ -181,8 +181,8 @@ static int trace_at_size(const char *name, const nk_array *args, int nargs, size
             for (int d = 0; d < args[i].ndim && w < sizeof shape; d++)
                 w += (size_t)snprintf(shape + w, sizeof shape - w, "%s%lld", d ? "x" : i ? " " : "",
                                       (long long)args[i].shape[d]);
-        printf("  %-24s %s: %zu instructions; modelled device time trn1 %.1f us, trn2 %.1f us\n", name, shape, n,
-               us[0], us[1]);
+        printf("  %-24s %s %s: %zu instructions; modelled device time trn1 %.1f us, trn2 %.1f us\n", name, shape,
+               nk_dtype_name(args[0].dtype), n, us[0], us[1]);
     }
     return 0;
 }
@@ -525,21 +525,16 @@ TEST(tutorial_layernorm_at_tutorial_sizes)
  *   reciprocal and the final multiply u each. The output, a weighted mean
  *   of v, then errs by at most (exp(2 delta_i + 2 u_pe + 2 gamma_S + 4u)
  *   - 1) sum_j w_j |v_je| / sum_j w_j. */
-static double *attention_bounds(const nk_array *qkv, int causal, double u_pe, double *out)
+static double *attention_bounds_of(const double *q, const double *k, const double *v, int64_t S, int64_t d,
+                                   double scale, int causal, double u_pe, double *out)
 {
-    int64_t S = qkv[0].shape[0], d = qkv[0].shape[1];
     size_t n = (size_t)(S * d);
-    double *q = malloc(n * sizeof *q), *k = malloc(n * sizeof *k), *v = malloc(n * sizeof *v);
     double *s = malloc((size_t)S * sizeof *s), *sa = malloc((size_t)S * sizeof *sa);
     double *bound = malloc(n * sizeof *bound);
-    if (!q || !k || !v || !s || !sa || !bound) {
-        free(q), free(k), free(v), free(s), free(sa), free(bound);
+    if (!s || !sa || !bound) {
+        free(s), free(sa), free(bound);
         return NULL;
     }
-    nk_ref_decode(&qkv[0], q);
-    nk_ref_decode(&qkv[1], k);
-    nk_ref_decode(&qkv[2], v);
-    const double scale = NK_SD_ATTENTION_SCALE;
     double gd = (double)d * U32 / (1 - (double)d * U32), gs = (double)S * U32 / (1 - (double)S * U32);
     for (int64_t i = 0; i < S; i++) {
         int64_t nk = causal ? i + 1 : S; /* keys this query sees */
@@ -571,8 +566,39 @@ static double *attention_bounds(const nk_array *qkv, int causal, double u_pe, do
             bound[i * d + e] = f * aacc / sum;
         }
     }
-    free(q), free(k), free(v), free(s), free(sa);
+    free(s), free(sa);
     return bound;
+}
+
+/* A decoded array, transposed from [rows, cols] when transpose is set. */
+static double *decoded(const nk_array *a, int transpose)
+{
+    int64_t r = a->shape[0], c = a->shape[1];
+    double *x = malloc((size_t)(r * c) * sizeof *x), *t = transpose ? malloc((size_t)(r * c) * sizeof *t) : NULL;
+    if (!x || (transpose && !t)) {
+        free(x), free(t);
+        return NULL;
+    }
+    nk_ref_decode(a, x);
+    if (!transpose)
+        return x;
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            t[j * r + i] = x[i * c + j];
+    free(x);
+    return t;
+}
+
+/* q, k, v as the kernel takes them: [S, d] (sd_attention) or [d, S]
+ * (attention_fwd, transposed = 1). */
+static double *attention_bounds(const nk_array *qkv, int transposed, double scale, int causal, double u_pe,
+                                double *out)
+{
+    int64_t S = qkv[0].shape[transposed], d = qkv[0].shape[!transposed];
+    double *q = decoded(&qkv[0], transposed), *k = decoded(&qkv[1], transposed), *v = decoded(&qkv[2], transposed);
+    double *b = q && k && v ? attention_bounds_of(q, k, v, S, d, scale, causal, u_pe, out) : NULL;
+    free(q), free(k), free(v);
+    return b;
 }
 
 static void check_attention(int64_t S, int64_t d, double lo, double hi, int causal, int mixed, uint64_t seed)
@@ -584,7 +610,7 @@ static void check_attention(int64_t S, int64_t d, double lo, double hi, int caus
     result r = run_ref("sd_attention", args, 5, nk_ref_sd_attention, qkv, 3);
     if (r.ok) {
         /* the causal reference is the bound function's own */
-        double *bound = attention_bounds(qkv, causal, mixed ? UBF16 : 0, causal ? r.ref : NULL);
+        double *bound = attention_bounds(qkv, 0, NK_SD_ATTENTION_SCALE, causal, mixed ? UBF16 : 0, causal ? r.ref : NULL);
         char what[80];
         snprintf(what, sizeof what, "S=%lld d=%lld in [%g, %g)%s%s", (long long)S, (long long)d, lo, hi,
                  causal ? " causal" : "", mixed ? " bf16 PE" : " fp32 PE");
@@ -622,7 +648,7 @@ TEST(tutorial_sd_attention_bound_function_matches_the_reference)
                        arr2(NK_F32, 130, 16, 122, -1, 1)};
     double *mine = malloc(130 * 16 * sizeof *mine), *ref = malloc(130 * 16 * sizeof *ref);
     size_t n = 130 * 16;
-    double *b = attention_bounds(qkv, 0, 0, mine);
+    double *b = attention_bounds(qkv, 0, NK_SD_ATTENTION_SCALE, 0, 0, mine);
     CHECK(b && mine && ref && !nk_ref_sd_attention(qkv, 3, &ref, &n, 1));
     for (size_t i = 0; b && mine && ref && i < n; i++)
         CHECK_NEAR(mine[i], ref[i], 1e-12, 1e-14);
@@ -809,4 +835,55 @@ TEST(tutorial_transpose2d_at_tutorial_size)
     CHECK_INT(trace_at_size("transpose2d", args, 3, 3, err, sizeof err), 0);
     if (err[0])
         printf("  %s\n", err);
+}
+
+/* ---- attention forward (the performance tutorial's fused softmax) */
+
+static void check_attention_fwd(int64_t d, int64_t S, double lo, double hi, uint64_t seed)
+{
+    nk_array qkv[3] = {arr2(NK_F32, d, S, seed, lo, hi), arr2(NK_F32, d, S, seed + 1, lo, hi),
+                       arr2(NK_F32, d, S, seed + 2, lo, hi)};
+    result r = run("attention_fwd", qkv, 3);
+    if (r.ok) {
+        /* fp32 all the way: u_pe = 0, scale 1 */
+        double *bound = attention_bounds(qkv, 1, 1.0, 0, 0, NULL);
+        char what[64];
+        snprintf(what, sizeof what, "d=%lld S=%lld in [%g, %g)", (long long)d, (long long)S, lo, hi);
+        CHECK(bound != NULL);
+        if (bound)
+            check_bound(&r, bound, 0, 0, what);
+        free(bound);
+    }
+    done(&r);
+    free_arrays(qkv, 3);
+}
+
+TEST(tutorial_attention_fwd_matches_reference)
+{
+    /* the tutorial's values, uniform in [-1, 1), d = 128 */
+    check_attention_fwd(128, 512, -1, 1, 150);
+    check_attention_fwd(128, 1024, -1, 1, 151);
+    check_attention_fwd(64, 512, -2, 2, 152);
+}
+
+TEST(tutorial_attention_fwd_at_tutorial_size)
+{
+    /* d 128, seqlen 4096, bf16 (the tutorial benchmarks in bf16): 3 loads;
+     * 32 v transposes and copies; per 128-query tile 8 score matmuls, 8
+     * maxima, the row maximum and its negation, 8 exp activations with
+     * their sums, the sum, the reciprocal, 32 transposes and copies, 32
+     * matmuls, the scaling copy out of PSUM and the store */
+    const int64_t nq = 4096 / 128, nkv = 4096 / 512;
+    /* and in fp32, as its accuracy test runs */
+    for (int f = 0; f < 2; f++) {
+        nk_dtype dt = f ? NK_F32 : NK_BF16;
+        nk_array qkv[3] = {{dt, 2, {128, 4096}, NULL}, {dt, 2, {128, 4096}, NULL}, {dt, 2, {128, 4096}, NULL}};
+        char err[512] = "";
+        CHECK_INT(trace_at_size("attention_fwd", qkv, 3,
+                                (size_t)(3 + 2 * nq + nq * (nkv + nkv + 2 + nkv + 2 + 2 * nq + nq + 2)), err,
+                                sizeof err),
+                  0);
+        if (err[0])
+            printf("  %s\n", err);
+    }
 }
