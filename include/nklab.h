@@ -311,6 +311,10 @@ void nk_assign_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
 /* dst += value (NKI's `res_psum += nl.matmul(...)`): a fresh matmul result
  * accumulates straight into dst (a PSUM tile); otherwise a Vector add. */
 void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
+/* dst = value as a copy, never moving value's result into dst (value's
+ * handle stays valid): what a front-end calls when the value is still named
+ * elsewhere, where nk_assign would retarget its producer. */
+void nk_assign_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
 /* nisa.dma_copy(dst=, src=): a DMA between HBM and SBUF, either direction. */
 void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src);
 
@@ -381,6 +385,7 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_load(nc, src) nk_load_at((nc), NK_HERE, (src))
 #define nk_assign(nc, dst, v) nk_assign_at((nc), NK_HERE, (dst), (v))
 #define nk_assign_add(nc, dst, v) nk_assign_add_at((nc), NK_HERE, (dst), (v))
+#define nk_assign_copy(nc, dst, v) nk_assign_copy_at((nc), NK_HERE, (dst), (v))
 #define nk_dma_copy(nc, dst, src) nk_dma_copy_at((nc), NK_HERE, (dst), (src))
 #define nk_store(nc, dst, v) nk_store_at((nc), NK_HERE, (dst), (v))
 #define nk_copy(nc, x, dt) nk_copy_at((nc), NK_HERE, (x), (dt))

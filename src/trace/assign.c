@@ -259,6 +259,18 @@ void nk_assign_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     nk_isa_tensor_copy_at(nc, loc, dst, value, NK_ENGINE_DEFAULT);
 }
 
+void nk_assign_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
+{
+    if (!check_pair(nc, loc, "nk_assign_copy", dst, value))
+        return;
+    if (dst.mem == NK_SHARED_HBM)
+        nk_store_at(nc, loc, dst, value);
+    else if (value.mem == NK_SHARED_HBM)
+        nk_dma_copy_at(nc, loc, dst, value);
+    else
+        nk_isa_tensor_copy_at(nc, loc, dst, value, NK_ENGINE_DEFAULT);
+}
+
 void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
 {
     const char *op = "nk_assign_add";
