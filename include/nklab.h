@@ -350,6 +350,25 @@ void nk_isa_bn_stats_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data);
 /* nisa.bn_aggr: dst[P, 2] = mean and (population) variance of the data that
  * bn_stats tuples describe; data holds k tuples of 3 per partition. */
 void nk_isa_bn_aggr_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data);
+/* nisa.activation_reduce: activation, plus the sum of each partition's
+ * results into reduce_res [P, 1]; reduce_op must be NK_ALU_ADD. */
+void nk_isa_activation_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src, nk_alu reduce_op,
+                                 nk_tensor reduce_res, nk_operand bias, nk_operand scale);
+/* nisa.tensor_tensor_scan: per partition, along the free elements (row-major),
+ * dst[i] = (data0[i] op0 dst[i-1]) op1 data1[i] with dst[-1] = initial, a
+ * scalar nk_imm(v) or a [P, 1] tile nk_col(t); reverse0 gives
+ * (dst[i-1] op0 data0[i]), reverse1 (data1[i] op1 ...). */
+void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data0, nk_tensor data1,
+                                  nk_operand initial, nk_alu op0, nk_alu op1, int reverse0, int reverse1);
+/* nisa.scalar_tensor_tensor: dst = (data op0 operand0) op1 operand1, operand0
+ * a scalar or [P, 1] column, operand1 a tile shaped like data; reverse0 /
+ * reverse1 swap an operator's operands. */
+void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_alu op0,
+                                    nk_operand operand0, nk_alu op1, nk_tensor operand1, int reverse0, int reverse1);
+/* nisa.tensor_scalar_reduce: dst = data op0 operand0, and reduce_res [P, 1] =
+ * reduce_op (add, multiply, maximum, minimum) of each partition's results. */
+void nk_isa_tensor_scalar_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_alu op0,
+                                    nk_operand operand0, nk_alu reduce_op, nk_tensor reduce_res);
 
 /* ---- loops: the body is traced once per iteration */
 
@@ -438,6 +457,14 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
     nk_isa_affine_select_at((nc), NK_HERE, (dst), (pred), (cmp), (t), (f))
 #define nk_isa_bn_stats(nc, dst, data) nk_isa_bn_stats_at((nc), NK_HERE, (dst), (data))
 #define nk_isa_bn_aggr(nc, dst, data) nk_isa_bn_aggr_at((nc), NK_HERE, (dst), (data))
+#define nk_isa_activation_reduce(nc, dst, f, src, rop, rres, bias, scale) \
+    nk_isa_activation_reduce_at((nc), NK_HERE, (dst), (f), (src), (rop), (rres), (bias), (scale))
+#define nk_isa_tensor_tensor_scan(nc, dst, d0, d1, init, op0, op1, r0, r1) \
+    nk_isa_tensor_tensor_scan_at((nc), NK_HERE, (dst), (d0), (d1), (init), (op0), (op1), (r0), (r1))
+#define nk_isa_scalar_tensor_tensor(nc, dst, data, op0, o0, op1, o1, r0, r1) \
+    nk_isa_scalar_tensor_tensor_at((nc), NK_HERE, (dst), (data), (op0), (o0), (op1), (o1), (r0), (r1))
+#define nk_isa_tensor_scalar_reduce(nc, dst, data, op0, o0, rop, rres) \
+    nk_isa_tensor_scalar_reduce_at((nc), NK_HERE, (dst), (data), (op0), (o0), (rop), (rres))
 /* No tensor: for optional tensor parameters. */
 #define NK_NONE ((nk_tensor){0})
 

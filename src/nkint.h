@@ -34,6 +34,9 @@ typedef enum nk_op {
     NK_OP_AFFINE_SELECT, /* POOL: select by affine predicate */
     NK_OP_BN_STATS,      /* DVE: count, mean, variance*count of even and odd elements */
     NK_OP_BN_AGGR,       /* DVE: mean and variance from bn_stats tuples */
+    NK_OP_TENSOR_TENSOR_SCAN,   /* DVE: r[i] = (data0[i] op0 r[i-1]) op1 data1[i] */
+    NK_OP_SCALAR_TENSOR_TENSOR, /* DVE: (data op0 operand0) op1 operand1 */
+    NK_OP_TENSOR_SCALAR_REDUCE, /* DVE: data op0 operand0, and its reduction along the free axes */
     NK_OP_COUNT
 } nk_op;
 

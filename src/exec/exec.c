@@ -890,8 +890,8 @@ static void moments(const float *v, int64_t n, int64_t step, float *out)
         sum += v[i];
     float mean = cnt ? sum / (float)cnt : 0.0f;
     for (int64_t i = 0; i < n; i += step) {
-        float dv = v[i] - mean;
-        m2 += dv * dv;
+        float dv = v[i] - mean, sq = dv * dv;
+        m2 += sq;
     }
     out[0] = (float)cnt;
     out[1] = mean;
@@ -934,15 +934,115 @@ int nk__exec_bn_aggr(exec *x, const nk_instr *in)
             float nb = t[k], mb = t[k + 1], m2b = t[k + 2];
             if (!(nb > 0.0f))
                 continue;
-            float tot = n + nb, delta = mb - mean;
-            mean = mean + delta * (nb / tot);
-            m2 = m2 + m2b + delta * delta * (n * nb / tot);
+            /* one rounding per operation: no fused multiply-add */
+            float tot = n + nb, delta = mb - mean, w = nb / tot, step = delta * w;
+            float cross = delta * delta, wn = n * nb / tot, term = cross * wn;
+            mean = mean + step;
+            m2 = m2 + m2b;
+            m2 = m2 + term;
             n = tot;
         }
         o[p * 2] = mean;
         o[p * 2 + 1] = n > 0.0f ? m2 / n : 0.0f;
     }
     scatter(&d, o);
+    return 0;
+}
+
+/* ---- scans and fused ALU ops [ISA]: fp32 math, results cast to dst */
+
+/* x op y for one pair of fp32 values (for sequential recurrences, where a
+ * whole-row loop per operator does not apply) */
+static float alu_ss(nk_alu op, float x, float y)
+{
+    float r;
+#define SS(e) r = (e)
+    switch (op) { ALU_CASES(SS) }
+#undef SS
+    return r;
+}
+
+/* Per partition: r[i] = op1(op0(data0[i], r[i-1]), data1[i]) over the free
+ * elements in row-major order, r[-1] the initial value; reverse0 swaps op0's
+ * operands, reverse1 op1's. The state stays in fp32 inside the engine [MAMBA]
+ * (only the output is rounded to dst's dtype). */
+int nk__exec_tensor_tensor_scan(exec *x, const nk_instr *in)
+{
+    bview v0 = view_of(x, &in->src[0]), v1 = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
+    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
+    const float *init;
+    if (!a || !b || column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm0, P, &init))
+        return NK_ENOMEM;
+    gather(&v0, a);
+    gather(&v1, b);
+    nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
+    int r0 = !!(in->flags & NK_IF_REV0), r1 = !!(in->flags & NK_IF_REV1);
+    for (int64_t p = 0; p < P; p++) {
+        float *u = a + p * F, st = init[p];
+        const float *w = b + p * F;
+        if (op0 == NK_ALU_MULTIPLY && op1 == NK_ALU_ADD) { /* the linear recurrence, either order */
+            for (int64_t i = 0; i < F; i++) {
+                float t = u[i] * st;
+                u[i] = st = t + w[i];
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < F; i++) {
+            float t = r0 ? alu_ss(op0, st, u[i]) : alu_ss(op0, u[i], st);
+            u[i] = st = r1 ? alu_ss(op1, w[i], t) : alu_ss(op1, t, w[i]);
+        }
+    }
+    scatter(&d, a);
+    return 0;
+}
+
+/* (data op0 operand0) op1 operand1: operand0 per partition, operand1 a
+ * tensor like data; reverse0 / reverse1 swap the operators' operands. */
+int nk__exec_scalar_tensor_tensor(exec *x, const nk_instr *in)
+{
+    bview s = view_of(x, &in->src[0]), o = view_of(x, &in->src[2]), d = view_of(x, &in->dst);
+    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
+    const float *o0;
+    if (!a || !b || column(x, 2, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0))
+        return NK_ENOMEM;
+    gather(&s, a);
+    gather(&o, b);
+    nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
+    int r1 = in->flags & NK_IF_REV1;
+    for (int64_t p = 0; p < P; p++) {
+        alu_vs(op0, a + p * F, o0[p], in->flags & NK_IF_REV0, F);
+        if (r1)
+            alu_vv(op1, b + p * F, a + p * F, F);
+        else
+            alu_vv(op1, a + p * F, b + p * F, F);
+    }
+    scatter(&d, r1 ? b : a);
+    return 0;
+}
+
+/* dst = data op0 operand0; reduce_res = the reduction (alu1: add,
+ * multiply, maximum or minimum) of each partition's fp32 results before
+ * they are cast to dst's dtype (assumed: the docs do not say which), in
+ * index order from the operator's identity. */
+int nk__exec_tensor_scalar_reduce(exec *x, const nk_instr *in)
+{
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst), rd = view_of(x, &in->dst2);
+    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    float *a = scratch(0, (size_t)(P * F)), *r = scratch(3, (size_t)P);
+    const float *o0;
+    if (!a || !r || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0))
+        return NK_ENOMEM;
+    gather(&s, a);
+    nk_alu op0 = (nk_alu)in->alu0, rop = (nk_alu)in->alu1;
+    float init = rop == NK_ALU_MAX ? -INFINITY : rop == NK_ALU_MIN ? INFINITY : rop == NK_ALU_MULTIPLY ? 1.0f : 0.0f;
+    for (int64_t p = 0; p < P; p++) {
+        alu_vs(op0, a + p * F, o0[p], 0, F);
+        r[p] = fold(rop, init, a + p * F, F);
+    }
+    scatter(&d, a);
+    scatter(&rd, r);
     return 0;
 }
 

@@ -135,6 +135,41 @@ static void attrs_affine_select(nk_opbuf *b, const nk_instr *in)
     put(b, "pred=%s cmp=%s on_false=%g", e, cmp_name(in->cmp), in->imm0);
 }
 
+/* tensor_tensor_scan: op0, op1, the initial value when an immediate */
+static void attrs_scan(nk_opbuf *b, const nk_instr *in)
+{
+    put(b, "op0=%s", nk_alu_name((nk_alu)in->alu0));
+    if (in->flags & NK_IF_REV0)
+        put(b, "reverse0");
+    put(b, "op1=%s", nk_alu_name((nk_alu)in->alu1));
+    if (in->flags & NK_IF_REV1)
+        put(b, "reverse1");
+    if (!(in->flags & NK_IF_OPND1_T))
+        put(b, "initial=%g", in->imm0);
+}
+
+/* scalar_tensor_tensor: op0 with operand0 (an immediate or src[1]), op1
+ * with the tensor operand1 */
+static void attrs_stt(nk_opbuf *b, const nk_instr *in)
+{
+    put(b, "op0=%s", nk_alu_name((nk_alu)in->alu0));
+    if (!(in->flags & NK_IF_OPND0_T))
+        put(b, "operand0=%g", in->imm0);
+    if (in->flags & NK_IF_REV0)
+        put(b, "reverse0");
+    put(b, "op1=%s", nk_alu_name((nk_alu)in->alu1));
+    if (in->flags & NK_IF_REV1)
+        put(b, "reverse1");
+}
+
+static void attrs_tensor_scalar_reduce(nk_opbuf *b, const nk_instr *in)
+{
+    put(b, "op0=%s", nk_alu_name((nk_alu)in->alu0));
+    if (!(in->flags & NK_IF_OPND0_T))
+        put(b, "operand0=%g", in->imm0);
+    put(b, "reduce_op=%s", nk_alu_name((nk_alu)in->alu1));
+}
+
 /* ---- cost-table work [ISA-old] */
 
 static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
@@ -163,6 +198,22 @@ static double work_tensor_reduce(const nk_instr *in, double n)
 static double work_memset(const nk_instr *in, double n)
 {
     return in->imm0 == 0.0 && is16f(in->dst.dtype) ? n / 2 : n;
+}
+
+/* tensor_tensor_scan: 2N */
+static double work_twice(const nk_instr *in, double n)
+{
+    (void)in;
+    return 2 * n;
+}
+
+/* scalar_tensor_tensor: N when data and operand1 are bf16, op0 subtract,
+ * op1 multiply and N even; else 2N */
+static double work_stt(const nk_instr *in, double n)
+{
+    int fast = in->src[0].dtype == NK_BF16 && in->src[2].dtype == NK_BF16 && in->alu0 == NK_ALU_SUBTRACT &&
+               in->alu1 == NK_ALU_MULTIPLY && (int64_t)n % 2 == 0;
+    return fast ? n : 2 * n;
 }
 
 /* bn_aggr: 13 cycles per (count, mean, variance*count) tuple */
@@ -289,6 +340,28 @@ static int check_bn_aggr(const nk_arch *a, const nk_instr *in, const int64_t *n,
     return 0;
 }
 
+/* tensor_tensor_scan, scalar_tensor_tensor: src[0], src[1] or src[2] (the
+ * second tensor), dst elementwise; a per-partition column where noted */
+static int check_scan(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    int64_t P = in->src[0].shape[0];
+    if (n[S1] != n[S0] || n[D] != n[S0] || (in->src[2].buf && n[S2] != P))
+        return fail(msg, len, "tensor_tensor_scan element counts %lld, %lld -> %lld (initial %lld of %lld)",
+                    (long long)n[S0], (long long)n[S1], (long long)n[D], (long long)n[S2], (long long)P);
+    return 0;
+}
+
+static int check_stt(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    int64_t P = in->src[0].shape[0];
+    if (n[S2] != n[S0] || n[D] != n[S0] || (in->src[1].buf && n[S1] != P))
+        return fail(msg, len, "scalar_tensor_tensor element counts %lld, %lld -> %lld (operand0 %lld of %lld)",
+                    (long long)n[S0], (long long)n[S2], (long long)n[D], (long long)n[S1], (long long)P);
+    return 0;
+}
+
 /* ---- the table */
 
 #define E(x) NK_ENG(NK_ENGINE_##x)
@@ -389,6 +462,34 @@ static const nk_opdef optable[NK_OP_COUNT] = {
         .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"data", ONCHIP}},
         .cost = {.work = work_bn_aggr, .min_ii_floor = 1},
         .check = check_bn_aggr, .attrs = attrs_none, .exec = nk__exec_bn_aggr,
+    },
+    [NK_OP_TENSOR_TENSOR_SCAN] = {
+        /* max(MIN_II, 2N) [ISA-old]; initial is src[2] or imm0 */
+        .name = "tensor_tensor_scan", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .flags = NK_IF_REV0 | NK_IF_REV1 | NK_IF_OPND1_T,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"data0", ONCHIP}, [S1] = {"data1", ONCHIP},
+                 [S2] = {"initial", ONCHIP, NK_IF_OPND1_T}},
+        .cost = {.work = work_twice, .min_ii_floor = 1},
+        .check = check_scan, .attrs = attrs_scan, .exec = nk__exec_tensor_tensor_scan,
+    },
+    [NK_OP_SCALAR_TENSOR_TENSOR] = {
+        /* N or 2N, no MIN_II floor in its table [ISA-old]; operand0 is src[1]
+           or imm0, operand1 always src[2] */
+        .name = "scalar_tensor_tensor", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .flags = NK_IF_REV0 | NK_IF_REV1 | NK_IF_OPND0_T,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"data", ONCHIP}, [S1] = {"operand0", ONCHIP, NK_IF_OPND0_T},
+                 [S2] = {"operand1", ONCHIP}},
+        .cost = {.work = work_stt},
+        .check = check_stt, .attrs = attrs_stt, .exec = nk__exec_scalar_tensor_tensor,
+    },
+    [NK_OP_TENSOR_SCALAR_REDUCE] = {
+        /* max(MIN_II, N) + MIN_II [ISA-old]; alu1 is the reduce op */
+        .name = "tensor_scalar_reduce", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .flags = NK_IF_OPND0_T,
+        .opnd = {[D] = {"dst", ONCHIP}, [D2] = {"reduce_res", ONCHIP}, [S0] = {"data", ONCHIP},
+                 [S1] = {"operand0", ONCHIP, NK_IF_OPND0_T}},
+        .cost = {.min_ii_floor = 1, .extra = NK_COST_EXTRA_MIN_II},
+        .check = check_columns, .attrs = attrs_tensor_scalar_reduce, .exec = nk__exec_tensor_scalar_reduce,
     },
 };
 

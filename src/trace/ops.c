@@ -352,10 +352,11 @@ static int ok_operand(nk_ctx *nc, nk_loc loc, const char *op, const char *what, 
     return ok_column(nc, loc, op, what, o.t, parts);
 }
 
-void nk_isa_activation_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src, nk_operand bias,
-                          nk_operand scale, nk_tensor reduce_dst)
+/* activation and activation_reduce (one instruction: Activate with the
+ * accumulator read out [A2]); op names the call the kernel made. */
+static void activation(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_act f, nk_tensor src,
+                       nk_operand bias, nk_operand scale, nk_tensor reduce_dst)
 {
-    const char *op = "activation";
     if (!ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
         !ok_read(nc, loc, op, "src", src) || !ok_same_size(nc, loc, op, "dst", dst, "src", src) ||
         !ok_operand(nc, loc, op, "bias", bias, src.shape[0]) || !ok_operand(nc, loc, op, "scale", scale, src.shape[0]))
@@ -403,6 +404,33 @@ void nk_isa_activation_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_te
         wrote(nc, reduce_dst);
     }
     wrote(nc, dst);
+}
+
+void nk_isa_activation_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src, nk_operand bias,
+                          nk_operand scale, nk_tensor reduce_dst)
+{
+    activation(nc, loc, "activation", dst, f, src, bias, scale, reduce_dst);
+}
+
+/* nisa.activation_reduce: activation with reduce_cmd reset_reduce and a
+ * reduce_res [ISA]; the reduction adds ("reduce_op must be nl.add" [ISA]). */
+void nk_isa_activation_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src, nk_alu reduce_op,
+                                 nk_tensor reduce_res, nk_operand bias, nk_operand scale)
+{
+    const char *op = "activation_reduce";
+    if (nc->status)
+        return;
+    if (reduce_op != NK_ALU_ADD) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: reduce_op %s is not supported; the Scalar engine's accumulator adds "
+                 "(reduce_op=nl.add)", op, nk_alu_name(reduce_op));
+        return;
+    }
+    if (!reduce_res.buf) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: reduce_res is %s; it takes a [%d, 1] tile for the sums", op,
+                 reduce_res.mem == NK__MEM_SCALAR ? "a scalar argument" : "missing", src.shape[0]);
+        return;
+    }
+    activation(nc, loc, op, dst, f, src, bias, scale, reduce_res);
 }
 
 void nk_isa_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor a, nk_tensor b, nk_alu alu,
@@ -676,6 +704,159 @@ void nk_isa_bn_aggr_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
     in->src[0] = data;
     in->nsrc = 1;
     wrote(nc, dst);
+}
+
+/* ---- scans and fused ALU ops: tensor_tensor_scan, scalar_tensor_tensor,
+ * tensor_scalar_reduce [ISA] */
+
+/* An arithmetic operator: not bypass, not a bitvec operator [ISA]. */
+static int ok_arith(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_alu alu)
+{
+    if ((unsigned)alu < NK_ALU_COUNT && alu != NK_ALU_BYPASS && !is_bitwise(alu))
+        return 1;
+    if ((unsigned)alu < NK_ALU_COUNT)
+        nk__fail(nc, loc, NK_EINVAL, "%s: %s %s is not an arithmetic operator (bitvec operators and bypass are not "
+                 "supported)", op, what, nk_alu_name(alu));
+    else
+        nk__fail(nc, loc, NK_EINVAL, "%s: invalid ALU operator %d for %s", op, (int)alu, what);
+    return 0;
+}
+
+static int ok_not_both_psum(nk_ctx *nc, nk_loc loc, const char *op, const char *wa, nk_tensor a, const char *wb,
+                            nk_tensor b)
+{
+    if (a.mem != NK_PSUM || b.mem != NK_PSUM)
+        return 1;
+    nk__fail(nc, loc, NK_EMEMORY, "%s: %s and %s are both in PSUM; at most one of them may come from PSUM", op, wa,
+             wb);
+    return 0;
+}
+
+/* reduce_res [P, 1] on chip */
+static int ok_reduce_res(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor r, int parts)
+{
+    if (!r.buf && !nc->status) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: reduce_res is missing; it takes a [%d, 1] tile", op, parts);
+        return 0;
+    }
+    if (!ok_onchip(nc, loc, op, "reduce_res", r, 1, ""))
+        return 0;
+    if (r.shape[0] != parts || nk__free_size(&r) != 1) {
+        char s[64];
+        shape_str(s, sizeof s, r);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: reduce_res must be [%d, 1], got %s", op, parts, s);
+        return 0;
+    }
+    return 1;
+}
+
+void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data0, nk_tensor data1,
+                                  nk_operand initial, nk_alu op0, nk_alu op1, int reverse0, int reverse1)
+{
+    const char *op = "tensor_tensor_scan";
+    nk_tensor ts[4] = {data0, data1, dst, initial.is_tensor ? initial.t : NK_NONE};
+    if (!ok_onchip(nc, loc, op, "data0", data0, 1, "") || !ok_onchip(nc, loc, op, "data1", data1, 1, "") ||
+        !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "data0", data0) ||
+        !ok_read(nc, loc, op, "data1", data1) || !ok_same_size(nc, loc, op, "data0", data0, "data1", data1) ||
+        !ok_same_size(nc, loc, op, "dst", dst, "data0", data0) ||
+        !ok_operand(nc, loc, op, "initial", initial, data0.shape[0]) || !ok_arith(nc, loc, op, "op0", op0) ||
+        !ok_arith(nc, loc, op, "op1", op1) || !ok_not_both_psum(nc, loc, op, "data0", data0, "data1", data1) ||
+        !ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 4))
+        return;
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_TENSOR_TENSOR_SCAN, NK_ENGINE_VECTOR);
+    if (!in)
+        return;
+    in->alu0 = (uint8_t)op0;
+    in->alu1 = (uint8_t)op1;
+    in->flags = (uint16_t)((reverse0 ? NK_IF_REV0 : 0) | (reverse1 ? NK_IF_REV1 : 0));
+    in->dst = dst;
+    in->src[0] = data0;
+    in->src[1] = data1;
+    in->nsrc = 2;
+    if (initial.is_tensor) {
+        in->src[2] = initial.t;
+        in->flags |= NK_IF_OPND1_T;
+        in->nsrc = 3;
+    } else {
+        in->imm0 = initial.value;
+    }
+    wrote(nc, dst);
+}
+
+void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_alu op0,
+                                    nk_operand operand0, nk_alu op1, nk_tensor operand1, int reverse0, int reverse1)
+{
+    const char *op = "scalar_tensor_tensor";
+    nk_tensor ts[4] = {data, operand1, dst, operand0.is_tensor ? operand0.t : NK_NONE};
+    if (!ok_onchip(nc, loc, op, "data", data, 1, "") || !ok_onchip(nc, loc, op, "operand1", operand1, 1, "") ||
+        !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "data", data) ||
+        !ok_read(nc, loc, op, "operand1", operand1) ||
+        !ok_same_size(nc, loc, op, "operand1", operand1, "data", data) ||
+        !ok_same_size(nc, loc, op, "dst", dst, "data", data) ||
+        !ok_operand(nc, loc, op, "operand0", operand0, data.shape[0]) || !ok_arith(nc, loc, op, "op0", op0) ||
+        !ok_arith(nc, loc, op, "op1", op1) || !ok_not_both_psum(nc, loc, op, "data", data, "operand1", operand1) ||
+        !ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 4))
+        return;
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_SCALAR_TENSOR_TENSOR, NK_ENGINE_VECTOR);
+    if (!in)
+        return;
+    in->alu0 = (uint8_t)op0;
+    in->alu1 = (uint8_t)op1;
+    in->flags = (uint16_t)((reverse0 ? NK_IF_REV0 : 0) | (reverse1 ? NK_IF_REV1 : 0));
+    in->dst = dst;
+    in->src[0] = data;
+    in->src[2] = operand1;
+    in->nsrc = 3;
+    if (operand0.is_tensor) {
+        in->src[1] = operand0.t;
+        in->flags |= NK_IF_OPND0_T;
+    } else {
+        in->imm0 = operand0.value;
+    }
+    wrote(nc, dst);
+}
+
+void nk_isa_tensor_scalar_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_alu op0,
+                                    nk_operand operand0, nk_alu reduce_op, nk_tensor reduce_res)
+{
+    const char *op = "tensor_scalar_reduce";
+    nk_tensor ts[4] = {data, dst, reduce_res, operand0.is_tensor ? operand0.t : NK_NONE};
+    if (!ok_onchip(nc, loc, op, "data", data, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
+        !ok_read(nc, loc, op, "data", data) || !ok_same_size(nc, loc, op, "dst", dst, "data", data) ||
+        !ok_operand(nc, loc, op, "operand0", operand0, data.shape[0]) || !ok_arith(nc, loc, op, "op0", op0) ||
+        !ok_reduce_res(nc, loc, op, reduce_res, data.shape[0]) ||
+        !ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 4))
+        return;
+    if (reduce_op != NK_ALU_ADD && reduce_op != NK_ALU_MULTIPLY && reduce_op != NK_ALU_MAX &&
+        reduce_op != NK_ALU_MIN) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: reduce_op %s is not supported (add, multiply, maximum or minimum)", op,
+                 nk_alu_name(reduce_op));
+        return;
+    }
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_TENSOR_SCALAR_REDUCE, NK_ENGINE_VECTOR);
+    if (!in)
+        return;
+    in->alu0 = (uint8_t)op0;
+    in->alu1 = (uint8_t)reduce_op;
+    in->dst = dst;
+    in->dst2 = reduce_res;
+    in->src[0] = data;
+    in->nsrc = 1;
+    if (operand0.is_tensor) {
+        in->src[1] = operand0.t;
+        in->flags |= NK_IF_OPND0_T;
+        in->nsrc = 2;
+    } else {
+        in->imm0 = operand0.value;
+    }
+    wrote(nc, dst);
+    wrote(nc, reduce_res);
 }
 
 /* ---- language-level ops */

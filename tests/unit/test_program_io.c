@@ -36,6 +36,12 @@ static void k_mix(nk_ctx *nc, const nk_tensor *args, int nargs)
     nk_isa_bn_stats(nc, nk_ix(nc, st, NK_ALL, nk_r(6, 12)), nk_ix(nc, t2, NK_ALL, nk_r(200, 256)));
     nk_tensor mv = nk_ndarray(nc, NK_SHAPE(64, 2), NK_F32, NK_SBUF);
     nk_isa_bn_aggr(nc, mv, st);
+    nk_tensor scan = nk_ndarray(nc, NK_SHAPE(64, 256), NK_F32, NK_SBUF);
+    nk_isa_tensor_tensor_scan(nc, scan, t2, t2, nk_col(m), NK_ALU_MULTIPLY, NK_ALU_ADD, 0, 1);
+    nk_tensor stt = nk_ndarray(nc, NK_SHAPE(64, 256), NK_F32, NK_SBUF);
+    nk_isa_scalar_tensor_tensor(nc, stt, t2, NK_ALU_SUBTRACT, nk_imm(0.5f), NK_ALU_MULTIPLY, scan, 1, 0);
+    nk_tensor tsr = nk_ndarray(nc, NK_SHAPE(64, 256), NK_F32, NK_SBUF), tsr_r = nk_ndarray(nc, NK_SHAPE(64, 1), NK_F32, NK_SBUF);
+    nk_isa_tensor_scalar_reduce(nc, tsr, stt, NK_ALU_MULTIPLY, nk_col(m), NK_ALU_MAX, tsr_r);
     nk_tensor tt = nk_transpose(nc, nk_ix(nc, t2, nk_r(0, 32), nk_r(0, 32)));
     nk_tensor t3 = nk_multiply(nc, nk_ix(nc, t2, nk_r(0, 32), nk_r(0, 32)), tt);
     nk_store(nc, nk_ix(nc, out, nk_r(0, 32), nk_r(0, 32)), t3);
