@@ -638,6 +638,8 @@ typedef struct nk_metrics {
     double mm_arithmetic_intensity;   /* matmul FLOPs per HBM byte */
     double peak_flops_bandwidth_ratio;/* peak FLOP/s over HBM bytes/s: the ridge point */
     double matmul_instruction_count;
+    double spill_store_bytes;         /* SBUF -> HBM by spills the compile step inserted */
+    double spill_reload_bytes;        /* HBM -> SBUF by their reloads */
 } nk_metrics;
 
 int nk_profile_metrics(const nk_profile *pr, nk_metrics *m);

@@ -50,7 +50,8 @@ enum {
     NK_IF_OPND0_T = 1u << 3,    /* tensor_scalar operand0 / activation bias is src[1] */
     NK_IF_OPND1_T = 1u << 4,    /* tensor_scalar operand1 / activation scale is src[2] */
     NK_IF_REDUCE = 1u << 5,     /* activation: dst2 holds the add-reduction */
-    NK_IF_KEEPDIMS = 1u << 6
+    NK_IF_KEEPDIMS = 1u << 6,
+    NK_IF_SPILL = 1u << 7       /* load/store: spill or reload the compile step inserted */
 };
 
 /* One instruction. Operands are access patterns in nk_tensor form. */
@@ -91,7 +92,8 @@ typedef struct nk_bufinfo {
     uint32_t loop;  /* loop instance + 1 it was allocated in; 0 = kernel scope */
     uint16_t slot, nslots; /* rotation slot of a multi-buffered tile */
     uint8_t written;       /* tracing: has any instruction written it */
-    uint8_t pad[3];
+    uint8_t spill;         /* 1: the HBM copy of a spilled tile; 2: a tile reloaded from one */
+    uint8_t pad[2];
 } nk_bufinfo;
 
 typedef struct nk_locinfo {

@@ -371,12 +371,12 @@ static int check_stt(const nk_arch *a, const nk_instr *in, const int64_t *n, cha
 
 static const nk_opdef optable[NK_OP_COUNT] = {
     [NK_OP_LOAD] = {
-        .name = "load", .engines = E(DMA), .default_engine = NK_ENGINE_DMA,
+        .name = "load", .engines = E(DMA), .default_engine = NK_ENGINE_DMA, .flags = NK_IF_SPILL,
         .opnd = {[D] = {"dst", M(SBUF)}, [S0] = {"src", HBM}},
         .check = check_dma, .attrs = attrs_none, .exec = nk__exec_dma,
     },
     [NK_OP_STORE] = {
-        .name = "store", .engines = E(DMA), .default_engine = NK_ENGINE_DMA,
+        .name = "store", .engines = E(DMA), .default_engine = NK_ENGINE_DMA, .flags = NK_IF_SPILL,
         .opnd = {[D] = {"dst", HBM}, [S0] = {"src", M(SBUF)}},
         .check = check_dma, .attrs = attrs_none, .exec = nk__exec_dma,
     },

@@ -60,6 +60,8 @@ static const struct {
     M(mm_arithmetic_intensity, NK_MK_RATIO, "FLOP/byte"),
     M(peak_flops_bandwidth_ratio, NK_MK_RATIO, "FLOP/byte"),
     M(matmul_instruction_count, NK_MK_COUNT, "count"),
+    M(spill_store_bytes, NK_MK_BYTES, "bytes"),
+    M(spill_reload_bytes, NK_MK_BYTES, "bytes"),
 };
 
 int nk_metrics_count(void) { return (int)NK_ARRAY_LEN(table); }
@@ -244,6 +246,18 @@ int nk_profile_metrics(const nk_profile *pr, nk_metrics *m)
     m->psum_write_bytes = w.written[NK_PSUM];
     m->hardware_flops = w.hw_flops;
     m->matmul_instruction_count = (double)w.matmuls;
+    /* the compile step's spills: stores to and loads from HBM it inserted */
+    for (uint32_t i = 0; i < pr->prog->ninstr; i++) {
+        const nk_instr *in = &pr->prog->instrs[i];
+        if (!(in->flags & NK_IF_SPILL))
+            continue;
+        const nk_tensor *t = in->op == NK_OP_STORE ? &in->dst : &in->src[0];
+        double bytes = (double)nk__numel(t) * nk_dtype_size((nk_dtype)t->dtype);
+        if (in->op == NK_OP_STORE)
+            m->spill_store_bytes += bytes;
+        else
+            m->spill_reload_bytes += bytes;
+    }
     m->hfu_estimated_percent = pct(w.hw_peak_ns, T);
     m->mfu_estimated_percent = pct(w.mm_peak_ns, T);
     double hbm = m->hbm_read_bytes + m->hbm_write_bytes;

@@ -21,6 +21,8 @@ typedef struct span {
 typedef struct ascan {
     nk_program *p;
     const nk_alloc_info *ai;
+    uint32_t *iter;         /* per buffer: iteration of its loop at allocation (grows with spills) */
+    uint32_t fail_id, fail_s, fail_nact; /* the tile that did not fit, at instruction fail_s */
     uint32_t *first, *last; /* per buffer: first and last instruction touching it */
     uint32_t *end;          /* per buffer: last, extended over its loop's buffers */
     span *order;            /* on-chip buffers with an interval, by s */
@@ -78,7 +80,7 @@ static void intervals(ascan *a)
         if (bi->loop && bi->loop <= p->nloops) {
             const nk_loopinfo *li = &p->loops[bi->loop - 1];
             if (li->kind == NK_LOOP_AFFINE && li->bufs > 1) {
-                uint32_t it = a->ai->buf_iter[b];
+                uint32_t it = a->iter[b];
                 uint32_t next = iter_start(&a->ai->loops[bi->loop - 1], (uint64_t)it + li->bufs);
                 if (next > 0 && next - 1 > sp.e)
                     sp.e = next - 1;
@@ -178,6 +180,9 @@ static int scan_mem(ascan *a, int mem, int64_t cap, int bufs_max, int64_t *peak,
         }
         if (addr + bi->bytes > cap) {
             describe_failure(a, mem, nact, sp, cap, bufs_max, err, errlen);
+            a->fail_id = sp->id;
+            a->fail_s = sp->s;
+            a->fail_nact = nact;
             return 1;
         }
         bi->addr = addr;
@@ -190,27 +195,246 @@ static int scan_mem(ascan *a, int mem, int64_t cap, int bufs_max, int64_t *peak,
     return 0;
 }
 
+/* First and last use of every on-chip buffer. */
+static void uses(ascan *a)
+{
+    nk_program *p = a->p;
+    memset(a->first, 0xff, (size_t)p->nbufs * sizeof *a->first);
+    memset(a->last, 0, (size_t)p->nbufs * sizeof *a->last);
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        touch(a, &in->dst, i);
+        touch(a, &in->dst2, i);
+        for (int k = 0; k < 3; k++)
+            touch(a, &in->src[k], i);
+    }
+}
+
+static int uses_buf(const nk_instr *in, uint32_t b)
+{
+    return in->dst.buf == b || in->dst2.buf == b || in->src[0].buf == b || in->src[1].buf == b ||
+           in->src[2].buf == b;
+}
+
+/* Room for one more buffer in the program and in the scan's arrays. */
+static int grow_bufs(ascan *a, uint32_t more)
+{
+    nk_program *p = a->p;
+    size_t n = (size_t)p->nbufs + more;
+    nk_bufinfo *b = realloc(p->bufs, n * sizeof *b);
+    if (!b)
+        return NK_ENOMEM;
+    p->bufs = b;
+    uint32_t **arrs[5] = {&a->first, &a->last, &a->end, &a->active, &a->iter};
+    for (int k = 0; k < 5; k++) {
+        uint32_t *q = realloc(*arrs[k], n * sizeof *q);
+        if (!q)
+            return NK_ENOMEM;
+        *arrs[k] = q;
+    }
+    span *o = realloc(a->order, n * sizeof *o);
+    if (!o)
+        return NK_ENOMEM;
+    a->order = o;
+    return 0;
+}
+
+/* A whole-buffer view: tiles partition axis first, HBM row-major. */
+static nk_tensor whole(const nk_program *p, uint32_t id)
+{
+    const nk_bufinfo *b = &p->bufs[id];
+    nk_tensor t;
+    memset(&t, 0, sizeof t);
+    t.buf = id;
+    t.dtype = b->dtype;
+    t.mem = b->mem;
+    t.ndim = b->ndim;
+    int64_t s = 1;
+    for (int i = b->ndim - 1; i >= 0; i--) {
+        t.shape[i] = (int32_t)b->shape[i];
+        int part = b->mem != NK_SHARED_HBM && i == 0;
+        t.stride[i] = part ? 1 : s;
+        if (!part)
+            s *= b->shape[i];
+    }
+    return t;
+}
+
+/* Inserts in at index q; iteration starts and loop ends at q move with the
+ * instructions after it unless `before` attaches it to the instruction at q. */
+static int insert_instr(ascan *a, uint32_t q, const nk_instr *in, int before)
+{
+    nk_program *p = a->p;
+    nk_instr *v = realloc(p->instrs, ((size_t)p->ninstr + 1) * sizeof *v);
+    if (!v)
+        return NK_ENOMEM;
+    p->instrs = v;
+    memmove(v + q + 1, v + q, (size_t)(p->ninstr - q) * sizeof *v);
+    v[q] = *in;
+    p->ninstr++;
+    for (uint32_t l = 0; l < p->nloops; l++) {
+        nk_loopalloc *la = &a->ai->loops[l];
+        for (uint32_t k = 0; k < la->nits; k++)
+            if (la->its[k].start > q || (!before && la->its[k].start == q))
+                la->its[k].start++;
+        if (la->end > q || (!before && la->end == q))
+            la->end++;
+    }
+    return 0;
+}
+
+/* Spills one SBUF tile live at the failure to HBM: the one whose next use
+ * is farthest (Belady's choice), stored after its last use before the
+ * failing instruction and reloaded into a new tile before its next use. 0
+ * when one was spilled, 1 when no tile can be. */
+static int spill_one(ascan *a)
+{
+    nk_program *p = a->p;
+    uint32_t s = a->fail_s, victim = 0, vnext = 0, vprev = 0;
+    for (uint32_t k = 0; k < a->fail_nact; k++) {
+        uint32_t id = a->active[k];
+        const nk_bufinfo *b = &p->bufs[id];
+        if (b->mem != NK_SBUF || id == a->fail_id || uses_buf(&p->instrs[s], id) || a->first[id] >= s)
+            continue;
+        uint32_t prev = UINT32_MAX, next = UINT32_MAX;
+        for (uint32_t i = s; i-- > a->first[id];)
+            if (uses_buf(&p->instrs[i], id)) {
+                prev = i;
+                break;
+            }
+        for (uint32_t i = s + 1; i <= a->last[id] && i < p->ninstr; i++)
+            if (uses_buf(&p->instrs[i], id)) {
+                next = i;
+                break;
+            }
+        if (prev == UINT32_MAX || next == UINT32_MAX)
+            continue;
+        if (!victim || next > vnext || (next == vnext && b->bytes > p->bufs[victim].bytes)) {
+            victim = id;
+            vnext = next;
+            vprev = prev;
+        }
+    }
+    if (!victim || grow_bufs(a, 2))
+        return 1;
+    /* the HBM copy and the reloaded tile */
+    uint32_t h = p->nbufs++, v2 = p->nbufs++;
+    nk_bufinfo *vb = &p->bufs[victim];
+    p->bufs[v2] = *vb;
+    p->bufs[v2].addr = 0;
+    nk_bufinfo *hb = &p->bufs[h];
+    memset(hb, 0, sizeof *hb);
+    hb->mem = NK_SHARED_HBM;
+    hb->dtype = vb->dtype;
+    hb->ndim = vb->ndim;
+    memcpy(hb->shape, vb->shape, sizeof hb->shape);
+    hb->role = NK_ROLE_SCRATCH;
+    hb->index = -1;
+    int64_t numel = 1;
+    for (int d = 0; d < vb->ndim; d++)
+        numel *= vb->shape[d];
+    hb->bytes = numel * nk_dtype_size((nk_dtype)vb->dtype);
+    hb->loc = vb->loc;
+    hb->nslots = 1;
+    hb->spill = 1;
+    p->bufs[v2].spill = 2;
+    a->iter[h] = 0;
+    a->iter[v2] = a->iter[victim];
+    nk_instr st, ld;
+    const nk_instr *after = &p->instrs[vprev], *before = &p->instrs[vnext];
+    memset(&st, 0, sizeof st);
+    st.op = NK_OP_STORE;
+    st.engine = NK_ENGINE_DMA;
+    st.flags = NK_IF_SPILL;
+    st.loc = after->loc;
+    st.loop = after->loop;
+    st.iter = after->iter;
+    st.dst = whole(p, h);
+    st.src[0] = whole(p, victim);
+    st.nsrc = 1;
+    ld = st;
+    ld.op = NK_OP_LOAD;
+    ld.loc = before->loc;
+    ld.loop = before->loop;
+    ld.iter = before->iter;
+    ld.dst = whole(p, v2);
+    ld.src[0] = whole(p, h);
+    if (insert_instr(a, vprev + 1, &st, 0) || insert_instr(a, vnext + 1, &ld, 1))
+        return 1;
+    /* later uses read the reloaded tile */
+    for (uint32_t i = vnext + 2; i < p->ninstr; i++) {
+        nk_instr *in = &p->instrs[i];
+        nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++)
+            if (ts[k]->buf == victim)
+                ts[k]->buf = v2;
+    }
+    return 0;
+}
+
+/* Can every instruction have its SBUF tiles resident at once? Spilling
+ * cannot help one that cannot: 1 with err naming the first such, 0 if all
+ * can. */
+static int infeasible(ascan *a, int64_t cap, char *err, size_t errlen)
+{
+    nk_program *p = a->p;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        uint32_t ids[5];
+        int n = 0;
+        int64_t need = 0;
+        for (int k = 0; k < 5; k++) {
+            uint32_t b = ts[k]->buf;
+            if (!b || b >= p->nbufs || p->bufs[b].mem != NK_SBUF)
+                continue;
+            int dup = 0;
+            for (int j = 0; j < n; j++)
+                dup |= ids[j] == b;
+            if (!dup) {
+                ids[n++] = b;
+                need += p->bufs[b].bytes;
+            }
+        }
+        if (need <= cap)
+            continue;
+        const nk_locinfo *l = &p->locs[in->loc];
+        int w = snprintf(err, errlen, "%s:%d: SBUF capacity exceeded: this %s needs its tiles resident at once, "
+                         "%lld bytes per partition, and %lld are available; its tiles:", p->files[l->file],
+                         l->line, nk_op_name(in->op), (long long)need, (long long)cap);
+        for (int j = 0; j < n && w > 0 && (size_t)w < errlen; j++) {
+            const nk_bufinfo *b = &p->bufs[ids[j]];
+            const nk_locinfo *bl = &p->locs[b->loc];
+            int32_t s32[NK_MAXDIM];
+            for (int d = 0; d < b->ndim; d++)
+                s32[d] = (int32_t)b->shape[d];
+            char shape[64];
+            nk__format_shape(shape, sizeof shape, s32, b->ndim);
+            w += snprintf(err + w, errlen - (size_t)w, "%s %s %s at %s:%d (%lld bytes)", j ? ";" : "", shape,
+                          nk_dtype_name((nk_dtype)b->dtype), p->files[bl->file], bl->line, (long long)b->bytes);
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errlen)
 {
     int rc = NK_ENOMEM;
-    ascan a = {p, ai, NULL, NULL, NULL, NULL, 0, NULL};
+    ascan a = {p, ai, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL};
     size_t nb = p->nbufs ? p->nbufs : 1;
     a.first = malloc(nb * sizeof *a.first);
     a.last = calloc(nb, sizeof *a.last);
     a.end = malloc(nb * sizeof *a.end);
     a.order = malloc(nb * sizeof *a.order);
     a.active = malloc(nb * sizeof *a.active);
+    a.iter = malloc(nb * sizeof *a.iter);
     uint8_t *orig = malloc((p->nloops ? p->nloops : 1) * sizeof *orig);
-    if (!a.first || !a.last || !a.end || !a.order || !a.active || !orig)
+    if (!a.first || !a.last || !a.end || !a.order || !a.active || !a.iter || !orig)
         goto out;
-    memset(a.first, 0xff, nb * sizeof *a.first);
-    for (uint32_t i = 0; i < p->ninstr; i++) {
-        const nk_instr *in = &p->instrs[i];
-        touch(&a, &in->dst, i);
-        touch(&a, &in->dst2, i);
-        for (int k = 0; k < 3; k++)
-            touch(&a, &in->src[k], i);
-    }
+    memcpy(a.iter, ai->buf_iter, (size_t)p->nbufs * sizeof *a.iter);
+    uint32_t n0 = p->ninstr;
+    uses(&a);
     int bufs_max = 1;
     for (uint32_t l = 0; l < p->nloops; l++) {
         orig[l] = p->loops[l].bufs;
@@ -223,15 +447,29 @@ int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errle
         for (uint32_t l = 0; l < p->nloops; l++)
             if (p->loops[l].kind == NK_LOOP_AFFINE && !ai->loops[l].explicit_bufs)
                 p->loops[l].bufs = (uint8_t)(orig[l] < bufs ? orig[l] : bufs);
-        intervals(&a);
-        int64_t peak_s = 0, peak_p = 0;
-        int fail = scan_mem(&a, NK_SBUF, cap[NK_SBUF], bufs_max, &peak_s, err, errlen) ||
-                   scan_mem(&a, NK_PSUM, cap[NK_PSUM], bufs_max, &peak_p, err, errlen);
-        if (!fail) {
-            p->sbuf_peak = peak_s;
-            p->psum_peak = peak_p;
-            rc = 0;
-            goto out;
+        for (int spills = 0;; spills++) {
+            intervals(&a);
+            int64_t peak_s = 0, peak_p = 0;
+            int fail = scan_mem(&a, NK_SBUF, cap[NK_SBUF], bufs_max, &peak_s, err, errlen);
+            int sbuf_fail = fail;
+            if (!fail)
+                fail = scan_mem(&a, NK_PSUM, cap[NK_PSUM], bufs_max, &peak_p, err, errlen);
+            if (!fail) {
+                p->sbuf_peak = peak_s;
+                p->psum_peak = peak_p;
+                rc = 0;
+                goto out;
+            }
+            /* with one buffer per tile and SBUF still short: spill, as neuronx-cc does
+             * (each spill adds two instructions; the bound keeps a pathological
+             * program's compile finite) */
+            if (bufs > 1 || !sbuf_fail || (uint64_t)spills > 2 * (uint64_t)n0 + 64)
+                break;
+            if (!spills && infeasible(&a, cap[NK_SBUF], err, errlen))
+                break;
+            if (spill_one(&a))
+                break;
+            uses(&a);
         }
     }
     rc = NK_ECAPACITY;
@@ -241,6 +479,7 @@ out:
     free(a.end);
     free(a.order);
     free(a.active);
+    free(a.iter);
     free(orig);
     return rc;
 }

@@ -9,7 +9,9 @@
  * touch different addresses and can overlap. Buffer counts are chosen
  * program-wide: the target's default for every affine loop that did not ask
  * for a count of its own, lowered for all of them together until the program
- * fits.
+ * fits. When one buffer per tile still does not fit in SBUF, tiles are
+ * spilled to HBM and reloaded before their next use (a store and a load
+ * marked NK_IF_SPILL), the tile whose next use is farthest first.
  */
 #ifndef NK_SCHED_ALLOC_H
 #define NK_SCHED_ALLOC_H
@@ -32,15 +34,16 @@ typedef struct nk_loopalloc {
 } nk_loopalloc;
 
 typedef struct nk_alloc_info {
-    const nk_loopalloc *loops; /* p->nloops entries, by loop instance - 1 */
-    const uint32_t *buf_iter;  /* p->nbufs entries: iteration of the buffer's loop at allocation */
+    nk_loopalloc *loops;      /* p->nloops entries, by loop instance - 1 (spills move their starts) */
+    const uint32_t *buf_iter; /* p->nbufs entries: iteration of the buffer's loop at allocation */
 } nk_alloc_info;
 
 /* Assigns every on-chip buffer's addr (and slot, nslots), sets the loops'
- * final buffer counts and p->sbuf_peak / psum_peak. NK_ECAPACITY with
- * "file:line: message" in err when the program cannot fit with one buffer
- * per tile: the message names the line at the peak and the largest tiles
- * live there. */
+ * final buffer counts and p->sbuf_peak / psum_peak, inserting spills where
+ * SBUF runs short (new instructions and buffers). NK_ECAPACITY with
+ * "file:line: message" in err when the program cannot fit even so (PSUM,
+ * or tiles that one instruction needs at once): the message names the line
+ * at the peak and the largest tiles live there. */
 int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errlen);
 
 #endif

@@ -937,19 +937,19 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
             snprintf(err, errlen, "%s", nc->err);
         goto out;
     }
+    for (uint32_t b = 1; b < p->nbufs; b++)
+        p->bufs[b].written = 0; /* tracing state only */
+    rc = finish(nc, err, errlen); /* may add spill buffers */
+    if (rc)
+        goto out;
     p->hbm_list = calloc(p->nbufs, sizeof *p->hbm_list);
     if (!p->hbm_list) {
         rc = NK_ENOMEM;
         goto out;
     }
-    for (uint32_t b = 1; b < p->nbufs; b++) {
-        p->bufs[b].written = 0; /* tracing state only */
+    for (uint32_t b = 1; b < p->nbufs; b++)
         if (p->bufs[b].mem == NK_SHARED_HBM)
             p->hbm_list[p->nhbm++] = b;
-    }
-    rc = finish(nc, err, errlen);
-    if (rc)
-        goto out;
     rc = nk_schedule(p, opts ? opts->schedule : NK_SCHED_LIST);
     if (rc) {
         if (err)

@@ -41,7 +41,7 @@ if [ "$cols" -eq 1 ]; then ok; else bad "values right-aligned in one column" "$c
 # `nklab insights`, in its order, each with its suggestion
 sed -n '/^Top findings/,$p' "$W/text" >"$W/top"
 if [ "$(sed -n '1p' "$W/top")" = "Top findings (nklab insights for all):" ] &&
-    [ "$(grep -n '^Top findings' "$W/text" | cut -d: -f1)" -gt "$(grep -n '^  matmul_instruction_count ' "$W/text" | cut -d: -f1)" ] &&
+    [ "$(grep -n '^Top findings' "$W/text" | cut -d: -f1)" -gt "$(grep -n '^  spill_reload_bytes ' "$W/text" | cut -d: -f1)" ] &&
     [ -z "$(grep -B1 '^Top findings' "$W/text" | head -n 1)" ]; then ok; else
     bad "a 'Top findings' heading after the metrics and a blank line" "$(tail -n 20 "$W/text")"
 fi
@@ -80,7 +80,7 @@ want += ["dma_active_time_percent", "dma_transfer_count", "dma_transfer_total_by
          "dma_transfer_average_bytes", "dma_queue_count", "hbm_read_bytes", "hbm_write_bytes",
          "sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes", "psum_write_bytes", "hardware_flops",
          "hfu_estimated_percent", "mfu_estimated_percent", "mbu_estimated_percent", "mm_arithmetic_intensity",
-         "peak_flops_bandwidth_ratio", "matmul_instruction_count"]
+         "peak_flops_bandwidth_ratio", "matmul_instruction_count", "spill_store_bytes", "spill_reload_bytes"]
 assert list(d) == want, list(d)
 assert d["hbm_read_bytes"] == 512000 and d["hbm_write_bytes"] == 512000
 assert d["scalar_engine_instruction_count"] == 2 and d["event_count"] >= 6

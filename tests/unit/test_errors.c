@@ -36,14 +36,14 @@ static void k_sbuf_tile_200_partitions(nk_ctx *nc, const nk_tensor *a, int n)
     at = __LINE__; nk_ndarray(nc, NK_SHAPE(200, 4), F32, NK_SBUF);
 }
 
-/* Two tiles live at once (both written, then both read) that do not fit
- * together: liveness allocation refuses at the second one's first write. */
+/* One instruction reads two tiles that do not fit together: no allocation
+ * or spill can help, and the error names that instruction and its tiles. */
 static void k_sbuf_capacity(nk_ctx *nc, const nk_tensor *a, int n)
 {
     (void)n;
     at2 = __LINE__; nk_tensor x = nk_zeros(nc, NK_SHAPE(128, 40000), F32, NK_SBUF); /* 160000 of 180224 bytes */
-    at = __LINE__; nk_tensor y = nk_zeros(nc, NK_SHAPE(128, 8192), F32, NK_SBUF);
-    nk_tensor s = nk_add(nc, nk_ix(nc, x, NK_ALL, nk_r(0, 4)), nk_ix(nc, y, NK_ALL, nk_r(0, 4)));
+    nk_tensor y = nk_zeros(nc, NK_SHAPE(128, 8192), F32, NK_SBUF);
+    at = __LINE__; nk_tensor s = nk_add(nc, nk_ix(nc, x, NK_ALL, nk_r(0, 4)), nk_ix(nc, y, NK_ALL, nk_r(0, 4)));
     nk_tensor out = nk_ndarray(nc, NK_SHAPE(1, 4), F32, NK_SHARED_HBM);
     nk_store(nc, out, nk_ix(nc, s, nk_r(0, 1), NK_ALL));
     nk_return(nc, out);
@@ -632,10 +632,11 @@ TEST(err_sbuf_tile_of_200_partitions)
 
 TEST(err_sbuf_capacity)
 {
-    /* 176 KiB usable per partition; 160000 live; [128, 8192] fp32 needs 32768 more */
+    /* 176 KiB usable per partition; the add needs 160000 + 32768 + 64 at once */
     expect("sbuf_capacity", NK_ECAPACITY,
-           V("SBUF capacity exceeded", "192768 bytes per partition would be live here, 180224 are available",
-             "1 x [128, 40000] float32 at", "@2", "(160000 bytes)", "1 x [128, 8192] float32"));
+           V("SBUF capacity exceeded: this tensor_tensor needs its tiles resident at once, 192832 bytes per "
+             "partition, and 180224 are available", "[128, 40000] float32 at", "@2", "(160000 bytes)",
+             "[128, 8192] float32"));
 }
 
 TEST(err_psum_capacity)

@@ -621,3 +621,51 @@ TEST(lang_list_schedule_is_never_slower_and_pipelines_softmax)
     CHECK(t[0][4] < 0.9 * t[1][4]);   /* more buffers help only when the queues may reorder */
     CHECK(t[0][4] < 0.9 * t[0][2]);
 }
+
+/* ---- spill and reload */
+
+/* Four [128, 12288] fp32 tiles (48 KiB a partition each) live at once need
+ * 192 KiB where 176 KiB are free: one is spilled to HBM and reloaded. */
+static void k_spill(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    int64_t F = a[0].shape[1];
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(512, F), F32, NK_SHARED_HBM);
+    nk_tensor t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = nk_load(nc, nk_ix(nc, a[0], nk_r(i * 128, i * 128 + 128)));
+    for (int i = 0; i < 4; i++)
+        nk_store(nc, nk_ix(nc, out, nk_r(i * 128, i * 128 + 128)), t[i]);
+    nk_return(nc, out);
+}
+
+TEST(lang_sbuf_short_by_one_tile_spills_and_reloads_it)
+{
+    nk_array x = arr2(512, 12288, 0.5f), out[1];
+    nk_kernel *k = nk_kernel_new("spill", k_spill);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
+    if (p) {
+        int spills = 0, loads = 0, stores = 0;
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            if (p->instrs[i].flags & NK_IF_SPILL) {
+                spills++;
+                loads += p->instrs[i].op == NK_OP_LOAD;
+                stores += p->instrs[i].op == NK_OP_STORE;
+            }
+        CHECK_INT(spills, 2);
+        CHECK_INT(loads, 1);
+        CHECK_INT(stores, 1);
+        CHECK(p->sbuf_peak <= p->arch->sbuf_partition_bytes - p->arch->sbuf_reserved_bytes);
+        char why[128] = "";
+        CHECK_INT(allocation_overlaps(p, why, sizeof why), 0);
+    }
+    int nout = 0;
+    CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        CHECK(!memcmp(out[0].data, x.data, nk_array_nbytes(&x)));
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}

@@ -592,7 +592,7 @@ TEST(profile_summary_json_has_exactly_the_metric_keys)
         "dma_transfer_average_bytes", "dma_queue_count", "hbm_read_bytes", "hbm_write_bytes",
         "sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes", "psum_write_bytes", "hardware_flops",
         "hfu_estimated_percent", "mfu_estimated_percent", "mbu_estimated_percent", "mm_arithmetic_intensity",
-        "peak_flops_bandwidth_ratio", "matmul_instruction_count",
+        "peak_flops_bandwidth_ratio", "matmul_instruction_count", "spill_store_bytes", "spill_reload_bytes",
     };
     nk_kernel *k;
     const nk_program *p = fx_compile_exp(&k, 250, 512);

@@ -190,7 +190,7 @@ static void check_same_program(const nk_program *a, const nk_program *b)
 /* Runs p on deterministic inputs; outputs are allocated into outs. */
 static int run_program(const nk_program *p, nk_array *outs)
 {
-    nk_array in[4];
+    nk_array in[8]; /* at least NK_KERNEL_MAX_ARGS */
     int n = nk_program_num_inputs(p), rc = 0;
     for (int i = 0; i < n; i++) {
         nk_array d;

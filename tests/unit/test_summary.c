@@ -79,7 +79,7 @@ TEST(summary_text_ends_with_the_top_three_findings)
     CHECK(ins->n > 3);
     for (uint32_t k = 0; ins->n <= 3 && k < ins->n; k++)
         printf("    finding %s\n", ins->f[k].key);
-    const char *metrics_end = strstr(text, "\n  matmul_instruction_count ");
+    const char *metrics_end = strstr(text, "\n  spill_reload_bytes ");
     const char *head = strstr(text, "\n\nTop findings (nklab insights for all):\n1. [");
     CHECK(metrics_end && head && metrics_end < head);
     const char *prev = head;
@@ -121,7 +121,7 @@ TEST(summary_text_without_findings_ends_with_the_metrics)
         for (uint32_t k = 0; k < ins->n; k++)
             printf("    finding %s\n", ins->f[k].key);
         CHECK(strstr(text, "Top findings") == NULL);
-        const char *last = strstr(text, "\n  matmul_instruction_count ");
+        const char *last = strstr(text, "\n  spill_reload_bytes ");
         CHECK(last && !strchr(last + 1, '\n')[1]); /* the metric's line is the last */
     }
     free(text);

@@ -17,7 +17,8 @@
 
 static int big_line; /* the line of the load that overflows on trn1 */
 
-/* Two [128, 24576] fp32 tiles alive at once: 192 KiB per partition. */
+/* Two [128, 24576] fp32 tiles added into a third: the add needs 288 KiB
+ * per partition at once. */
 static void k_two_big_tiles(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;
@@ -137,13 +138,13 @@ TEST(target_doubled_sbuf_lets_an_overflowing_kernel_trace)
     nk_array x = shape_only(NK_F32, 128, BIG_F);
     nk_kernel *k = nk_kernel_new("two_big_tiles", k_two_big_tiles);
     const nk_program *p = NULL;
-    /* trn1: 176 KiB for kernels per partition [ALLOC]; the second 96 KiB tile does not fit */
+    /* trn1: 176 KiB for kernels per partition [ALLOC]; the add's three 96 KiB tiles do not fit */
     CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), NK_ECAPACITY);
     char want[512];
-    snprintf(want, sizeof want, "%s:%d: SBUF capacity exceeded: 196608 bytes per partition would be live here, "
-             "180224 are available; the largest live tiles: 1 x [128, 24576] float32 at %s:%d (98304 bytes); "
-             "1 x [128, 24576] float32 at %s:%d (98304 bytes)", __FILE__, big_line, __FILE__, big_line - 1,
-             __FILE__, big_line);
+    snprintf(want, sizeof want, "%s:%d: SBUF capacity exceeded: this tensor_tensor needs its tiles resident at "
+             "once, 294912 bytes per partition, and 180224 are available; its tiles: [128, 24576] float32 at %s:%d "
+             "(98304 bytes); [128, 24576] float32 at %s:%d (98304 bytes); [128, 24576] float32 at %s:%d (98304 "
+             "bytes)", __FILE__, big_line + 1, __FILE__, big_line + 1, __FILE__, big_line - 1, __FILE__, big_line);
     CHECK_STR(nk_kernel_error(k), want);
 
     nk_target *t = parse("base = trn1\nname = sbuf2x\nsbuf_partition_bytes = 393216\n");
