@@ -733,6 +733,15 @@ void nk_bench_result_free(nk_bench_result *res);
 double nk_bench_latency_percentile(const nk_bench_result *res, nk_latency which, double p);
 /* Mean of a latency in microseconds (NaN for an empty result). */
 double nk_bench_latency_mean(const nk_bench_result *res, nk_latency which);
+/* The latency table of the Neuron tools, as `nklab bench` prints it: a title
+ * line naming the kernel, the column header and the row (B NC NC-USED
+ * WEIGHTS MODE INF/S IRES/S L(1) L(50) L(99) NCL(1) NCL(50) NCL(99) %USER),
+ * then how L(50) splits and what compiling and simulating took. weights is
+ * the bytes of the kernel's inputs. The caller frees *text. */
+int nk_bench_format_table(const char *name, const nk_bench_result *res, double weights, char **text);
+/* %USER of the table: user CPU time over the timed loop's wall time, in
+ * percent; negative when the loop was too short (50 ms) to tell. */
+double nk_bench_user_percent(const nk_bench_result *res);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void nk_help_bench(void)
@@ -105,16 +106,8 @@ static int parse(int argc, char **argv, bench_opts *o)
 
 static const double PCTS[] = {0, 1, 10, 25, 50, 90, 99, 100};
 
-/* Below this wall time of the timed loop %USER is not shown: the kernel
- * splits a process's CPU time between user and system by clock ticks (1 to
- * 10 ms), too coarse for a shorter loop. */
-#define USER_MIN_WALL_S 0.05
-
 /* %USER, or a negative value when the loop was too short to tell. */
-static double user_percent(const nk_bench_result *r)
-{
-    return r->wall_s >= USER_MIN_WALL_S ? 100.0 * r->user_s / r->wall_s : -1;
-}
+static double user_percent(const nk_bench_result *r) { return nk_bench_user_percent(r); }
 
 /* WEIGHTS: bytes of the kernel's inputs, the host-to-device copy of every
  * iteration (host_in_ns is this over the target's host link). */
@@ -128,61 +121,6 @@ static double input_bytes(const nk_cli_kernel *ck)
         bytes += n;
     }
     return bytes;
-}
-
-/* Columns of the table: header and value, aligned to the wider. */
-static void print_table(const char *name, const nk_bench_result *r, double weights)
-{
-    printf("%s on %s: %d iterations after %d warm-up, %s; latencies in microseconds\n", name, r->target, r->iters,
-           r->warmup, r->executed ? "values computed" : "--no-exec, timing only");
-    static const char *head[] = {"B", "NC", "NC-USED", "WEIGHTS", "MODE", "INF/S", "IRES/S", "L(1)", "L(50)",
-                                 "L(99)", "NCL(1)", "NCL(50)", "NCL(99)", "%USER"};
-    char val[14][32];
-    snprintf(val[0], 32, "1");
-    snprintf(val[1], 32, "1");
-    snprintf(val[2], 32, "1");
-    snprintf(val[3], 32, "%.0f", weights);
-    snprintf(val[4], 32, "%s", r->executed ? "sim" : "model");
-    snprintf(val[5], 32, "%.0f", 1e6 / nk_bench_latency_mean(r, NK_LATENCY_E2E));
-    snprintf(val[6], 32, "%.0f", 1e6 / nk_bench_latency_percentile(r, NK_LATENCY_NC, 50));
-    static const double lp[] = {1, 50, 99};
-    for (int i = 0; i < 3; i++) {
-        snprintf(val[7 + i], 32, "%.2f", nk_bench_latency_percentile(r, NK_LATENCY_E2E, lp[i]));
-        snprintf(val[10 + i], 32, "%.2f", nk_bench_latency_percentile(r, NK_LATENCY_NC, lp[i]));
-    }
-    if (user_percent(r) >= 0)
-        snprintf(val[13], 32, "%.1f", user_percent(r));
-    else
-        snprintf(val[13], 32, "-");
-    int w[14];
-    for (int i = 0; i < 14; i++) {
-        int a = (int)strlen(head[i]), b = (int)strlen(val[i]);
-        w[i] = a > b ? a : b;
-    }
-    for (int i = 0; i < 14; i++) /* the last column unpadded */
-        printf("%-*s%s", i < 13 ? w[i] : 0, head[i], i < 13 ? "  " : "\n");
-    for (int i = 0; i < 14; i++)
-        printf("%-*s%s", i < 13 ? w[i] : 0, val[i], i < 13 ? "  " : "\n");
-}
-
-static double median_dispatch_us(const nk_bench_result *r)
-{
-    /* e2e minus its fixed part is the dispatch, in the same order */
-    double fixed = (r->host_in_ns + r->device_ns + r->host_out_ns) * 1e-3;
-    return nk_bench_latency_percentile(r, NK_LATENCY_E2E, 50) - fixed;
-}
-
-static void print_parts(const nk_bench_result *r)
-{
-    printf("L(50) = dispatch %.2f (measured) + host I/O %.2f (modelled) + device %.2f (modelled)\n",
-           median_dispatch_us(r), (r->host_in_ns + r->host_out_ns) * 1e-3, r->device_ns * 1e-3);
-    printf("compiled once");
-    if (r->compile_ns > 0)
-        printf(" in %.2f ms", r->compile_ns * 1e-6);
-    printf(" (%zu instructions)", r->ninstr);
-    if (r->executed)
-        printf("; host simulation %.2f ms per iteration (in no latency)", r->exec_ns * 1e-6);
-    printf("\n");
 }
 
 static void json_pcts(const char *key, const nk_bench_result *r, nk_latency which, int last)
@@ -242,8 +180,13 @@ static int bench(const bench_opts *o, nk_cli_kernel *ck)
     if (o->json)
         print_json(nk_cli_kernel_name(ck), &r, input_bytes(ck));
     else {
-        print_table(nk_cli_kernel_name(ck), &r, input_bytes(ck));
-        print_parts(&r);
+        char *text = NULL;
+        if (nk_bench_format_table(nk_cli_kernel_name(ck), &r, input_bytes(ck), &text)) {
+            nk_bench_result_free(&r);
+            return nk_cli_error(NK_EXIT_FAIL, "bench: out of memory");
+        }
+        fputs(text, stdout);
+        free(text);
     }
     nk_bench_result_free(&r);
     return NK_EXIT_OK;
