@@ -78,6 +78,13 @@ static void attrs_none(nk_opbuf *b, const nk_instr *in)
     (void)in;
 }
 
+/* load/store: marked when the compile step inserted it to spill a tile */
+static void attrs_dma(nk_opbuf *b, const nk_instr *in)
+{
+    if (in->flags & NK_IF_SPILL)
+        put(b, "spill");
+}
+
 static void attrs_matmul(nk_opbuf *b, const nk_instr *in)
 {
     if (in->flags & NK_IF_ACCUMULATE)
@@ -373,12 +380,12 @@ static const nk_opdef optable[NK_OP_COUNT] = {
     [NK_OP_LOAD] = {
         .name = "load", .engines = E(DMA), .default_engine = NK_ENGINE_DMA, .flags = NK_IF_SPILL,
         .opnd = {[D] = {"dst", M(SBUF)}, [S0] = {"src", HBM}},
-        .check = check_dma, .attrs = attrs_none, .exec = nk__exec_dma,
+        .check = check_dma, .attrs = attrs_dma, .exec = nk__exec_dma,
     },
     [NK_OP_STORE] = {
         .name = "store", .engines = E(DMA), .default_engine = NK_ENGINE_DMA, .flags = NK_IF_SPILL,
         .opnd = {[D] = {"dst", HBM}, [S0] = {"src", M(SBUF)}},
-        .check = check_dma, .attrs = attrs_none, .exec = nk__exec_dma,
+        .check = check_dma, .attrs = attrs_dma, .exec = nk__exec_dma,
     },
     [NK_OP_MATMUL] = {
         .name = "nc_matmul", .engines = E(TENSOR), .default_engine = NK_ENGINE_TENSOR,
