@@ -369,6 +369,24 @@ void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
  * reduce_op (add, multiply, maximum, minimum) of each partition's results. */
 void nk_isa_tensor_scalar_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_alu op0,
                                     nk_operand operand0, nk_alu reduce_op, nk_tensor reduce_res);
+/* nisa.dropout: dst = data with each element zeroed with probability prob
+ * (a scalar, or one per partition as a [P, 1] tile); kept elements are not
+ * rescaled. The random numbers come from the seed of the last
+ * nk_random_seed (docs/kernel-api.md: not the hardware's bits). */
+void nk_isa_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_operand prob);
+/* nl.random_seed: later dropouts draw from the sequence of this seed, a
+ * [1, 1] tile holding a 32-bit value (read by each dropout). */
+void nk_random_seed_at(nk_ctx *nc, nk_loc loc, nk_tensor seed);
+/* nl.dropout: a new tile, x with each element zeroed with probability rate. */
+nk_tensor nk_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_operand rate);
+/* nl.where: a new tile, cond != 0 ? x : y elementwise (cond, x, y alike in
+ * partitions and free size; the dtype x's and y's promoted); _s: y a value
+ * (the dtype x's). */
+nk_tensor nk_where_at(nk_ctx *nc, nk_loc loc, nk_tensor cond, nk_tensor x, nk_tensor y);
+nk_tensor nk_where_s_at(nk_ctx *nc, nk_loc loc, nk_tensor cond, nk_tensor x, float y);
+/* nl.all: a new uint8 tile, 1 where every element along free axis `axis`
+ * (-1: all free axes) is nonzero, else 0; the axis is removed. */
+nk_tensor nk_all_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis);
 
 /* ---- loops: the body is traced once per iteration */
 
@@ -465,6 +483,12 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
     nk_isa_scalar_tensor_tensor_at((nc), NK_HERE, (dst), (data), (op0), (o0), (op1), (o1), (r0), (r1))
 #define nk_isa_tensor_scalar_reduce(nc, dst, data, op0, o0, rop, rres) \
     nk_isa_tensor_scalar_reduce_at((nc), NK_HERE, (dst), (data), (op0), (o0), (rop), (rres))
+#define nk_isa_dropout(nc, dst, data, prob) nk_isa_dropout_at((nc), NK_HERE, (dst), (data), (prob))
+#define nk_random_seed(nc, seed) nk_random_seed_at((nc), NK_HERE, (seed))
+#define nk_dropout(nc, x, rate) nk_dropout_at((nc), NK_HERE, (x), (rate))
+#define nk_where(nc, cond, x, y) nk_where_at((nc), NK_HERE, (cond), (x), (y))
+#define nk_where_s(nc, cond, x, y) nk_where_s_at((nc), NK_HERE, (cond), (x), (y))
+#define nk_all(nc, x, axis) nk_all_at((nc), NK_HERE, (x), (axis))
 /* No tensor: for optional tensor parameters. */
 #define NK_NONE ((nk_tensor){0})
 

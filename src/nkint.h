@@ -37,6 +37,8 @@ typedef enum nk_op {
     NK_OP_TENSOR_TENSOR_SCAN,   /* DVE: r[i] = (data0[i] op0 r[i-1]) op1 data1[i] */
     NK_OP_SCALAR_TENSOR_TENSOR, /* DVE: (data op0 operand0) op1 operand1 */
     NK_OP_TENSOR_SCALAR_REDUCE, /* DVE: data op0 operand0, and its reduction along the free axes */
+    NK_OP_SELECT,        /* DVE: predicate ? on_true : on_false (nl.where) */
+    NK_OP_DROPOUT,       /* DVE: zero elements with probability prob */
     NK_OP_COUNT
 } nk_op;
 

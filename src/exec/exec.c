@@ -1046,6 +1046,122 @@ int nk__exec_tensor_scalar_reduce(exec *x, const nk_instr *in)
     return 0;
 }
 
+/* ---- selection and dropout */
+
+/* Per element: predicate != 0 (NaN counts as true) picks on_true, else
+ * on_false (a tile, or imm0). Values move bit for bit when every source has
+ * dst's dtype, as integers when all are integers, else through fp32. */
+int nk__exec_select(exec *x, const nk_instr *in)
+{
+    bview pv = view_of(x, &in->src[0]), tv = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
+    int tile_f = in->flags & NK_IF_OPND1_T;
+    bview fv = tile_f ? view_of(x, &in->src[2]) : d;
+    size_t n = (size_t)vnumel(&pv);
+    float *pr = scratch(0, n);
+    if (!pr)
+        return NK_ENOMEM;
+    gather(&pv, pr);
+    if (tv.dt == d.dt && fv.dt == d.dt) {
+        int es = d.es;
+        uint8_t *t = scratch_bytes(1, n * (size_t)es), *f = scratch_bytes(2, n * (size_t)es);
+        if (!t || !f)
+            return NK_ENOMEM;
+        gather_bytes(&tv, t);
+        if (tile_f) {
+            gather_bytes(&fv, f);
+        } else { /* the immediate in dst's dtype, repeated */
+            uint8_t one[4];
+            if (nk_dtype_is_float(d.dt)) {
+                float v = (float)in->imm0;
+                nk_convert_from_f32(d.dt, &v, one, 1);
+            } else {
+                int64_t lo, hi;
+                int_range(d.dt, &lo, &hi);
+                uint32_t u = (uint32_t)(uint64_t)d2i(in->imm0, lo, hi);
+                memcpy(one, &u, 4);
+            }
+            for (size_t i = 0; i < n; i++)
+                memcpy(f + i * (size_t)es, one, (size_t)es);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (pr[i] == 0.0f)
+                memcpy(t + i * (size_t)es, f + i * (size_t)es, (size_t)es);
+        scatter_bytes(&d, t);
+        return 0;
+    }
+    if (!nk_dtype_is_float(d.dt) && !nk_dtype_is_float(tv.dt) && !nk_dtype_is_float(fv.dt)) {
+        int64_t *t = scratch_i64(1, n), *f = scratch_i64(2, n);
+        if (!t || !f)
+            return NK_ENOMEM;
+        gather_i64(&tv, t);
+        if (tile_f)
+            gather_i64(&fv, f);
+        int64_t lo, hi, v;
+        int_range(d.dt, &lo, &hi);
+        v = d2i(in->imm0, lo, hi);
+        for (size_t i = 0; i < n; i++)
+            if (pr[i] == 0.0f)
+                t[i] = tile_f ? f[i] : v;
+        scatter_i64(&d, t, 0);
+        return 0;
+    }
+    float *t = scratch(1, n), *f = scratch(2, n);
+    if (!t || !f)
+        return NK_ENOMEM;
+    gather(&tv, t);
+    if (tile_f)
+        gather(&fv, f);
+    for (size_t i = 0; i < n; i++)
+        if (pr[i] == 0.0f)
+            t[i] = tile_f ? f[i] : (float)in->imm0;
+    scatter(&d, t);
+    return 0;
+}
+
+/* The dropout's random numbers, a counter-based generator (documented in
+ * docs/kernel-api.md; the hardware's own generator is not documented):
+ * draw k under seed s is SplitMix64's finalizer applied to
+ * key(s) + (k + 1) * 0x9E3779B97F4A7C15, with key(s) = mix(s ^ 0x9E3779B97F4A7C15);
+ * its top 24 bits are the uniform value in [0, 1). */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Element i (row-major over partitions and free axes) is dropped when draw
+ * imm1 + i is below its partition's probability; kept elements are copied
+ * bit for bit (dst has data's dtype), dropped ones are zero. */
+int nk__exec_dropout(exec *x, const nk_instr *in)
+{
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    int es = s.es;
+    uint8_t *a = scratch_bytes(0, (size_t)(P * F * es));
+    const float *prob;
+    if (!a || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &prob))
+        return NK_ENOMEM;
+    uint32_t seed = 0;
+    if (in->flags & NK_IF_OPND1_T) { /* the seed's 32 bits as stored */
+        bview sv = view_of(x, &in->src[2]);
+        gather_bytes(&sv, (uint8_t *)&seed);
+    }
+    gather_bytes(&s, a);
+    const uint64_t golden = 0x9E3779B97F4A7C15ull;
+    uint64_t key = mix64((uint64_t)seed ^ golden), k = (uint64_t)in->imm1;
+    for (int64_t p = 0; p < P; p++) {
+        double pp = prob[p];
+        for (int64_t i = 0; i < F; i++, k++) {
+            double u = (double)(mix64(key + (k + 1) * golden) >> 40) * (1.0 / 16777216.0);
+            if (u < pp)
+                memset(a + (p * F + i) * es, 0, (size_t)es);
+        }
+    }
+    scatter_bytes(&d, a);
+    return 0;
+}
+
 /* load, store: a byte copy between HBM and SBUF */
 int nk__exec_dma(exec *x, const nk_instr *in)
 {

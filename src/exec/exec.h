@@ -29,5 +29,7 @@ int nk__exec_bn_aggr(nk__exec *x, const nk_instr *in);
 int nk__exec_tensor_tensor_scan(nk__exec *x, const nk_instr *in);
 int nk__exec_scalar_tensor_tensor(nk__exec *x, const nk_instr *in);
 int nk__exec_tensor_scalar_reduce(nk__exec *x, const nk_instr *in);
+int nk__exec_select(nk__exec *x, const nk_instr *in);
+int nk__exec_dropout(nk__exec *x, const nk_instr *in);
 
 #endif

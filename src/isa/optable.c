@@ -177,6 +177,22 @@ static void attrs_tensor_scalar_reduce(nk_opbuf *b, const nk_instr *in)
     put(b, "reduce_op=%s", nk_alu_name((nk_alu)in->alu1));
 }
 
+/* select: on_false is imm0 unless it is the tile src[2] */
+static void attrs_select(nk_opbuf *b, const nk_instr *in)
+{
+    if (!(in->flags & NK_IF_OPND1_T))
+        put(b, "on_false=%g", in->imm0);
+}
+
+/* dropout: the drop probability (an immediate or src[1]) and where in the
+ * seed's stream of draws it starts */
+static void attrs_dropout(nk_opbuf *b, const nk_instr *in)
+{
+    if (!(in->flags & NK_IF_OPND0_T))
+        put(b, "prob=%g", in->imm0);
+    put(b, "draw=%.0f", in->imm1);
+}
+
 /* ---- cost-table work [ISA-old] */
 
 static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
@@ -221,6 +237,13 @@ static double work_stt(const nk_instr *in, double n)
     int fast = in->src[0].dtype == NK_BF16 && in->src[2].dtype == NK_BF16 && in->alu0 == NK_ALU_SUBTRACT &&
                in->alu1 == NK_ALU_MULTIPLY && (int64_t)n % 2 == 0;
     return fast ? n : 2 * n;
+}
+
+/* select, priced as tensor_copy_predicated: N when on_true and the
+ * predicate are in different memories, else 2N */
+static double work_select(const nk_instr *in, double n)
+{
+    return in->src[0].mem != in->src[1].mem ? n : 2 * n;
 }
 
 /* bn_aggr: 13 cycles per (count, mean, variance*count) tuple */
@@ -369,6 +392,29 @@ static int check_stt(const nk_arch *a, const nk_instr *in, const int64_t *n, cha
     return 0;
 }
 
+/* select: predicate, on_true, on_false (when a tile) and dst alike */
+static int check_select(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    if (n[S1] != n[S0] || n[D] != n[S0] || (in->src[2].buf && n[S2] != n[S0]))
+        return fail(msg, len, "select element counts: predicate %lld, on_true %lld, on_false %lld -> %lld",
+                    (long long)n[S0], (long long)n[S1], (long long)n[S2], (long long)n[D]);
+    return 0;
+}
+
+/* dropout: dst like data, prob one per partition, the seed one element */
+static int check_dropout(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    (void)a;
+    int64_t P = in->src[0].shape[0];
+    if (n[D] != n[S0] || in->dst.dtype != in->src[0].dtype || (in->src[1].buf && n[S1] != P) ||
+        (in->src[2].buf && (n[S2] != 1 || nk_dtype_size((nk_dtype)in->src[2].dtype) != 4)))
+        return fail(msg, len, "dropout of %lld elements into %lld (dtypes %s, %s), prob %lld, seed %lld",
+                    (long long)n[S0], (long long)n[D], nk_dtype_name((nk_dtype)in->src[0].dtype),
+                    nk_dtype_name((nk_dtype)in->dst.dtype), (long long)n[S1], (long long)n[S2]);
+    return 0;
+}
+
 /* ---- the table */
 
 #define E(x) NK_ENG(NK_ENGINE_##x)
@@ -497,6 +543,26 @@ static const nk_opdef optable[NK_OP_COUNT] = {
                  [S1] = {"operand0", ONCHIP, NK_IF_OPND0_T}},
         .cost = {.min_ii_floor = 1, .extra = NK_COST_EXTRA_MIN_II},
         .check = check_columns, .attrs = attrs_tensor_scalar_reduce, .exec = nk__exec_tensor_scalar_reduce,
+    },
+    [NK_OP_SELECT] = {
+        /* nl.where; the docs give no lowering or cost: priced as
+           tensor_copy_predicated [ISA-old] (assumed) */
+        .name = "select", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .flags = NK_IF_OPND1_T,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"predicate", ONCHIP}, [S1] = {"on_true", ONCHIP},
+                 [S2] = {"on_false", ONCHIP, NK_IF_OPND1_T}},
+        .cost = {.work = work_select, .min_ii_floor = 1},
+        .check = check_select, .attrs = attrs_select, .exec = nk__exec_select,
+    },
+    [NK_OP_DROPOUT] = {
+        /* max(MIN_II, N) [ISA-old]; prob is src[1] or imm0, the seed src[2],
+           imm1 the index of its first draw */
+        .name = "dropout", .engines = E(VECTOR), .default_engine = NK_ENGINE_VECTOR,
+        .flags = NK_IF_OPND0_T | NK_IF_OPND1_T,
+        .opnd = {[D] = {"dst", ONCHIP}, [S0] = {"data", ONCHIP}, [S1] = {"prob", ONCHIP, NK_IF_OPND0_T},
+                 [S2] = {"seed", ONCHIP, NK_IF_OPND1_T}},
+        .cost = {.min_ii_floor = 1},
+        .check = check_dropout, .attrs = attrs_dropout, .exec = nk__exec_dropout,
     },
 };
 

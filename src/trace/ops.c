@@ -1268,3 +1268,157 @@ nk_tensor nk_iota_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_affine expr, nk_
     nk_isa_iota_at(nc, loc, t, expr);
     return nc->status ? NK_NONE : t;
 }
+
+/* ---- selection: nl.where */
+
+/* pred ? x : y elementwise on the Vector engine; y a tile (y_tile) or the
+ * value yv. The docs give no lowering for nl.where; it is one select. */
+static nk_tensor where(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor cond, nk_tensor x, nk_tensor y, int y_tile,
+                       float yv)
+{
+    nk_tensor ts[3] = {x, cond, y_tile ? y : NK_NONE};
+    if (!ok_onchip(nc, loc, op, "condition", cond, 1, "") || !ok_onchip(nc, loc, op, "x", x, 1, "") ||
+        (y_tile && !ok_onchip(nc, loc, op, "y", y, 1, "")) || !ok_read(nc, loc, op, "condition", cond) ||
+        !ok_read(nc, loc, op, "x", x) || (y_tile && !ok_read(nc, loc, op, "y", y)) ||
+        !ok_same_size(nc, loc, op, "condition", cond, "x", x) ||
+        (y_tile && !ok_same_size(nc, loc, op, "y", y, "x", x)) ||
+        !ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 3))
+        return NK_NONE;
+    nk_dtype dt = y_tile ? promote((nk_dtype)x.dtype, (nk_dtype)y.dtype) : (nk_dtype)x.dtype;
+    nk_tensor t = tile_like(nc, loc, op, x, dt, NK_SBUF);
+    if (nc->status)
+        return NK_NONE;
+    if (nk__numel(&t) > 0) {
+        nk_instr *in = nk__emit(nc, loc, NK_OP_SELECT, NK_ENGINE_VECTOR);
+        if (!in)
+            return NK_NONE;
+        in->dst = t;
+        in->src[0] = cond;
+        in->src[1] = x;
+        in->nsrc = 2;
+        if (y_tile) {
+            in->src[2] = y;
+            in->flags = NK_IF_OPND1_T;
+            in->nsrc = 3;
+        } else {
+            in->imm0 = yv;
+        }
+    }
+    wrote(nc, t);
+    return t;
+}
+
+nk_tensor nk_where_at(nk_ctx *nc, nk_loc loc, nk_tensor cond, nk_tensor x, nk_tensor y)
+{
+    return where(nc, loc, "nk_where", cond, x, y, 1, 0.0f);
+}
+
+nk_tensor nk_where_s_at(nk_ctx *nc, nk_loc loc, nk_tensor cond, nk_tensor x, float y)
+{
+    return where(nc, loc, "nk_where_s", cond, x, NK_NONE, 0, y);
+}
+
+/* nl.all: the logical AND along a free axis, as 0/1 in uint8: x != 0, then
+ * the minimum (the docs give no lowering; these are two documented
+ * instructions). */
+nk_tensor nk_all_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis)
+{
+    const char *op = "nk_all";
+    if (!ok_tile_in(nc, loc, op, "input", x))
+        return NK_NONE;
+    if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: axis %d is not a free axis of a %d-dim tile (1..%d, or -1 for all); "
+                 "reductions along the partition axis need a transpose", op, axis, x.ndim, x.ndim - 1);
+        return NK_NONE;
+    }
+    nk_tensor nz = tile_like(nc, loc, op, x, NK_U8, NK_SBUF);
+    nk_isa_tensor_scalar_at(nc, loc, nz, x, NK_ALU_NOT_EQUAL, nk_imm(0.0f), 0, NK_ALU_BYPASS, nk_imm(0), 0,
+                            NK_ENGINE_VECTOR);
+    nk_tensor t = reduce_tile(nc, loc, op, x, axis, 0, NK_U8);
+    nk_isa_tensor_reduce_at(nc, loc, t, nz, NK_ALU_MIN, axis, 0);
+    return nc->status ? NK_NONE : t;
+}
+
+/* ---- random numbers: nl.random_seed, nisa.dropout, nl.dropout */
+
+void nk_random_seed_at(nk_ctx *nc, nk_loc loc, nk_tensor seed)
+{
+    const char *op = "nk_random_seed";
+    if (!ok_onchip(nc, loc, op, "seed", seed, 1, "") || !ok_read(nc, loc, op, "seed", seed))
+        return;
+    if (nk__numel(&seed) != 1) {
+        char s[64];
+        shape_str(s, sizeof s, seed);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: seed must be a [1, 1] tile holding one 32-bit value, got %s", op, s);
+        return;
+    }
+    if (nk_dtype_size(seed.dtype) != 4) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: seed must hold a 32-bit value (int32, uint32 or float32), got %s", op,
+                 nk_dtype_name(seed.dtype));
+        return;
+    }
+    nc->rng_seed = seed;
+    nc->rng_draws = 0;
+}
+
+static void dropout(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_tensor data, nk_operand prob)
+{
+    if (!ok_vector_io(nc, loc, op, "dst", dst, "data", data) || !ok_same_size(nc, loc, op, "dst", dst, "data", data) ||
+        !ok_operand(nc, loc, op, "prob", prob, data.shape[0]))
+        return;
+    if (dst.dtype != data.dtype) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: dst is %s but data is %s; the output dtype must be the input's", op,
+                 nk_dtype_name(dst.dtype), nk_dtype_name(data.dtype));
+        return;
+    }
+    if (!prob.is_tensor && !(prob.value >= 0.0f && prob.value <= 1.0f)) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: prob %g is outside [0, 1] (the probability of zeroing an element)", op,
+                 (double)prob.value);
+        return;
+    }
+    if (prob.is_tensor && !nk_dtype_is_float(data.dtype) && prob.t.dtype != NK_F32) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: %s data needs a float32 prob, got %s", op, nk_dtype_name(data.dtype),
+                 nk_dtype_name(prob.t.dtype));
+        return;
+    }
+    if (nc->rng_seed.buf && !ok_read(nc, loc, op, "the seed", nc->rng_seed))
+        return;
+    if (nk__numel(&dst) == 0)
+        return;
+    nk_instr *in = nk__emit(nc, loc, NK_OP_DROPOUT, NK_ENGINE_VECTOR);
+    if (!in)
+        return;
+    in->dst = dst;
+    in->src[0] = data;
+    in->nsrc = 1;
+    if (prob.is_tensor) {
+        in->src[1] = prob.t;
+        in->flags |= NK_IF_OPND0_T;
+        in->nsrc = 2;
+    } else {
+        in->imm0 = prob.value;
+    }
+    if (nc->rng_seed.buf) {
+        in->src[2] = nc->rng_seed;
+        in->flags |= NK_IF_OPND1_T;
+        in->nsrc = 3;
+    }
+    in->imm1 = nc->rng_draws;
+    nc->rng_draws += (double)nk__numel(&data);
+    wrote(nc, dst);
+}
+
+void nk_isa_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_operand prob)
+{
+    dropout(nc, loc, "dropout", dst, data, prob);
+}
+
+nk_tensor nk_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_operand rate)
+{
+    const char *op = "nk_dropout";
+    if (!ok_tile_in(nc, loc, op, "input", x))
+        return NK_NONE;
+    nk_tensor t = tile_like(nc, loc, op, x, (nk_dtype)x.dtype, NK_SBUF);
+    dropout(nc, loc, op, t, x, rate);
+    return nc->status ? NK_NONE : t;
+}
