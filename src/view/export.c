@@ -4,6 +4,7 @@
  * list) and CSV (one row per instruction).
  */
 #include "view/view.h"
+#include "isa/optable.h"
 #include "core/vbuf.h"
 
 #include <math.h>
@@ -342,9 +343,111 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     nk__vb_jstr(t, file);
     nk__vb_str(t, ",\"line\":");
     nk__vb_i64(t, line);
+    char attrs[256];
+    nk_op_attrs(in, attrs, sizeof attrs);
+    nk__vb_str(t, ",\"attrs\":");
+    nk__vb_jstr(t, attrs);
     nk__vb_str(t, ",\"deps\":[");
     put_deps(p, i, t, ',');
     nk__vb_str(t, "]}");
+}
+
+/* How the compile step ordered the program (docs/compile.md). */
+static void put_schedule_json(const nk_program *p, nk_text *t)
+{
+    static const char *const kept[3] = {"trace order", "earliest start", "critical path"};
+    nk__vb_str(t, ",\"schedule\":{\"asked\":");
+    nk__vb_jstr(t, p->sched == NK_SCHED_LIST ? "list" : "trace order");
+    nk__vb_str(t, ",\"kept\":");
+    nk__vb_jstr(t, kept[p->sched_policy % 3]);
+    nk__vb_str(t, ",\"trace_order_ns\":");
+    if (p->trace_order_ns >= 0)
+        nk__vb_num(t, p->trace_order_ns, 3);
+    else
+        nk__vb_str(t, "null");
+    nk__vb_chr(t, '}');
+}
+
+/* Every on-chip tile the program uses: where the allocator put it and when
+ * it is live (first use to last use, by instruction and on the timeline). */
+static int put_allocations_json(const nk_profile *pr, const instr_ev *ie, const nk_export_opts *o, nk_text *t)
+{
+    const nk_program *p = pr->prog;
+    uint32_t *first = malloc((size_t)p->nbufs * sizeof *first), *last = calloc(p->nbufs, sizeof *last);
+    if (!first || !last) {
+        free(first);
+        free(last);
+        return NK_ENOMEM;
+    }
+    memset(first, 0xff, (size_t)p->nbufs * sizeof *first);
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++) {
+            uint32_t b = ts[k]->buf;
+            if (!b || b >= p->nbufs || p->bufs[b].mem == NK_SHARED_HBM)
+                continue;
+            if (first[b] == UINT32_MAX)
+                first[b] = i;
+            last[b] = i;
+        }
+    }
+    nk__vb_str(t, ",\"allocations\":[");
+    int n = 0;
+    for (uint32_t b = 1; b < p->nbufs; b++) {
+        const nk_bufinfo *bi = &p->bufs[b];
+        if (bi->mem == NK_SHARED_HBM || first[b] == UINT32_MAX)
+            continue;
+        double s0, e0, s1, e1;
+        instr_span(pr, ie, first[b], &s0, &e0);
+        instr_span(pr, ie, last[b], &s1, &e1);
+        if (!in_range(o, s0, e1))
+            continue;
+        const nk_locinfo *l = &p->locs[bi->loc];
+        int32_t s32[NK_MAXDIM];
+        for (int d = 0; d < bi->ndim; d++)
+            s32[d] = (int32_t)bi->shape[d];
+        char shape[96];
+        nk__format_shape(shape, sizeof shape, s32, bi->ndim);
+        nk__vb_str(t, n++ ? ",\n{\"tile\":" : "\n{\"tile\":");
+        nk__vb_u64(t, b);
+        nk__vb_str(t, ",\"memory\":");
+        nk__vb_jstr(t, bi->mem == NK_SBUF ? "sbuf" : "psum");
+        nk__vb_str(t, ",\"partitions\":");
+        nk__vb_i64(t, bi->shape[0]);
+        nk__vb_str(t, ",\"addr\":");
+        nk__vb_i64(t, bi->addr);
+        nk__vb_str(t, ",\"bytes\":");
+        nk__vb_i64(t, bi->bytes);
+        nk__vb_str(t, ",\"shape\":");
+        nk__vb_jstr(t, shape);
+        nk__vb_str(t, ",\"dtype\":");
+        nk__vb_jstr(t, nk_dtype_name((nk_dtype)bi->dtype));
+        nk__vb_str(t, ",\"file\":");
+        nk__vb_jstr(t, p->files[l->file]);
+        nk__vb_str(t, ",\"line\":");
+        nk__vb_i64(t, l->line);
+        nk__vb_str(t, ",\"slot\":");
+        nk__vb_u64(t, bi->slot);
+        nk__vb_str(t, ",\"slots\":");
+        nk__vb_u64(t, bi->nslots);
+        nk__vb_str(t, ",\"first_instr\":");
+        nk__vb_u64(t, first[b]);
+        nk__vb_str(t, ",\"last_instr\":");
+        nk__vb_u64(t, last[b]);
+        nk__vb_str(t, ",\"start_ns\":");
+        nk__vb_num(t, s0, 3);
+        nk__vb_str(t, ",\"end_ns\":");
+        nk__vb_num(t, e1, 3);
+        const nk_instr *fi = &p->instrs[first[b]]; /* a spill's reload starts the tile's life */
+        int reloaded = fi->op == NK_OP_LOAD && (fi->flags & NK_IF_SPILL) && fi->dst.buf == b;
+        nk__vb_str(t, ",\"reloaded\":");
+        nk__vb_str(t, reloaded ? "true}" : "false}");
+    }
+    nk__vb_str(t, "\n]");
+    free(first);
+    free(last);
+    return 0;
 }
 
 int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
@@ -366,6 +469,7 @@ int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
     rc = nk_view_summary_json(pr, &sum, t);
     if (rc)
         goto out;
+    put_schedule_json(pr->prog, t);
     nk__vb_str(t, ",\"instructions\":[");
     int first = 1;
     for (uint32_t i = 0; i < pr->prog->ninstr; i++) {
@@ -376,7 +480,11 @@ int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         put_instr_json(pr, i, s, e, first, t);
         first = 0;
     }
-    nk__vb_str(t, "\n]}\n");
+    nk__vb_str(t, "\n]");
+    rc = put_allocations_json(pr, &ie, o, t);
+    if (rc)
+        goto out;
+    nk__vb_str(t, "}\n");
     rc = t->oom ? NK_ENOMEM : NK_OK;
 out:
     instr_ev_free(&ie);
