@@ -229,6 +229,31 @@ static double device_ns(const nk_program *p)
     return t;
 }
 
+/* Does the order keep every engine's sequence (the DMA instructions as one
+ * sequence, which also fixes their queues) of the reference order ref (NULL:
+ * trace order)? Then it times exactly as ref does. */
+static int same_sequences(const nk_program *p, const nk_instr *orig, const uint32_t *order, const uint32_t *ref)
+{
+    uint32_t pos[NK_ENGINE_COUNT] = {0}, n = p->ninstr;
+    uint32_t *next = malloc((size_t)NK_ENGINE_COUNT * n * sizeof *next);
+    if (!next)
+        return 0;
+    uint32_t cnt[NK_ENGINE_COUNT] = {0};
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = ref ? ref[k] : k;
+        uint32_t e = orig[i].engine < NK_ENGINE_COUNT ? orig[i].engine : NK_ENGINE_COUNT - 1;
+        next[(size_t)e * n + cnt[e]++] = i;
+    }
+    int same = 1;
+    for (uint32_t k = 0; k < n && same; k++) {
+        uint32_t i = order[k];
+        uint32_t e = orig[i].engine < NK_ENGINE_COUNT ? orig[i].engine : NK_ENGINE_COUNT - 1;
+        same = next[(size_t)e * n + pos[e]++] == i;
+    }
+    free(next);
+    return same;
+}
+
 static void apply_order(nk_program *p, const nk_instr *orig, const uint32_t *order)
 {
     for (uint32_t k = 0; k < p->ninstr; k++)
@@ -260,6 +285,11 @@ int nk_schedule(nk_program *p, int mode)
         double best_ns = p->trace_order_ns = device_ns(p);
         best = 0;
         for (int k = 0; k < NK_LIST_POLICIES; k++) {
+            /* an order that keeps every engine's sequence of trace order, or
+             * of the previous candidate, times the same: skip it */
+            if (same_sequences(p, orig, orders + (size_t)k * n, NULL) ||
+                (k && same_sequences(p, orig, orders + (size_t)k * n, orders + (size_t)(k - 1) * n)))
+                continue;
             apply_order(p, orig, orders + (size_t)k * n);
             if ((rc = derive(p, 0)))
                 goto out;
