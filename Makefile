@@ -124,3 +124,6 @@ install: $(BUILD)/nklab $(BUILD)/libnklab.a $(BUILD)/libnklab_kernels.a nklab.pc
 
 clean:
 	rm -rf build
+
+# The Python front-end: the extension and its package (python/python.mk).
+include python/python.mk

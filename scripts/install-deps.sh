@@ -2,10 +2,12 @@
 # Installs the Debian packages nklab needs to build and test, if missing.
 # Usage: scripts/install-deps.sh [build|test|browser]
 #   browser: what tests/browser/run.sh needs (headless Chromium, node, npm)
+# The Python front-end builds against Debian's python3 (python3-dev, numpy);
+# its tests also pass torch CPU tensors (python3-torch).
 set -euo pipefail
-want=(libopenblas-dev libopenblas-serial-dev)
+want=(libopenblas-dev libopenblas-serial-dev python3-dev python3-numpy)
 if [ "${1:-build}" = test ]; then
-    want+=(libclang-rt-14-dev clang pkg-config)
+    want+=(libclang-rt-14-dev clang pkg-config python3-torch)
 fi
 if [ "${1:-build}" = browser ]; then
     want+=(chromium)

@@ -8,6 +8,10 @@
  * (linked with -rdynamic). Compiled objects are cached by a hash of the
  * source, the header, the compiler and the flags, so an unchanged file is
  * not recompiled. The compiler's own diagnostics go straight to stderr.
+ *
+ * `path/to/kernel.py:function` names an NKI Python kernel: the nklab command
+ * runs such a command under Python (cmd_python.c), where the Python
+ * extension sets nk_cli_py_loader.
  */
 #include "userkernel.h"
 
@@ -24,13 +28,24 @@
 
 extern char **environ;
 
+nk_py_kernel_loader nk_cli_py_loader;
+
+int nk_cli_is_py_kernel(const char *spec)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec)
+        return 0;
+    size_t n = (size_t)(colon - spec);
+    return n >= 3 && !strncmp(spec + n - 3, ".py", 3);
+}
+
 int nk_cli_is_user_kernel(const char *spec)
 {
     const char *colon = strrchr(spec, ':');
     if (!colon || colon == spec)
         return 0;
     size_t n = (size_t)(colon - spec);
-    return n >= 2 && spec[n - 2] == '.' && spec[n - 1] == 'c';
+    return (n >= 2 && spec[n - 2] == '.' && spec[n - 1] == 'c') || nk_cli_is_py_kernel(spec);
 }
 
 static int read_all(const char *path, char **out, size_t *len)
@@ -241,6 +256,13 @@ int nk_cli_load_user_kernel(const char *spec, nk_user_kernel *uk, int verbose, c
     }
     snprintf(uk->path, sizeof uk->path, "%.*s", (int)(colon - spec), spec);
     snprintf(uk->function, sizeof uk->function, "%s", colon + 1);
+    if (nk_cli_is_py_kernel(spec)) {
+        if (!nk_cli_py_loader) {
+            snprintf(err, errlen, "%s: a Python kernel runs under Python (nklab python ...)", spec);
+            return -1;
+        }
+        return nk_cli_py_loader(uk->path, uk->function, &uk->fn, err, errlen);
+    }
     for (const char *c = uk->function; *c; c++)
         if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (c > uk->function && *c >= '0' && *c <= '9'))) {
             snprintf(err, errlen, "'%s' is not a C function name", uk->function);

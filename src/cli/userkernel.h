@@ -15,8 +15,15 @@ typedef struct nk_user_kernel {
     void *handle;
 } nk_user_kernel;
 
-/* Does spec look like FILE.c:FUNCTION? */
+/* Does spec look like FILE.c:FUNCTION (or FILE.py:FUNCTION)? */
 int nk_cli_is_user_kernel(const char *spec);
+/* Does spec look like FILE.py:FUNCTION? */
+int nk_cli_is_py_kernel(const char *spec);
+/* Loads FUNCTION of the Python file path as a kernel function; set by the
+ * Python extension when it runs a command (NULL in the nklab executable). */
+typedef int (*nk_py_kernel_loader)(const char *path, const char *function, nk_kernel_fn *fn, char *err,
+                                   size_t errlen);
+extern nk_py_kernel_loader nk_cli_py_loader;
 /* Compiles (or finds in the cache) and loads the kernel; on failure writes a
  * one-line message to err (the compiler's own output went to stderr). */
 int nk_cli_load_user_kernel(const char *spec, nk_user_kernel *uk, int verbose, char *err, size_t errlen);
