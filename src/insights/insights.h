@@ -121,6 +121,7 @@ typedef enum nk_ins_rule {
     NK_RULE_MATMUL_FP32,
     NK_RULE_TENSOR_RELOADED,
     NK_RULE_SERIALIZED_TILE,
+    NK_RULE_SPILL,
     NK_RULE_COMPUTE_BOUND,  /* good news */
     NK_RULE_MEMORY_BOUND,   /* good news */
     NK_RULE_COUNT

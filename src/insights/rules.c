@@ -1077,13 +1077,76 @@ static int cmp_finding(const void *x, const void *y)
     return strcmp(a->key, b->key);
 }
 
+/* ---- spills: SBUF ran short with one buffer per tile and the compile step
+ * moved tiles to HBM and back (docs/compile.md) */
+
+static int rule_spill(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    ulist l = {0};
+    double stored = 0, reloaded = 0;
+    uint32_t tiles = 0;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (!(in->flags & NK_IF_SPILL))
+            continue;
+        const nk_tensor *t = in->op == NK_OP_STORE ? &in->dst : &in->src[0];
+        double bytes = (double)nk__numel(t) * nk_dtype_size((nk_dtype)t->dtype);
+        if (in->op == NK_OP_STORE) {
+            stored += bytes;
+            tiles++;
+        } else {
+            reloaded += bytes;
+        }
+        if (ul_push(&l, i)) {
+            free(l.v);
+            return NK_ENOMEM;
+        }
+    }
+    if (!l.n) {
+        free(l.v);
+        return 0;
+    }
+    nk_finding *f = add(ins, NK_RULE_SPILL, NULL);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    double t = xfer_union_ns(ins->pr, l.v, l.n);
+    f->score_ns = t;
+    rate(f, a->total_ns);
+    char st[32], rl[32];
+    nk__ins_fmt_bytes(st, sizeof st, stored);
+    nk__ins_fmt_bytes(rl, sizeof rl, reloaded);
+    const nk_arch *arch = nk__ins_arch(ins->pr);
+    long long cap = (long long)(arch->sbuf_partition_bytes - arch->sbuf_reserved_bytes);
+    say(f->title, sizeof f->title, "SBUF ran short: %u tile%s spilled to HBM and reloaded", tiles,
+        tiles == 1 ? "" : "s");
+    say(f->detail, sizeof f->detail,
+        "With one buffer per tile the live tiles need more than the %lld bytes per partition of SBUF kernels "
+        "may use, so the compile step stored %s to HBM and loaded %s back. Those DMAs move data for %.2f us.",
+        cap, st, rl, t / 1000);
+    ev(f, "tiles", NK_UNIT_COUNT, tiles);
+    ev(f, "stored", NK_UNIT_BYTES, stored);
+    ev(f, "reloaded", NK_UNIT_BYTES, reloaded);
+    ev(f, "spill_time", NK_UNIT_NS, t);
+    int rc = involve(ins, f, l.v, l.n);
+    say(f->suggestion, sizeof f->suggestion,
+        "Keep fewer bytes live at once: tile the free axis more finely, use a narrower dtype (bfloat16) for "
+        "tiles that are only moved, or end a tile's use before the next large one is loaded (the spilled "
+        "tiles' lines are listed).");
+    free(l.v);
+    return rc;
+}
+
 int nk__ins_rules(nk_insights *ins)
 {
     int rc;
     if ((rc = rule_dma_overlap(ins)) || (rc = rule_dma_latency(ins)) || (rc = rule_engines_overlap(ins)) || (rc = rule_small_dma(ins)) ||
         (rc = rule_static_overhead(ins)) || (rc = rule_matmul(ins, NK_RULE_MATMUL_SHORT_MOVING)) ||
         (rc = rule_matmul(ins, NK_RULE_MATMUL_FP32)) || (rc = rule_reloaded(ins)) ||
-        (rc = rule_serialized_tile(ins)) || (rc = rule_good(ins)))
+        (rc = rule_serialized_tile(ins)) || (rc = rule_spill(ins)) || (rc = rule_good(ins)))
         return rc;
     if (ins->n > 1)
         qsort(ins->f, ins->n, sizeof *ins->f, cmp_finding);
@@ -1094,7 +1157,7 @@ const char *nk_ins_rule_name(int rule)
 {
     static const char *names[NK_RULE_COUNT] = {
         "dma-not-overlapped", "dma-latency-exposed", "engines-never-overlap", "small-dma", "static-overhead", "matmul-short-moving",
-        "matmul-fp32", "tensor-reloaded", "serialized-tile", "compute-bound", "memory-bound"};
+        "matmul-fp32", "tensor-reloaded", "serialized-tile", "spill", "compute-bound", "memory-bound"};
     return (unsigned)rule < NK_RULE_COUNT ? names[rule] : "?";
 }
 

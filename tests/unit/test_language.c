@@ -695,3 +695,22 @@ TEST(lang_json_export_has_allocations_spills_and_schedule)
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
+
+/* The insights name the spills, with their bytes and lines. */
+TEST(lang_insights_report_spills)
+{
+    nk_array x = {F32, 2, {512, 12288}, NULL};
+    nk_kernel *k = nk_kernel_new("spill", k_spill);
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
+    if (p && !nk_profile_capture(p, NULL, &pr)) {
+        char *text = NULL;
+        CHECK_INT(nk_profile_insights(pr, 0, &text), 0);
+        CHECK_CONTAINS(text, "SBUF ran short: 1 tile spilled to HBM and reloaded");
+        CHECK_CONTAINS(text, "evidence: tiles 1, stored 6.00 MiB, reloaded 6.00 MiB");
+        free(text);
+    }
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+}
