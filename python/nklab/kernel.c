@@ -1251,7 +1251,9 @@ static PyObject *bench_and_report(kernel_obj *K, centry *e, pynk_kcall *c, int t
             continue;
         weights += (double)nk_array_nbytes(&arr[i]);
         if (!arr[i].data) {
-            if (nk_array_alloc(&arr[i], arr[i].dtype, arr[i].ndim, arr[i].shape)) {
+            int64_t shape[NK_MAXDIM];
+            memcpy(shape, arr[i].shape, sizeof shape);
+            if (nk_array_alloc(&arr[i], arr[i].dtype, arr[i].ndim, shape)) {
                 for (int j = 0; j < i; j++)
                     free(bufs[j]);
                 return PyErr_NoMemory();

@@ -47,5 +47,11 @@ int nk_cmd_summary(int argc, char **argv);
 void nk_help_summary(void);
 int nk_cmd_target(int argc, char **argv);
 void nk_help_target(void);
+int nk_cmd_python(int argc, char **argv);
+void nk_help_python(void);
+/* run|bench|profile of a FILE.py:FUNCTION kernel (argv[0] the command)? */
+int nk_cli_runs_python(int argc, char **argv);
+/* Runs that command under Python (cmd_python.c); returns only on failure. */
+int nk_cli_python_command(int argc, char **argv);
 
 #endif

@@ -23,6 +23,8 @@ static const nk_command commands[] = {
      nk_help_summary},
     {"target", "print a target table (trn1, trn2 or a what-if target file) as a target file", nk_cmd_target,
      nk_help_target},
+    {"python", "run an NKI Python file unchanged, neuronxcc.nki and nki resolving to nklab", nk_cmd_python,
+     nk_help_python},
 };
 
 int nk_cli_error(int code, const char *fmt, ...)
@@ -47,6 +49,7 @@ static void usage(FILE *f)
                "  nklab run tensor_exp --in x.npy --out y.npy\n"
                "  nklab bench examples/tensor_exp.c:tensor_exp --random in=250x512:float32\n"
                "  nklab profile tensor_exp -o exp.nkp && nklab summary exp.nkp\n"
+               "  nklab python examples/exp.py\n"
                "\n`nklab COMMAND --help` describes a command; docs/cli.md all of them.\n"
                "exit codes: 0 success, 1 the operation failed, 2 bad command line\n");
 }
@@ -83,11 +86,15 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[1], commands[i].name))
             continue;
+        if (commands[i].run == nk_cmd_python) /* its options end at FILE.py */
+            return finish(nk_cmd_python(argc - 1, argv + 1));
         for (int a = 2; a < argc; a++)
             if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
                 commands[i].help();
                 return finish(NK_EXIT_OK);
             }
+        if (nk_cli_runs_python(argc - 1, argv + 1))
+            return finish(nk_cli_python_command(argc - 1, argv + 1));
         return finish(commands[i].run(argc - 1, argv + 1));
     }
     return nk_cli_error(NK_EXIT_USAGE, "unknown command '%s' (see nklab --help)", argv[1]);
