@@ -1325,7 +1325,13 @@ static PyObject *profile_and_report(kernel_obj *K, centry *e, pynk_kcall *c)
     PyObject *neff = join_dir(K->workdir, K->save_neff), *trace = join_dir(K->workdir, trace_name);
     if (K->workdir && K->workdir != Py_None) {
         PyObject *os = PyImport_ImportModule("os");
-        PyObject *r = os ? PyObject_CallMethod(os, "makedirs", "OO", K->workdir, Py_True) : NULL;
+        PyObject *mk = os ? PyObject_GetAttrString(os, "makedirs") : NULL;
+        PyObject *a = mk ? PyTuple_Pack(1, K->workdir) : NULL;
+        PyObject *kw = a ? Py_BuildValue("{sO}", "exist_ok", Py_True) : NULL;
+        PyObject *r = kw ? PyObject_Call(mk, a, kw) : NULL;
+        Py_XDECREF(mk);
+        Py_XDECREF(a);
+        Py_XDECREF(kw);
         Py_XDECREF(os);
         Py_XDECREF(r);
     }
