@@ -315,8 +315,12 @@ void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
  * handle stays valid): what a front-end calls when the value is still named
  * elsewhere, where nk_assign would retarget its producer. */
 void nk_assign_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
-/* nisa.dma_copy(dst=, src=): a DMA between HBM and SBUF, either direction. */
+/* nisa.dma_copy(dst=, src=): a DMA between HBM and SBUF (either direction,
+ * same shapes), within SBUF or within HBM (the same number of elements, in
+ * row-major order); one dtype. */
 void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src);
+/* nl.load_transpose2d: HBM [F, P] (P <= 128) into a new SBUF tile [P, F]. */
+nk_tensor nk_load_transpose2d_at(nk_ctx *nc, nk_loc loc, nk_tensor src);
 
 /* ---- ISA-level ops (nisa.*): explicit destination tiles */
 
@@ -424,6 +428,7 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_assign_add(nc, dst, v) nk_assign_add_at((nc), NK_HERE, (dst), (v))
 #define nk_assign_copy(nc, dst, v) nk_assign_copy_at((nc), NK_HERE, (dst), (v))
 #define nk_dma_copy(nc, dst, src) nk_dma_copy_at((nc), NK_HERE, (dst), (src))
+#define nk_load_transpose2d(nc, src) nk_load_transpose2d_at((nc), NK_HERE, (src))
 #define nk_store(nc, dst, v) nk_store_at((nc), NK_HERE, (dst), (v))
 #define nk_copy(nc, x, dt) nk_copy_at((nc), NK_HERE, (x), (dt))
 #define nk_exp(nc, x) nk_unary_at((nc), NK_HERE, NK_ACT_EXP, (x))

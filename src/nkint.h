@@ -39,6 +39,8 @@ typedef enum nk_op {
     NK_OP_TENSOR_SCALAR_REDUCE, /* DVE: data op0 operand0, and its reduction along the free axes */
     NK_OP_SELECT,        /* DVE: predicate ? on_true : on_false (nl.where) */
     NK_OP_DROPOUT,       /* DVE: zero elements with probability prob */
+    NK_OP_DMA_COPY,      /* DMA SBUF -> SBUF or HBM -> HBM */
+    NK_OP_LOAD_TRANSPOSE,/* DMA HBM [F, P] -> SBUF [P, F] */
     NK_OP_COUNT
 } nk_op;
 

@@ -70,6 +70,9 @@ static const nk_arch targets[] = {
         .dma_eff_half_bytes = 256.0, /* assumed: [DMAbw] calls < 256 B per partition severely
                                         overhead-bound and >= 4 KiB saturating; 256 B as the
                                         50% point gives 89% at 2 KiB and 94% at 4 KiB */
+        .dma_transpose_efficiency = 0, /* assumed: the DMA transpose figures are for Trainium2
+                                          [A3]; on trn1 a transposing load reads element by
+                                          element, "much lower DMA bandwidth" [PG] */
         .hbm_gbps = 410.0,                    /* [A2] 820 GB/s per device of 2 cores (derived) */
         .host_gbps = 16.0,                    /* [PM] host link about 16 GB/s */
     },
@@ -119,6 +122,7 @@ static const nk_arch targets[] = {
         .dma_engine_gbps = 23.0,              /* [DMAbw] 23 B/ns per engine, 368 GB/s per core */
         .dma_latency_ns = 1300.0,             /* [DMAbw] */
         .dma_eff_half_bytes = 256.0,          /* assumed, as trn1 */
+        .dma_transpose_efficiency = 0.9,      /* [A3] HBM-to-SBUF DMA transpose: up to 90% of a copy */
         .hbm_gbps = 375.0,                    /* [A3] 3 TB/s per device of 8 cores (derived) */
         .host_gbps = 16.0,                    /* [PM] assumed unchanged */
     },

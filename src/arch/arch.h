@@ -64,6 +64,7 @@ typedef struct nk_arch {
     double dma_engine_gbps;    /* GB/s (bytes per ns) per engine with large buffers */
     double dma_latency_ns;     /* trigger (semaphore) to the DMA starting */
     double dma_eff_half_bytes; /* contiguous bytes per DMA buffer at 50% efficiency */
+    double dma_transpose_efficiency; /* DMA transpose unit: share of the bandwidth (0: none) */
     double hbm_gbps;           /* HBM bandwidth available to one NeuronCore */
     double host_gbps;          /* host <-> device link */
 } nk_arch;

@@ -1162,7 +1162,20 @@ int nk__exec_dropout(exec *x, const nk_instr *in)
     return 0;
 }
 
-/* load, store: a byte copy between HBM and SBUF */
+/* load_transpose2d: the HBM view [F, P] read as [P, F], bytes unchanged */
+int nk__exec_load_transpose(exec *x, const nk_instr *in)
+{
+    nk_tensor t = in->src[0];
+    t.shape[0] = in->src[0].shape[1];
+    t.shape[1] = in->src[0].shape[0];
+    t.stride[0] = in->src[0].stride[1];
+    t.stride[1] = in->src[0].stride[0];
+    bview s = view_of(x, &t), d = view_of(x, &in->dst);
+    return copy_bytes(&d, &s);
+}
+
+/* load, store, dma_copy: a byte copy (row-major order when the shapes
+ * differ; staged when the views could overlap) */
 int nk__exec_dma(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);

@@ -31,5 +31,6 @@ int nk__exec_scalar_tensor_tensor(nk__exec *x, const nk_instr *in);
 int nk__exec_tensor_scalar_reduce(nk__exec *x, const nk_instr *in);
 int nk__exec_select(nk__exec *x, const nk_instr *in);
 int nk__exec_dropout(nk__exec *x, const nk_instr *in);
+int nk__exec_load_transpose(nk__exec *x, const nk_instr *in);
 
 #endif

@@ -415,6 +415,18 @@ static int check_dropout(const nk_arch *a, const nk_instr *in, const int64_t *n,
     return 0;
 }
 
+/* load_transpose2d: HBM [F, P] into a tile [P, F] */
+static int check_load_transpose(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+{
+    const nk_tensor *s = &in->src[0], *d = &in->dst;
+    if (check_dma(a, in, n, msg, len))
+        return 1;
+    if (s->ndim != 2 || d->shape[0] != s->shape[1] || n[D] != n[S0])
+        return fail(msg, len, "load_transpose2d of a %u-dim [%d, ...] tensor into a tile of %d partitions", s->ndim,
+                    s->shape[0], d->shape[0]);
+    return 0;
+}
+
 /* ---- the table */
 
 #define E(x) NK_ENG(NK_ENGINE_##x)
@@ -563,6 +575,19 @@ static const nk_opdef optable[NK_OP_COUNT] = {
                  [S2] = {"seed", ONCHIP, NK_IF_OPND1_T}},
         .cost = {.min_ii_floor = 1},
         .check = check_dropout, .attrs = attrs_dropout, .exec = nk__exec_dropout,
+    },
+    [NK_OP_DMA_COPY] = {
+        /* nisa.dma_copy within SBUF or within HBM [ISA][DMA]; the DMA
+           engines' bandwidth and efficiency curve, as a load */
+        .name = "dma_copy", .engines = E(DMA), .default_engine = NK_ENGINE_DMA,
+        .opnd = {[D] = {"dst", HBM | M(SBUF)}, [S0] = {"src", HBM | M(SBUF)}},
+        .check = check_dma, .attrs = attrs_none, .exec = nk__exec_dma,
+    },
+    [NK_OP_LOAD_TRANSPOSE] = {
+        /* nl.load_transpose2d: a DMA whose access pattern transposes [NL][PG] */
+        .name = "load_transpose2d", .engines = E(DMA), .default_engine = NK_ENGINE_DMA,
+        .opnd = {[D] = {"dst", M(SBUF)}, [S0] = {"src", HBM}},
+        .check = check_load_transpose, .attrs = attrs_none, .exec = nk__exec_load_transpose,
     },
 };
 

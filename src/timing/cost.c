@@ -194,25 +194,30 @@ static uint64_t contig_bytes(const nk_tensor *t)
     return (uint64_t)run * (uint64_t)nk_dtype_size(t->dtype);
 }
 
+/* The rows a DMA spreads over its engines are the partitions of its SBUF
+ * side (a load writes the tile, a store reads it; an SBUF-to-SBUF copy moves
+ * dst's partitions, as a load does [DMA]) and, HBM to HBM, the first axis
+ * of dst (a 1-D tensor is one row; assumed: the docs show HBM-to-HBM copies
+ * but not how they split). nl.load_transpose2d reads the HBM side one
+ * element at a time, unless the target has a DMA transpose unit
+ * (dma_transpose_efficiency) [A3]. */
 int nk__time_dma_plan(const nk_arch *a, const nk_instr *in, nk_dma_plan *plan)
 {
-    const nk_tensor *tile, *hbm;
+    const nk_tensor *d = &in->dst, *s = &in->src[0];
     if (in->engine != NK_ENGINE_DMA || in->nsrc < 1)
         return NK_EINVAL;
-    /* a load writes the tile, a store reads it */
-    if (in->dst.mem == NK_SHARED_HBM) {
-        tile = &in->src[0];
-        hbm = &in->dst;
-    } else {
-        tile = &in->dst;
-        hbm = &in->src[0];
-    }
-    if (tile->mem == NK_SHARED_HBM || hbm->mem != NK_SHARED_HBM || tile->ndim < 1)
+    const nk_tensor *rows = d->mem == NK_SHARED_HBM && s->mem != NK_SHARED_HBM ? s : d;
+    const nk_tensor *other = rows == d ? s : d;
+    if (rows->mem == NK_PSUM || other->mem == NK_PSUM || rows->ndim < 1 || other->ndim < 1)
         return NK_EINVAL;
-    plan->partitions = tile->shape[0] > 0 ? (uint32_t)tile->shape[0] : 0;
-    plan->part_bytes = (uint64_t)nk__free_size(tile) * (uint64_t)nk_dtype_size(tile->dtype);
-    uint64_t ct = contig_bytes(tile), ch = contig_bytes(hbm);
-    plan->chunk_bytes = ct < ch ? ct : ch;
+    uint64_t es = (uint64_t)nk_dtype_size(rows->dtype);
+    int flat = rows->mem == NK_SHARED_HBM && rows->ndim == 1;
+    plan->hbm_sides = (uint8_t)((d->mem == NK_SHARED_HBM) + (s->mem == NK_SHARED_HBM));
+    plan->partitions = flat ? (rows->shape[0] > 0) : rows->shape[0] > 0 ? (uint32_t)rows->shape[0] : 0;
+    plan->part_bytes = (uint64_t)(flat ? rows->shape[0] : nk__free_size(rows)) * es;
+    uint64_t ct = flat ? (rows->stride[0] == 1 ? plan->part_bytes : es) : contig_bytes(rows);
+    uint64_t co = other->ndim == 1 ? (other->stride[0] == 1 ? plan->part_bytes : es) : contig_bytes(other);
+    plan->chunk_bytes = ct < co ? ct : co;
     if (plan->chunk_bytes > plan->part_bytes)
         plan->chunk_bytes = plan->part_bytes;
     plan->engines = plan->partitions < (uint32_t)a->dma_engines ? plan->partitions : (uint32_t)a->dma_engines;
@@ -220,5 +225,15 @@ int nk__time_dma_plan(const nk_arch *a, const nk_instr *in, nk_dma_plan *plan)
         plan->engines = 0;
     double b = (double)plan->chunk_bytes;
     plan->efficiency = b > 0 ? b / (b + a->dma_eff_half_bytes) : 0;
+    if (in->op == NK_OP_LOAD_TRANSPOSE) {
+        if (a->dma_transpose_efficiency > 0) {
+            plan->chunk_bytes = plan->part_bytes;
+            plan->efficiency = plan->part_bytes ? a->dma_transpose_efficiency : 0;
+        } else {
+            plan->chunk_bytes = es < plan->part_bytes ? es : plan->part_bytes;
+            b = (double)plan->chunk_bytes;
+            plan->efficiency = b > 0 ? b / (b + a->dma_eff_half_bytes) : 0;
+        }
+    }
     return 0;
 }

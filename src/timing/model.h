@@ -30,13 +30,15 @@ int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c);
  * streaming stage, before the stride penalty and performance modes). */
 double nk__time_table_cycles(const nk_arch *a, const nk_instr *in);
 
-/* How a load/store splits into DMA descriptors. */
+/* How a DMA instruction splits into descriptors. */
 typedef struct nk_dma_plan {
-    uint32_t partitions;    /* SBUF partitions moved */
+    uint32_t partitions;    /* SBUF partitions moved (rows of an HBM-to-HBM copy) */
     uint32_t engines;       /* descriptors: one per engine used */
     uint64_t part_bytes;    /* bytes per partition */
     uint64_t chunk_bytes;   /* contiguous bytes per DMA buffer */
     double efficiency;      /* of the engines' bandwidth, from chunk_bytes */
+    uint8_t hbm_sides;      /* ends in HBM (0 SBUF to SBUF, 1 load/store, 2 HBM to HBM):
+                               the bytes pass the shared HBM bandwidth that many times */
 } nk_dma_plan;
 
 int nk__time_dma_plan(const nk_arch *a, const nk_instr *in, nk_dma_plan *plan);

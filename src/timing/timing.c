@@ -11,10 +11,12 @@
  * the next weights loading in the background. On targets that have them,
  * Vector/GpSimd SBUF and Vector/Scalar PSUM accesses take turns.
  *
- * A load or store splits into one descriptor per DMA engine (partitions
- * spread evenly), each put on the instruction's queue of that engine. An
- * engine moves one descriptor at a time, in order within a queue, serving
- * its queues round-robin; all engines together share the HBM bandwidth.
+ * A DMA instruction (load, store, dma_copy, load_transpose2d) splits into
+ * one descriptor per DMA engine (partitions spread evenly), each put on the
+ * instruction's queue of that engine. An engine moves one descriptor at a
+ * time, in order within a queue, serving its queues round-robin; all
+ * engines together share the HBM bandwidth, which a descriptor uses once
+ * per HBM end (none within SBUF, twice HBM to HBM).
  *
  * The simulation pops the earliest ready engine from a heap; every decision
  * is made in time order, so shared resources are granted first come, first
@@ -42,6 +44,7 @@ typedef struct dmainfo {
     uint32_t per, extra; /* parts / neng, parts % neng: the first `extra` descriptors take one more */
     uint16_t queue;
     uint8_t e0, neng, store;
+    uint8_t hbm_sides;   /* times its bytes pass the shared HBM bandwidth */
 } dmainfo;
 
 typedef struct engine {
@@ -302,8 +305,11 @@ static void start_desc(sim *s, uint32_t e, uint32_t i, double t)
     const dmainfo *m = &s->dma[i];
     uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, parts = m->per + (k < m->extra);
     uint64_t bytes = (uint64_t)parts * m->part_bytes;
-    s->hbm_free = dmax(s->hbm_free, t) + (double)bytes / s->a->hbm_gbps;
-    double end = dmax(t + (double)bytes / m->rate, s->hbm_free);
+    double end = t + (double)bytes / m->rate;
+    if (m->hbm_sides) { /* SBUF to SBUF leaves HBM alone */
+        s->hbm_free = dmax(s->hbm_free, t) + (double)m->hbm_sides * (double)bytes / s->a->hbm_gbps;
+        end = dmax(end, s->hbm_free);
+    }
     nk_timeline *tl = s->tl;
     tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
     s->d[e].busy = end;
@@ -455,7 +461,8 @@ static int plan_dma(sim *s)
         uint16_t q = (uint16_t)(in->queue % s->nq);
         uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
         s->dma[i] = (dmainfo){s->a->dma_engine_gbps * pl.efficiency, pl.part_bytes, pl.partitions, per, extra,
-                              in->queue, (uint8_t)rot, (uint8_t)pl.engines, in->dst.mem == NK_SHARED_HBM};
+                              in->queue, (uint8_t)rot, (uint8_t)pl.engines, in->dst.mem == NK_SHARED_HBM,
+                              pl.hbm_sides};
         s->left[i] = pl.engines;
         for (uint32_t k = 0, e = rot; k < pl.engines; k++, e = e + 1 == s->ne ? 0 : e + 1)
             s->fifo_off[e * s->nq + q + 1]++;

@@ -977,8 +977,38 @@ void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     wrote(nc, dst);
 }
 
-/* nisa.dma_copy: a DMA between HBM and SBUF in either direction, into an
- * existing destination; bytes move unconverted. */
+/* A DMA within SBUF or within HBM [ISA][DMA]: the same number of elements
+ * of one dtype, in row-major order. */
+static void dma_within(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_tensor src)
+{
+    if (!ok_read(nc, loc, op, "src", src))
+        return;
+    if (nk__numel(&src) != nk__numel(&dst)) {
+        char a[64], b[64];
+        shape_str(a, sizeof a, src);
+        shape_str(b, sizeof b, dst);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: src %s has %lld elements but dst %s has %lld; a DMA moves as many as it "
+                 "reads", op, a, (long long)nk__numel(&src), b, (long long)nk__numel(&dst));
+        return;
+    }
+    if (dst.dtype != src.dtype) {
+        nk__fail(nc, loc, NK_EDTYPE, "%s: src is %s but dst is %s (DMA does not convert; cast with nk_copy)", op,
+                 nk_dtype_name(src.dtype), nk_dtype_name(dst.dtype));
+        return;
+    }
+    if (nk__numel(&dst) > 0) {
+        nk_instr *in = nk__emit(nc, loc, NK_OP_DMA_COPY, NK_ENGINE_DMA);
+        if (!in)
+            return;
+        in->dst = dst;
+        in->src[0] = src;
+        in->nsrc = 1;
+    }
+    wrote(nc, dst);
+}
+
+/* nisa.dma_copy: a DMA between HBM and SBUF in either direction, within
+ * SBUF or within HBM, into an existing destination; bytes move unconverted. */
 void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src)
 {
     const char *op = "nk_dma_copy";
@@ -989,11 +1019,14 @@ void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src)
         return;
     }
     if (dst.mem == NK_SHARED_HBM) {
-        nk_store_at(nc, loc, dst, src);
+        if (src.mem == NK_SHARED_HBM)
+            dma_within(nc, loc, op, dst, src);
+        else
+            nk_store_at(nc, loc, dst, src);
         return;
     }
     if (src.mem != NK_SHARED_HBM) {
-        nk__fail(nc, loc, NK_EMEMORY, "%s: SBUF to SBUF DMA is not supported yet; use nk_isa_tensor_copy", op);
+        dma_within(nc, loc, op, dst, src);
         return;
     }
     if (!ok_read(nc, loc, op, "src", src))
@@ -1421,4 +1454,46 @@ nk_tensor nk_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_operand rate)
     nk_tensor t = tile_like(nc, loc, op, x, (nk_dtype)x.dtype, NK_SBUF);
     dropout(nc, loc, op, t, x, rate);
     return nc->status ? NK_NONE : t;
+}
+
+/* ---- nl.load_transpose2d */
+
+/* HBM [F, P] into a new SBUF tile [P, F]: one DMA whose access pattern
+ * transposes [NL][PG]. */
+nk_tensor nk_load_transpose2d_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
+{
+    const char *op = "nk_load_transpose2d";
+    if (!ok_tensor(nc, loc, op, "source", src))
+        return NK_NONE;
+    if (src.mem != NK_SHARED_HBM) {
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the source is %s tile; nk_load_transpose2d reads HBM tensors (transpose "
+                 "a tile with nk_transpose)", op, src.mem == NK_SBUF ? "an SBUF" : "a PSUM");
+        return NK_NONE;
+    }
+    if (!ok_read(nc, loc, op, "the source", src))
+        return NK_NONE;
+    char s[64];
+    shape_str(s, sizeof s, src);
+    if (src.ndim != 2) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: transposes 2-D tensors, the source %s has %d dims", op, s, src.ndim);
+        return NK_NONE;
+    }
+    if (src.shape[1] > nc->arch->partitions) {
+        nk__fail(nc, loc, NK_EPARTITION, "%s: the source %s has %d columns, which become partitions; at most %d", op,
+                 s, src.shape[1], nc->arch->partitions);
+        return NK_NONE;
+    }
+    nk_tensor t = tile2(nc, loc, op, src.shape[1], src.shape[0], (nk_dtype)src.dtype, NK_SBUF);
+    if (nc->status)
+        return NK_NONE;
+    if (nk__numel(&src) > 0) {
+        nk_instr *in = nk__emit(nc, loc, NK_OP_LOAD_TRANSPOSE, NK_ENGINE_DMA);
+        if (!in)
+            return NK_NONE;
+        in->dst = t;
+        in->src[0] = src;
+        in->nsrc = 1;
+    }
+    wrote(nc, t);
+    return t;
 }

@@ -141,6 +141,10 @@ static void k_all_ops(nk_ctx *nc, const nk_tensor *args, int nargs)
     nk_random_seed(nc, nk_ix(nc, tsr_r, nk_r(0, 1), NK_ALL));
     nk_tensor drop = nk_dropout(nc, wh, nk_imm(0.25f)), drop_t = nk_dropout(nc, wh_s, nk_col(tsr_r));
     (void)drop, (void)drop_t;
+    nk_tensor dcp = nk_ndarray(nc, NK_SHAPE(64, 256), NK_F32, NK_SBUF);
+    nk_dma_copy(nc, dcp, drop);
+    nk_tensor ltr = nk_load_transpose2d(nc, nk_ix(nc, args[1], nk_r(0, 32), nk_r(0, 64)));
+    (void)ltr;
     nk_tensor z = nk_ndarray(nc, NK_SHAPE(32, 32), NK_F32, NK_SBUF);
     nk_isa_memset(nc, z, 0.25);
     nk_tensor vt = nk_ndarray(nc, NK_SHAPE(32, 32), NK_F32, NK_SBUF);
