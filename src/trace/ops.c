@@ -1241,6 +1241,18 @@ void nk_matmul_acc_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_ten
     nk_isa_nc_matmul_at(nc, loc, acc, st, y, 1);
 }
 
+/* Are a tile's free elements one contiguous run (so it reshapes)? */
+static int free_contiguous(nk_tensor t)
+{
+    int64_t run = 1;
+    for (int d = t.ndim - 1; d >= 1; d--) {
+        if (t.shape[d] != 1 && t.stride[d] != run)
+            return 0;
+        run *= t.shape[d];
+    }
+    return 1;
+}
+
 nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape)
 {
     const char *op = "nk_broadcast";
@@ -1268,18 +1280,27 @@ nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape)
         return nc->status ? NK_NONE : t;
     }
     if (x.shape[0] == 1 && nk__free_size(&x) == F) {
-        /* partition broadcast: ones[1, P]^T @ x[1, F] on the Tensor engine */
+        /* partition broadcast: ones[1, P]^T @ x[1, F] on the Tensor engine
+           [A2], in matmuls of at most gemm_moving_fmax columns (one PSUM
+           bank each), each copied out to its columns of the result */
         nk_dtype mdt = nk_dtype_is_float(x.dtype) ? (nk_dtype)x.dtype : NK_F32;
         nk_tensor src = x;
-        if (mdt != x.dtype)
+        if (mdt != x.dtype || (x.ndim != 2 && !free_contiguous(x)))
             src = nk_copy_at(nc, loc, x, mdt);
+        if (src.ndim != 2)
+            src = nk_reshape_at(nc, loc, src, NK_SHAPE(1, F));
         int64_t one[2] = {1, P};
         nk_tensor ones = nk__tile(nc, loc, op, NK_SBUF, one, 2, mdt);
         nk_isa_memset_at(nc, loc, ones, 1.0, NK_ENGINE_VECTOR);
-        nk_tensor ps = tile2(nc, loc, op, P, F, NK_F32, NK_PSUM);
-        nk_isa_nc_matmul_at(nc, loc, ps, ones, src, 0);
         nk_tensor t = nk__tile(nc, loc, op, NK_SBUF, shape.d, shape.n, (nk_dtype)x.dtype);
-        nk_isa_tensor_copy_at(nc, loc, t, ps, NK_ENGINE_VECTOR);
+        nk_tensor flat = shape.n == 2 ? t : nk_reshape_at(nc, loc, t, NK_SHAPE(P, F));
+        int64_t w = nc->arch->gemm_moving_fmax;
+        for (int64_t c0 = 0; c0 < F && !nc->status; c0 += w) {
+            int64_t c1 = c0 + w < F ? c0 + w : F;
+            nk_tensor ps = tile2(nc, loc, op, P, c1 - c0, NK_F32, NK_PSUM);
+            nk_isa_nc_matmul_at(nc, loc, ps, ones, nk_ix(nc, src, NK_ALL, nk_r(c0, c1)), 0);
+            nk_isa_tensor_copy_at(nc, loc, nk_ix(nc, flat, NK_ALL, nk_r(c0, c1)), ps, NK_ENGINE_VECTOR);
+        }
         return nc->status ? NK_NONE : t;
     }
     char s[64];

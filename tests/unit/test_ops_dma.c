@@ -5,7 +5,8 @@
  * each, and every check the tracer makes.
  *
  * References: DMAs move bytes, so they are compared exactly with the
- * source's elements in row-major order (transposed for load_transpose2d).
+ * source's elements in row-major order (transposed for load_transpose2d);
+ * a broadcast multiplies by 1.0 and adds nothing, so it is exact too.
  * Timing references are written from the sources (docs/timing-model.md):
  * 17 B/ns per DMA engine on trn1, 23 on trn2 [DMAbw]; 1300 ns from trigger
  * to start [DMAbw]; efficiency chunk / (chunk + 256) (assumed); HBM 410 GB/s
@@ -120,6 +121,60 @@ TEST(load_transpose2d_reads_hbm_transposed)
             free(want);
             nk_array_free(&in);
         }
+}
+
+/* ---- partition broadcast of any free size */
+
+static void k_bcast(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor x = nk_load(nc, args[0]); /* [1, F] or [1, 4, F / 4] */
+    nk_shape s = x.ndim == 2 ? NK_SHAPE(128, x.shape[1]) : NK_SHAPE(128, x.shape[1], x.shape[2]);
+    ref_return_tile(nc, nk_broadcast(nc, x, s));
+}
+
+static void check_bcast(nk_dtype dt, int ndim, int64_t F, uint64_t seed)
+{
+    int64_t s[3] = {1, ndim == 2 ? F : 4, F / 4};
+    nk_array in, out;
+    arr_new(&in, dt, ndim, s);
+    arr_fill(&in, &seed, -10, 10);
+    double *x = arr_values(&in), *want = malloc((size_t)(128 * F) * sizeof *want);
+    for (int p = 0; p < 128; p++)
+        for (int64_t f = 0; f < F; f++)
+            want[p * F + f] = x[f];
+    if (run_kernel("broadcast", k_bcast, &in, 1, &out, 1) == 0) {
+        CHECK_INT(out.shape[0], 128);
+        CHECK_ARR("broadcast", &out, want, 0, NULL, 0);
+        nk_array_free(&out);
+    }
+    /* the compiled program: ceil(F / 512) matmuls of at most 512 columns */
+    nk_kernel *k = nk_kernel_new("broadcast", k_bcast);
+    const nk_program *p = NULL;
+    if (nk_kernel_compile(k, &in, 1, NULL, &p) == 0) {
+        int mm = 0;
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            if (p->instrs[i].op == NK_OP_MATMUL) {
+                mm++;
+                CHECK(nk__free_size(&p->instrs[i].src[1]) <= 512);
+            }
+        CHECK_INT(mm, (F + 511) / 512);
+    }
+    nk_kernel_free(k);
+    free(x);
+    free(want);
+    nk_array_free(&in);
+}
+
+TEST(partition_broadcast_of_any_free_size)
+{
+    check_bcast(NK_F32, 2, 100, 1);
+    check_bcast(NK_F32, 2, 512, 2);
+    check_bcast(NK_F32, 2, 513, 3);
+    check_bcast(NK_BF16, 2, 1300, 4);
+    check_bcast(NK_F32, 2, 4096, 5);
+    check_bcast(NK_I32, 2, 700, 6); /* integers go through a float32 copy */
+    check_bcast(NK_BF16, 3, 2400, 7); /* [1, 4, 600] -> [128, 4, 600] */
 }
 
 /* ---- timing */
