@@ -49,3 +49,11 @@ $(PY_EXT_SO): $(PY_OBJ) $(PIC_OBJ)
 $(PY_DIR)/%.py: python/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
+
+# `make bench` also runs the Python front-end's call-overhead benchmark.
+BENCH_BIN += $(BUILD)/bench/python_call
+bench: $(BUILD)/bench/python_call
+$(BUILD)/bench/python_call: bench/python_call.py $(BUILD)/nklab python
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s/nklab" python "%s/bench/python_call.py" "$$@"\n' "$(abspath $(BUILD))" "$(CURDIR)" >$@
+	chmod +x $@
