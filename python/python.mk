@@ -57,3 +57,13 @@ $(BUILD)/bench/python_call: bench/python_call.py $(BUILD)/nklab python
 	@mkdir -p $(dir $@)
 	printf '#!/bin/sh\nexec "%s/nklab" python "%s/bench/python_call.py" "$$@"\n' "$(abspath $(BUILD))" "$(CURDIR)" >$@
 	chmod +x $@
+
+# make install: the package and the shim under $(PREFIX)/lib/nklab/python,
+# where the installed nklab looks for them (nothing goes to site-packages).
+.PHONY: install-python
+install: install-python
+install-python: python
+	install -d $(DESTDIR)$(PREFIX)/lib/nklab/python
+	rm -rf $(DESTDIR)$(PREFIX)/lib/nklab/python/nklab $(DESTDIR)$(PREFIX)/lib/nklab/python/shim
+	cp -r $(PY_DIR)/nklab $(PY_DIR)/shim $(DESTDIR)$(PREFIX)/lib/nklab/python/
+	find $(DESTDIR)$(PREFIX)/lib/nklab/python -name __pycache__ -prune -exec rm -rf {} +

@@ -73,6 +73,13 @@ if $PY -c "import torch" 2>/dev/null; then
     printf '%s\n' "$r" | grep -q '^torch: returns torch.Tensor' && ok || bad "examples/matmul.py (torch)" "$r"
 else skip=$((skip + 1)); echo "skip examples/matmul.py with torch: python3-torch is not installed"; fi
 
+# make install puts the package beside the installed nklab, not in site-packages
+if make --no-print-directory -s install PREFIX="$T/inst" >"$T/inst.log" 2>&1 &&
+   r=$(cd "$T" && "$T/inst/bin/nklab" python "$OLDPWD/examples/exp.py" 2>&1) &&
+   printf '%s\n' "$r" | grep -q '^B  NC  NC-USED' && [ -d "$T/inst/lib/nklab/python/shim/neuronxcc" ]; then
+    ok
+else bad "the installed nklab python runs examples/exp.py" "$(cat "$T/inst.log"; printf '%s\n' "${r:-}")"; fi
+
 # nklab run|bench|profile FILE.py:FUNCTION, values equal to the C kernel's
 "$NK" run examples/exp.py:tensor_exp_kernel --random in=250x512:float32 --seed 3 --out "$T/py.npy" >/dev/null 2>&1 &&
 "$NK" run examples/tensor_exp.c:tensor_exp --random in=250x512:float32 --seed 3 --out "$T/c.npy" >/dev/null 2>&1 &&
