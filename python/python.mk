@@ -67,3 +67,6 @@ install-python: python
 	rm -rf $(DESTDIR)$(PREFIX)/lib/nklab/python/nklab $(DESTDIR)$(PREFIX)/lib/nklab/python/shim
 	cp -r $(PY_DIR)/nklab $(PY_DIR)/shim $(DESTDIR)$(PREFIX)/lib/nklab/python/
 	find $(DESTDIR)$(PREFIX)/lib/nklab/python -name __pycache__ -prune -exec rm -rf {} +
+
+# make demo starts with the profiling example as its NKI Python file.
+demo: python

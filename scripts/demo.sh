@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The walkthrough (`make demo`): NKI's profiling example, exp over a
-# [250, 512] float32 tensor, written in C (examples/tensor_exp.c), run,
+# [250, 512] float32 tensor, first as its NKI Python file (examples/exp.py,
+# under `nklab python`), then written in C (examples/tensor_exp.c), run,
 # benchmarked, profiled and summarised by the nklab in $NK_BUILD (default
 # build). Files go to $NK_BUILD/demo.
 set -euo pipefail
@@ -15,6 +16,14 @@ mkdir -p "$D"
 step() { printf '\n== %s\n' "$1"; }
 show() { printf '$ %s\n' "$*"; "$@"; }
 has() { "$NK" "$1" --help >/dev/null 2>&1; }
+
+step "0. NKI's profiling example as the NKI Python file it is (examples/exp.py), run unchanged"
+sed -n '/^@nki.benchmark/,/^    return/p' examples/exp.py
+rel() { realpath --relative-to="$D" "$1"; }
+printf '$ (cd %s && %s python %s)\n' "$D" "$(rel "$NK")" "$(rel examples/exp.py)"
+(cd "$D" && "$(rel "$OLDPWD/$NK")" python "$(rel "$OLDPWD/examples/exp.py")")
+printf '$ %s view %s -o %s\n' "$NK" "$D/profile.ntff" "$D/exp_py.html"
+"$NK" view "$D/profile.ntff" -o "$D/exp_py.html"
 
 step "1. the kernel: NKI's profiling example in C (examples/tensor_exp.c)"
 sed -n '/^void tensor_exp/,/^}/p' examples/tensor_exp.c | grep -v '^ *\(/\*\|\*\)'
