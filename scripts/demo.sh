@@ -19,9 +19,9 @@ has() { "$NK" "$1" --help >/dev/null 2>&1; }
 
 step "0. NKI's profiling example as the NKI Python file it is (examples/exp.py), run unchanged"
 sed -n '/^@nki.benchmark/,/^    return/p' examples/exp.py
-rel() { realpath --relative-to="$D" "$1"; }
-printf '$ (cd %s && %s python %s)\n' "$D" "$(rel "$NK")" "$(rel examples/exp.py)"
-(cd "$D" && "$(rel "$OLDPWD/$NK")" python "$(rel "$OLDPWD/examples/exp.py")")
+rnk=$(realpath --relative-to="$D" "$NK"); rex=$(realpath --relative-to="$D" examples/exp.py)
+printf '$ (cd %s && %s python %s)\n' "$D" "$rnk" "$rex"
+(cd "$D" && "$rnk" python "$rex")
 printf '$ %s view %s -o %s\n' "$NK" "$D/profile.ntff" "$D/exp_py.html"
 "$NK" view "$D/profile.ntff" -o "$D/exp_py.html"
 
