@@ -892,8 +892,23 @@ nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dt
         nk__fail(nc, loc, NK_ESHAPE, "nk_full: 1 to %d dims, got %d", NK_MAXDIM, shape.n);
         return NK_NONE;
     }
-    nk_tensor t = nk__tile(nc, loc, "nk_full", mem, shape.d, shape.n, dt);
-    nk_isa_memset_at(nc, loc, t, value, NK_ENGINE_VECTOR);
+    int pdim = nk__parse_pdim(nc, loc, "nk_full", &shape, mem);
+    if (pdim < 0)
+        return NK_NONE;
+    nk_tensor t = nk__tile_array(nc, loc, "nk_full", mem, shape.d, shape.n, dt, pdim);
+    /* a tile array: each block is its own tile, filled by its own memset */
+    int64_t nblocks = nk__dims_product(shape.d, pdim);
+    for (int64_t k = 0; k < nblocks && !nc->status; k++) {
+        nk_tensor b = t;
+        b.buf = t.buf + (uint32_t)k;
+        b.pdim = 0;
+        b.ndim = (uint8_t)(t.ndim - pdim);
+        for (int d = 0; d < NK_MAXDIM; d++) {
+            b.shape[d] = d < b.ndim ? t.shape[d + pdim] : 0;
+            b.stride[d] = d < b.ndim ? t.stride[d + pdim] : 0;
+        }
+        nk_isa_memset_at(nc, loc, b, value, NK_ENGINE_VECTOR);
+    }
     return nc->status ? NK_NONE : t;
 }
 

@@ -202,55 +202,18 @@ nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, co
     return nk__tile_array(nc, loc, opname, mem, shape, ndim, dt, 0);
 }
 
-/* A tile array's handle: axes in the kernel's order, the partition axis at
- * pdim; in each partition the blocks and free axes are laid out row-major
- * (the buffer itself is recorded partition axis first). */
-static void init_array_view(nk_tensor *t, uint32_t buf, nk_buffer mem, nk_dtype dt, const int64_t *shape, int ndim,
-                            int pdim)
+/* One tile: a buffer of shape [P, free...]; 0 on error. */
+static uint32_t new_tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *shape, int ndim,
+                         nk_dtype dt)
 {
-    memset(t, 0, sizeof *t);
-    t->buf = buf;
-    t->dtype = (uint8_t)dt;
-    t->mem = (uint8_t)mem;
-    t->ndim = (uint8_t)ndim;
-    t->pdim = (uint8_t)pdim;
-    int64_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        t->shape[i] = (int32_t)shape[i];
-        t->stride[i] = i == pdim ? 1 : s;
-        if (i != pdim)
-            s *= shape[i];
-    }
-}
-
-nk_tensor nk__tile_array(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *ushape,
-                         int ndim, nk_dtype dt, int pdim)
-{
-    nk_tensor bad = {0};
-    if (nc->status)
-        return bad;
-    if (ndim < 1 || ndim > NK_MAXDIM || pdim < 0 || pdim >= ndim) {
-        nk__fail(nc, loc, NK_ESHAPE, "%s: a tile has 1 to %d dims, got %d", opname, NK_MAXDIM, ndim);
-        return bad;
-    }
-    /* the buffer's shape: partition axis first, then blocks and free axes */
-    int64_t shape[NK_MAXDIM];
-    shape[0] = ushape[pdim];
-    for (int i = 0, k = 1; i < ndim; i++)
-        if (i != pdim)
-            shape[k++] = ushape[i];
-    if (ndim < 1 || ndim > NK_MAXDIM) {
-        nk__fail(nc, loc, NK_ESHAPE, "%s: a tile has 1 to %d dims, got %d", opname, NK_MAXDIM, ndim);
-        return bad;
-    }
     if (!nk_dtype_size(dt)) {
         nk__fail(nc, loc, NK_EDTYPE, "%s: invalid dtype %d", opname, (int)dt);
-        return bad;
+        return 0;
     }
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0 || shape[i] > INT32_MAX) {
             nk__fail(nc, loc, NK_ESHAPE, "%s: invalid dimension %lld", opname, (long long)shape[i]);
-            return bad;
+            return 0;
         }
     }
     /* at most INT32_MAX elements a partition keeps every byte count below in range */
@@ -263,12 +226,12 @@ nk_tensor nk__tile_array(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer m
         nk__format_shape(s, sizeof s, s32, ndim);
         nk__fail(nc, loc, NK_ECAPACITY, "%s: %s capacity exceeded: a tile %s holds more than %d elements per "
                  "partition", opname, mem_name(mem), s, INT32_MAX);
-        return bad;
+        return 0;
     }
     if (shape[0] > nc->arch->partitions) {
         nk__fail(nc, loc, NK_EPARTITION, "%s: partition dimension %lld exceeds %d", opname,
                  (long long)shape[0], nc->arch->partitions);
-        return bad;
+        return 0;
     }
     int64_t bytes = fsz * nk_dtype_size(dt);
     int64_t unit = mem == NK_PSUM ? nc->arch->psum_bank_bytes : nc->arch->tile_align;
@@ -284,11 +247,11 @@ nk_tensor nk__tile_array(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer m
                      (long long)nc->arch->psum_bank_bytes);
         nk__fail(nc, loc, NK_ECAPACITY, "%s: %s capacity exceeded: a tile needs %lld bytes per partition but a "
                  "partition holds %lld%s", opname, mem_name(mem), (long long)bytes, (long long)cap, banks);
-        return bad;
+        return 0;
     }
     uint32_t id = new_buf(nc, loc);
     if (!id)
-        return bad;
+        return 0;
     nk_bufinfo *b = &nc->p->bufs[id];
     b->mem = (uint8_t)mem;
     b->dtype = (uint8_t)dt;
@@ -298,8 +261,62 @@ nk_tensor nk__tile_array(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer m
         b->shape[i] = shape[i];
     b->bytes = bytes;
     b->nslots = 1;
+    return id;
+}
+
+/*
+ * A tile array, NKI's nl.ndarray((nb, [nb2,] nl.par_dim(P), f...)): every
+ * block is a tile of its own (its own buffer, so liveness, allocation and
+ * spills treat blocks one by one, as neuronx-cc does), the blocks' buffer
+ * ids consecutive in row-major block order. The handle keeps the kernel's
+ * axis order with the partition axis at pdim; a block axis's stride counts
+ * buffers, the free axes' strides elements. Indexing every block axis
+ * (nk_ix with integer indices) gives a block's tile.
+ */
+nk_tensor nk__tile_array(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *ushape,
+                         int ndim, nk_dtype dt, int pdim)
+{
+    nk_tensor bad = {0};
+    if (nc->status)
+        return bad;
+    if (ndim < 1 || ndim > NK_MAXDIM || pdim < 0 || pdim >= ndim) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: a tile has 1 to %d dims, got %d", opname, NK_MAXDIM, ndim);
+        return bad;
+    }
+    int64_t nblocks = nk__dims_product(ushape, pdim);
+    if (nblocks < 1 || nblocks > (1 << 20)) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: a tile array has 1 to %d blocks, got %lld", opname, 1 << 20,
+                 (long long)nblocks);
+        return bad;
+    }
+    uint32_t first = 0;
+    for (int64_t k = 0; k < nblocks; k++) {
+        uint32_t id = new_tile(nc, loc, opname, mem, ushape + pdim, ndim - pdim, dt);
+        if (!id)
+            return bad;
+        if (!k)
+            first = id;
+    }
     nk_tensor t;
-    init_array_view(&t, id, mem, dt, ushape, ndim, pdim);
+    memset(&t, 0, sizeof t);
+    t.buf = first;
+    t.dtype = (uint8_t)dt;
+    t.mem = (uint8_t)mem;
+    t.ndim = (uint8_t)ndim;
+    t.pdim = (uint8_t)pdim;
+    int64_t s = 1, sb = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t.shape[i] = (int32_t)ushape[i];
+        if (i == pdim) {
+            t.stride[i] = 1;
+        } else if (i > pdim) {
+            t.stride[i] = s;
+            s *= ushape[i];
+        } else {
+            t.stride[i] = sb;
+            sb *= ushape[i];
+        }
+    }
     return t;
 }
 
@@ -487,7 +504,10 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
             nd++;
             continue;
         }
-        v.off += start * t.stride[d];
+        if (tile && d < t.pdim) /* a block axis: its stride counts the blocks' buffers */
+            v.buf += (uint32_t)(start * t.stride[d]);
+        else
+            v.off += start * t.stride[d];
         if (q.kind == NK_RANGE_INDEX)
             continue;
         v.shape[nd] = (int32_t)count;
@@ -519,6 +539,11 @@ nk_tensor nk_ap_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int ndim, const int64_t 
     }
     if (ndim < 1 || ndim > NK_MAXDIM || !extent || !idx) {
         nk__fail(nc, loc, NK_ESHAPE, "%s: a view has 1 to %d axes, got %d", op, NK_MAXDIM, ndim);
+        return bad;
+    }
+    if (t.pdim) {
+        nk__fail(nc, loc, NK_ESHAPE, "%s: a tile array's blocks are separate tiles; index the blocks first "
+                 "(nk_ix(nc, t, nk_i(k)))", op);
         return bad;
     }
     int tile = t.mem != NK_SHARED_HBM, empty = 0;

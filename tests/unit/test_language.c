@@ -63,9 +63,20 @@ TEST(lang_tile_array_filled_by_assign_needs_no_copies)
         CHECK_INT(n[NK_OP_TENSOR_COPY], 0); /* each load wrote its block */
         CHECK_INT(n[NK_OP_ACTIVATION], 4);
         CHECK_INT(p->ninstr, 12);
-        /* the blocks are one buffer [128 partitions, 4 x 64] */
-        CHECK_INT(p->instrs[0].dst.off, 0);
-        CHECK_INT(p->instrs[1].dst.off, 64);
+        /* each block is a tile of its own: four buffers in a row, each [128, 64] */
+        uint32_t b0 = p->instrs[0].dst.buf;
+        for (int i = 0; i < 4; i++) {
+            const nk_instr *in = NULL;
+            for (uint32_t j = 0; j < p->ninstr && !in; j++)
+                if (p->instrs[j].op == NK_OP_LOAD && p->instrs[j].dst.buf == b0 + (uint32_t)i)
+                    in = &p->instrs[j];
+            CHECK(in != NULL);
+            if (in) {
+                CHECK_INT(in->dst.off, 0);
+                CHECK_INT(p->bufs[in->dst.buf].shape[1], 64);
+                CHECK_INT(in->src[0].off, i * 128 * 64);
+            }
+        }
     }
     int nout = 0;
     CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
