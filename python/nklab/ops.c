@@ -1003,6 +1003,13 @@ static PyObject *isa_nc_transpose(PyObject *self, PyObject *args, PyObject *kw)
     return isa_result(a[4], dst);
 }
 
+static nk_dtype pair_dtype(nk_tensor a, nk_tensor b)
+{
+    if (a.dtype == b.dtype)
+        return (nk_dtype)a.dtype;
+    return NK_F32;
+}
+
 static PyObject *activation(const char *op, int has_reduce, PyObject *args, PyObject *kw)
 {
     static const char *const names[] = {"op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd",
@@ -1049,13 +1056,221 @@ static PyObject *activation(const char *op, int has_reduce, PyObject *args, PyOb
 }
 
 static PyObject *isa_activation(PyObject *s, PyObject *a, PyObject *k) { (void)s; return activation("nisa.activation", 0, a, k); }
-static PyObject *isa_activation_reduce(PyObject *s, PyObject *a, PyObject *k) { (void)s; return activation("nisa.activation_reduce", 1, a, k); }
 
-static nk_dtype pair_dtype(nk_tensor a, nk_tensor b)
+static PyObject *isa_activation_reduce(PyObject *self, PyObject *args, PyObject *kw)
 {
-    if (a.dtype == b.dtype)
-        return (nk_dtype)a.dtype;
-    return NK_F32;
+    (void)self;
+    static const char *const names[] = {"op", "data", "reduce_op", "reduce_res", "bias", "scale", "dtype", "mask",
+                                        "dst", NULL};
+    PyObject *a[9];
+    const char *op = "nisa.activation_reduce";
+    if (bind(op, args, kw, names, 4, a))
+        return NULL;
+    NC(op);
+    nk_act f;
+    nk_alu r;
+    pynk_mask m;
+    nk_tensor x, dst, rres;
+    nk_operand bias, scale;
+    if (pynk_parse_act(a[0], &f) || pynk_parse_alu(a[2], &r) || pynk_parse_mask(a[7], &m) ||
+        get_t(a[1], &m, &x, op) || get_t(a[3], NULL, &rres, op) || operand(a[4], &m, &bias, 0.0f, op) ||
+        operand(a[5], &m, &scale, 1.0f, op))
+        return NULL;
+    nk_dtype dt;
+    if (opt_dtype(a[6], (nk_dtype)x.dtype, &dt))
+        return NULL;
+    nk_shape s;
+    shape_of(x, &s);
+    if (isa_dst(nc, loc, a[8], &m, s, dt, NK_SBUF, &dst, op))
+        return NULL;
+    nk_isa_activation_reduce_at(nc, loc, dst, f, x, r, rres, bias, scale);
+    return isa_result(a[8], dst);
+}
+
+static PyObject *isa_tensor_tensor_scan(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1", "dtype",
+                                        "mask", "dst", NULL};
+    PyObject *a[10];
+    const char *op = "nisa.tensor_tensor_scan";
+    if (bind(op, args, kw, names, 5, a))
+        return NULL;
+    NC(op);
+    pynk_mask m;
+    nk_tensor d0, d1, dst;
+    nk_operand init;
+    nk_alu op0, op1;
+    if (pynk_parse_mask(a[8], &m) || get_t(a[0], &m, &d0, op) || get_t(a[1], &m, &d1, op) ||
+        operand(a[2], &m, &init, 0.0f, op) || pynk_parse_alu(a[3], &op0) || pynk_parse_alu(a[4], &op1))
+        return NULL;
+    int r0 = opt_bool(a[5], 0), r1 = opt_bool(a[6], 0);
+    nk_dtype dt;
+    if (r0 < 0 || r1 < 0 || opt_dtype(a[7], pair_dtype(d0, d1), &dt))
+        return NULL;
+    nk_shape s;
+    shape_of(d0, &s);
+    if (isa_dst(nc, loc, a[9], &m, s, dt, NK_SBUF, &dst, op))
+        return NULL;
+    nk_isa_tensor_tensor_scan_at(nc, loc, dst, d0, d1, init, op0, op1, r0, r1);
+    return isa_result(a[9], dst);
+}
+
+static PyObject *isa_scalar_tensor_tensor(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"data", "op0", "operand0", "op1", "operand1", "reverse0", "reverse1",
+                                        "dtype", "mask", "dst", NULL};
+    PyObject *a[10];
+    const char *op = "nisa.scalar_tensor_tensor";
+    if (bind(op, args, kw, names, 5, a))
+        return NULL;
+    NC(op);
+    pynk_mask m;
+    nk_tensor x, o1, dst;
+    nk_operand o0;
+    nk_alu op0, op1;
+    if (pynk_parse_mask(a[8], &m) || get_t(a[0], &m, &x, op) || pynk_parse_alu(a[1], &op0) ||
+        operand(a[2], &m, &o0, 0.0f, op) || pynk_parse_alu(a[3], &op1) || get_t(a[4], &m, &o1, op))
+        return NULL;
+    int r0 = opt_bool(a[5], 0), r1 = opt_bool(a[6], 0);
+    nk_dtype dt;
+    if (r0 < 0 || r1 < 0 || opt_dtype(a[7], (nk_dtype)x.dtype, &dt))
+        return NULL;
+    nk_shape s;
+    shape_of(x, &s);
+    if (isa_dst(nc, loc, a[9], &m, s, dt, NK_SBUF, &dst, op))
+        return NULL;
+    nk_isa_scalar_tensor_tensor_at(nc, loc, dst, x, op0, o0, op1, o1, r0, r1);
+    return isa_result(a[9], dst);
+}
+
+static PyObject *isa_tensor_scalar_reduce(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"data", "op0", "operand0", "reduce_op", "reduce_res", "reverse0", "dtype",
+                                        "mask", "dst", NULL};
+    PyObject *a[9];
+    const char *op = "nisa.tensor_scalar_reduce";
+    if (bind(op, args, kw, names, 5, a))
+        return NULL;
+    NC(op);
+    if (a[5] && PyObject_IsTrue(a[5]))
+        return pynk_not_implemented("nisa.tensor_scalar_reduce(reverse0=True)", NULL);
+    pynk_mask m;
+    nk_tensor x, rres, dst;
+    nk_operand o0;
+    nk_alu op0, rop;
+    if (pynk_parse_mask(a[7], &m) || get_t(a[0], &m, &x, op) || pynk_parse_alu(a[1], &op0) ||
+        operand(a[2], &m, &o0, 0.0f, op) || pynk_parse_alu(a[3], &rop) || get_t(a[4], NULL, &rres, op))
+        return NULL;
+    nk_dtype dt;
+    if (opt_dtype(a[6], (nk_dtype)x.dtype, &dt))
+        return NULL;
+    nk_shape s;
+    shape_of(x, &s);
+    if (isa_dst(nc, loc, a[8], &m, s, dt, NK_SBUF, &dst, op))
+        return NULL;
+    nk_isa_tensor_scalar_reduce_at(nc, loc, dst, x, op0, o0, rop, rres);
+    return isa_result(a[8], dst);
+}
+
+static PyObject *isa_dropout(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"data", "prob", "mask", "dtype", "dst", NULL};
+    PyObject *a[5];
+    const char *op = "nisa.dropout";
+    if (bind(op, args, kw, names, 2, a))
+        return NULL;
+    NC(op);
+    pynk_mask m;
+    nk_tensor x, dst;
+    nk_operand p;
+    if (pynk_parse_mask(a[2], &m) || get_t(a[0], &m, &x, op) || operand(a[1], &m, &p, 0.0f, op))
+        return NULL;
+    nk_dtype dt;
+    if (opt_dtype(a[3], (nk_dtype)x.dtype, &dt))
+        return NULL;
+    nk_shape s;
+    shape_of(x, &s);
+    if (isa_dst(nc, loc, a[4], &m, s, dt, NK_SBUF, &dst, op))
+        return NULL;
+    nk_isa_dropout_at(nc, loc, dst, x, p);
+    return isa_result(a[4], dst);
+}
+
+static PyObject *lang_dropout(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"x", "rate", "dtype", "mask", NULL};
+    PyObject *a[4];
+    if (bind("nl.dropout", args, kw, names, 2, a))
+        return NULL;
+    NC("nl.dropout");
+    pynk_mask m;
+    nk_tensor x;
+    nk_operand r;
+    if (pynk_parse_mask(a[3], &m) || get_t(a[0], &m, &x, "nl.dropout") || operand(a[1], &m, &r, 0.0f, "nl.dropout"))
+        return NULL;
+    return result(cast(nc, loc, nk_dropout_at(nc, loc, x, r), a[2]));
+}
+
+static PyObject *lang_random_seed(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"seed", "mask", NULL};
+    PyObject *a[2];
+    if (bind("nl.random_seed", args, kw, names, 1, a))
+        return NULL;
+    NC("nl.random_seed");
+    nk_tensor t;
+    if (get_t(a[0], NULL, &t, "nl.random_seed"))
+        return NULL;
+    nk_random_seed_at(nc, loc, t);
+    return done();
+}
+
+static PyObject *lang_where(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"condition", "x", "y", "dtype", "mask", NULL};
+    PyObject *a[5];
+    if (bind("nl.where", args, kw, names, 3, a))
+        return NULL;
+    NC("nl.where");
+    pynk_mask m;
+    nk_tensor c, x, y;
+    if (pynk_parse_mask(a[4], &m) || get_t(a[0], &m, &c, "nl.where") || get_t(a[1], &m, &x, "nl.where"))
+        return NULL;
+    nk_tensor r;
+    if (pynk_tensor_check(a[2])) {
+        if (get_t(a[2], &m, &y, "nl.where"))
+            return NULL;
+        r = nk_where_at(nc, loc, c, x, y);
+    } else {
+        double v = PyFloat_AsDouble(a[2]);
+        if (v == -1.0 && PyErr_Occurred())
+            return NULL;
+        r = nk_where_s_at(nc, loc, c, x, (float)v);
+    }
+    return result(cast(nc, loc, r, a[3]));
+}
+
+static PyObject *lang_all(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static const char *const names[] = {"x", "axis", "dtype", "mask", NULL};
+    PyObject *a[4];
+    if (bind("nl.all", args, kw, names, 2, a))
+        return NULL;
+    NC("nl.all");
+    pynk_mask m;
+    nk_tensor x;
+    int axis;
+    if (pynk_parse_mask(a[3], &m) || get_t(a[0], &m, &x, "nl.all") || parse_axis(a[1], x.ndim, &axis))
+        return NULL;
+    return result(cast(nc, loc, nk_all_at(nc, loc, x, axis), a[2]));
 }
 
 static PyObject *isa_tensor_tensor(PyObject *self, PyObject *args, PyObject *kw)
@@ -1369,6 +1584,10 @@ PyMethodDef pynk_lang_methods[] = {
     {"num_programs", F(lang_num_programs), KW, "nl.num_programs(axes=None)"},
     {"program_ndim", F(lang_program_ndim), METH_NOARGS, "nl.program_ndim()"},
     {"device_print", F(lang_device_print), KW, "nl.device_print(prefix, x)"},
+    {"dropout", F(lang_dropout), KW, "nl.dropout(x, rate)"},
+    {"random_seed", F(lang_random_seed), KW, "nl.random_seed(seed): a [1, 1] tile"},
+    {"where", F(lang_where), KW, "nl.where(condition, x, y)"},
+    {"all", F(lang_all), KW, "nl.all(x, axis)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1387,6 +1606,12 @@ PyMethodDef pynk_isa_methods[] = {
     {"bn_stats", F(isa_bn_stats), KW, "nisa.bn_stats(data)"},
     {"bn_aggr", F(isa_bn_aggr), KW, "nisa.bn_aggr(data)"},
     {"dma_copy", F(isa_dma_copy), KW, "nisa.dma_copy(dst, src)"},
+    {"tensor_tensor_scan", F(isa_tensor_tensor_scan), KW, "nisa.tensor_tensor_scan(data0, data1, initial, op0, op1)"},
+    {"scalar_tensor_tensor", F(isa_scalar_tensor_tensor), KW,
+     "nisa.scalar_tensor_tensor(data, op0, operand0, op1, operand1)"},
+    {"tensor_scalar_reduce", F(isa_tensor_scalar_reduce), KW,
+     "nisa.tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res)"},
+    {"dropout", F(isa_dropout), KW, "nisa.dropout(data, prob)"},
     {NULL, NULL, 0, NULL},
 };
 

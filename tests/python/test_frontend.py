@@ -567,6 +567,44 @@ def profiles_map_instructions_to_python_lines():
         assert "def k_exp(in_tensor):" in h.read(), "the viewer's source pane lacks the .py file"
 
 
+@nki.jit
+def k_more_isa(x, y):
+    P, F = x.shape
+    out = nl.ndarray((5, P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    sums = nl.ndarray((3, P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    a, b = nl.load(x), nl.load(y)
+    r = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nl.store(out[0], value=nisa.activation_reduce(op=nl.exp, data=a, reduce_op=nl.add, reduce_res=r))
+    nl.store(sums[0], value=r)
+    nl.store(out[1], value=nisa.tensor_tensor_scan(a, b, 0.0, np.multiply, np.add))
+    nl.store(out[2], value=nisa.scalar_tensor_tensor(data=a, op0=np.multiply, operand0=2.0, op1=np.add,
+                                                     operand1=b))
+    r2 = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nl.store(out[3], value=nisa.tensor_scalar_reduce(data=a, op0=np.add, operand0=1.0, reduce_op=np.add,
+                                                     reduce_res=r2))
+    nl.store(sums[1], value=r2)
+    nl.store(out[4], value=nl.where(a > b, a, 0.0))
+    return out, sums
+
+
+@test
+def scans_fused_alu_ops_and_where():
+    x, y = rand(128, 32), rand(128, 32)
+    out, sums = k_more_isa(x, y)
+    close(out[0], np.exp(x), rtol=1e-6)
+    close(sums[0][:, 0], np.exp(x).sum(axis=1), rtol=1e-5)
+    scan = np.zeros_like(x)
+    prev = np.zeros(128, np.float32)
+    for i in range(32):
+        prev = x[:, i] * prev + y[:, i]
+        scan[:, i] = prev
+    close(out[1], scan, rtol=1e-5, atol=1e-6)
+    close(out[2], 2 * x + y, rtol=1e-6)
+    close(out[3], x + 1, rtol=1e-6)
+    close(sums[1][:, 0], (x + 1).sum(axis=1), rtol=1e-5)
+    close(out[4], np.where(x > y, x, 0))
+
+
 def main():
     global TMP
     TMP = tempfile.mkdtemp(prefix="nklab-py-")
