@@ -725,3 +725,42 @@ TEST(lang_insights_report_spills)
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
+
+/* A tile array larger than SBUF whose blocks are all live at once: the
+ * blocks are separate tiles, so the compile step spills some of them and
+ * the values come back intact. */
+static void k_big_array(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    int64_t F = a[0].shape[1];
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(8 * 128, F), F32, NK_SHARED_HBM);
+    nk_tensor t = nk_ndarray(nc, NK_SHAPE(8, nk_par_dim(128), F), F32, NK_SBUF);
+    for (int k = 0; k < 8; k++)
+        nk_assign(nc, nk_ix(nc, t, nk_i(k)), nk_load(nc, nk_ix(nc, a[0], nk_r(k * 128, k * 128 + 128))));
+    for (int k = 0; k < 8; k++)
+        nk_store(nc, nk_ix(nc, out, nk_r(k * 128, k * 128 + 128)), nk_ix(nc, t, nk_i(k)));
+    nk_return(nc, out);
+}
+
+TEST(lang_tile_array_larger_than_sbuf_spills_blocks)
+{
+    nk_array x = arr2(1024, 8192, 0.25f), out[1];
+    nk_kernel *k = nk_kernel_new("big_array", k_big_array);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
+    if (p) {
+        int spills = 0;
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            spills += !!(p->instrs[i].flags & NK_IF_SPILL);
+        CHECK(spills >= 2 && spills % 2 == 0);
+        printf("  8 x [128, 8192] fp32 blocks live at once: %d spill instructions\n", spills);
+    }
+    int nout = 0;
+    CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        CHECK(!memcmp(out[0].data, x.data, nk_array_nbytes(&x)));
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
