@@ -23,9 +23,7 @@
  * Differences the API imposes: the tutorial's result_tiles has five axes
  * (NUM_BLOCK_M, TILES_IN_BLOCK_M, TILES_IN_BLOCK_N, par_dim, 512); tiles
  * have at most four here (NK_MAXDIM), so the two M axes are one block axis
- * of NUM_BLOCK_M * TILES_IN_BLOCK_M. nl.zeros of that tile array is a
- * memset of each block, because nk_zeros does not take nk_par_dim yet.
- * The result accumulates in lhsT's dtype across K blocks, as in the
+ * of NUM_BLOCK_M * TILES_IN_BLOCK_M. The result accumulates in lhsT's dtype across K blocks, as in the
  * tutorial: one rounding to bf16 per K block.
  */
 #include "kernels.h"
@@ -59,12 +57,9 @@ void nk_kernel_matmul_fully_optimized(nk_ctx *nc, const nk_tensor *args, int nar
 
     NK_AFFINE_RANGE(nc, n, NUM_BLOCK_N) {
         /* the result block, zeroed: [m * TILES_IN_BLOCK_M + bm, bn] */
-        nk_tensor result_tiles = nk_ndarray(
+        nk_tensor result_tiles = nk_zeros(
             nc, NK_SHAPE(NUM_BLOCK_M * TILES_IN_BLOCK_M, TILES_IN_BLOCK_N, nk_par_dim(TILE_M), TILE_N), lhsT.dtype,
             NK_SBUF);
-        NK_AFFINE_RANGE(nc, mb, NUM_BLOCK_M * TILES_IN_BLOCK_M)
-            NK_AFFINE_RANGE(nc, bn, TILES_IN_BLOCK_N)
-                nk_isa_memset(nc, nk_ix(nc, result_tiles, nk_i(mb), nk_i(bn)), 0.0);
 
         NK_SEQUENTIAL_RANGE(nc, k, NUM_BLOCK_K) {
             /* rhs K block: TILES_IN_BLOCK_K slabs of [128, BLOCK_N] */

@@ -6,7 +6,7 @@
  *
  * Set-up: v is loaded as 128-row tiles side by side in one tile
  * trans_v[128, S/128, d] (the stationary operand of the second matmul as
- * it lies in HBM); q and k are loaded a 128-row tile at a time and turned
+ * it lies in HBM); q and k are loaded transposed a 128-row tile at a time
  * into [d, 128] tiles of the tile arrays q_local and k_local (q already
  * scaled), so that the first matmul contracts over d on partitions.
  *
@@ -25,10 +25,10 @@
  * with fp32 accumulation; 0: in the inputs' dtype). Intermediates are in
  * q's dtype (kernel_dtype), as in the tutorial.
  *
- * Where the API differs from the tutorial: nl.load(..., dtype=bf16) is a
- * load followed by a cast (DMA here does not convert);
- * nl.load_transpose2d (a DMA transpose) is a load and a Tensor-engine
- * transpose; tensor_reduce has no negate, so the maximum of the row is
+ * Where the API differs from the tutorial: nl.load(..., dtype=bf16) and
+ * nl.load_transpose2d(..., dtype=bf16) are the DMA followed by a cast (DMA
+ * here does not convert; the q tile's cast is the scaling multiply's own);
+ * tensor_reduce has no negate, so the maximum of the row is
  * taken as is and negated once ([128, 1]) instead of taking the minimum of
  * negated per-tile maxima. The causal mask's affine_select runs on the
  * GpSimd engine, which cannot read PSUM ([ISA] wants on_true_tile in
@@ -69,16 +69,17 @@ void nk_kernel_sd_attention(nk_ctx *nc, const nk_tensor *args, int nargs)
         nk_assign(nc, nk_ix(nc, trans_v, NK_ALL, nk_i(j), NK_ALL),
                   load_as(nc, nk_ix(nc, v_ref, nk_r(j * TILE, (j + 1) * TILE)), pe_in_dt));
 
-    /* q^T and k^T tiles [d, 128]: the head dimension on partitions */
+    /* q^T and k^T tiles [d, 128] (the head dimension on partitions), read
+     * transposed by the DMA */
     nk_tensor q_local = nk_ndarray(nc, NK_SHAPE(n_tiles, nk_par_dim(d_head), TILE), pe_in_dt, NK_SBUF);
     NK_AFFINE_RANGE(nc, i, n_tiles)
         nk_assign(nc, nk_ix(nc, q_local, nk_i(i)),
-                  nk_multiply_s(nc, nk_transpose(nc, nk_load(nc, nk_ix(nc, q_ref, nk_r(i * TILE, (i + 1) * TILE)))),
+                  nk_multiply_s(nc, nk_load_transpose2d(nc, nk_ix(nc, q_ref, nk_r(i * TILE, (i + 1) * TILE))),
                                 softmax_scale));
     nk_tensor k_local = nk_ndarray(nc, NK_SHAPE(n_tiles, nk_par_dim(d_head), TILE), pe_in_dt, NK_SBUF);
     NK_AFFINE_RANGE(nc, j, n_tiles)
         nk_assign(nc, nk_ix(nc, k_local, nk_i(j)),
-                  nk_transpose(nc, nk_load(nc, nk_ix(nc, k_ref, nk_r(j * TILE, (j + 1) * TILE)))));
+                  nk_load_transpose2d(nc, nk_ix(nc, k_ref, nk_r(j * TILE, (j + 1) * TILE))));
 
     NK_AFFINE_RANGE(nc, i, n_tiles) {
         /* the scores of this query tile against every key */
