@@ -13,7 +13,7 @@
 
 #include "nklab.h"
 
-#define NK_KERNEL_MAX_ARGS 4
+#define NK_KERNEL_MAX_ARGS 5 /* mamba: delta, u, A, B, C */
 #define NK_KERNEL_MAX_OUTS 2
 
 typedef struct nk_argspec {
@@ -89,6 +89,10 @@ void nk_kernel_layernorm_bn(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_sd_attention(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* q, k, v [d, S]: nk_ref_attention_fwd */
 void nk_kernel_attention_fwd(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* delta, u, A, B, C: nk_ref_mamba (three steps of the tutorial) */
+void nk_kernel_mamba_v1(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_mamba_v2(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_mamba_v3(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* x[C, H, W], optional scalar pool_size: nk_ref_avgpool2d */
 void nk_kernel_avgpool2d(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* x[P, F1 * F2], optional scalars F1, F2: nk_ref_transpose2d */
@@ -119,7 +123,7 @@ int nk_ref_layernorm(const nk_array *in, int nin, double *const *out, const size
  * (batch, channels, state size, sequence length), with, for every b, c, s,
  *   h[t] = exp(delta[b,c,t] A[c,s]) h[t-1] + delta[b,c,t] Bm[b,s,t] u[b,c,t],
  *   h[-1] = 0, and y[b,c,t] = sum over s of Cm[b,s,t] h[t].
- * Five inputs: a registry entry needs NK_KERNEL_MAX_ARGS >= 5. */
+ * Five inputs (NK_KERNEL_MAX_ARGS). */
 int nk_ref_mamba(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
 
 /* attention forward in the layout of NKI's attention performance tutorial

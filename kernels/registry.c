@@ -46,6 +46,14 @@
  *                normalised weight by a factor within exp(+-2e-3), the sums
  *                of 512 weights by 512u: the output, a weighted mean of v,
  *                within 2.1e-3 (atol).
+ *   mamba_v*     delta in [0, 1), A in [-1, -1/2), u, B, C in [-1, 1),
+ *                L = 512 steps, S = 16 states: b = delta u B has |b| <=
+ *                delta and a = exp(delta A) <= exp(-delta / 2), so |h| <= 3.
+ *                Each scan step rounds a (2u: the product delta A and exp),
+ *                a h, and the sum, and b twice: at most 6u |h| new error,
+ *                carried with a factor a <= 1, so h errs by <= 6u * 3 * L;
+ *                y = sum_s C h adds u |C h| per state and the S-term sum:
+ *                atol S (18 L + 3) u + S^2 3u = 9e-3.
  *   avgpool2d    p^2 - 1 fp32 additions err by (p^2 - 1)u times the window's
  *                mean |x| (< 1) once divided by p^2: atol 3u; the division
  *                rounds once: rtol u.
@@ -64,6 +72,11 @@ const nk_kernel_info *nk_builtin_kernel(const char *name)
 }
 
 #define U32 0x1.0p-24
+
+/* batch 1, channels 256, seq_len 512, state 16: the tutorial's toy size */
+#define MAMBA_ARGS                                                                                   \
+    {{"delta", NK_F32, 3, {1, 256, 512}, 0, 1}, {"u", NK_F32, 3, {1, 256, 512}},                         \
+     {"A", NK_F32, 2, {256, 16}, -1, -0.5}, {"B", NK_F32, 3, {1, 16, 512}}, {"C", NK_F32, 3, {1, 16, 512}}}
 
 const nk_kernel_info nk_builtin_kernels[] = {
     {"tensor_exp", "exp over a 2-D tensor in 128-row tiles, partial last tile masked", nk_kernel_tensor_exp, 1,
@@ -102,6 +115,12 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"attention_fwd", "softmax(q^T k) v^T, q, k, v [d, S]: exp and row sum in one activation, delayed division",
      nk_kernel_attention_fwd, 3, {{"q", NK_F32, 2, {128, 512}}, {"k", NK_F32, 2, {128, 512}},
      {"v", NK_F32, 2, {128, 512}}}, 1, nk_ref_attention_fwd, 0, 2.1e-3},
+    {"mamba_v1", "selective scan: exp(delta A), delta u B, one tensor_tensor_scan per state and channel tile, "
+     "states summed in a tile array", nk_kernel_mamba_v1, 5, MAMBA_ARGS, 1, nk_ref_mamba, 0, 9e-3},
+    {"mamba_v2", "mamba_v1 with channel tiles outside the states: delta and u loaded once per tile",
+     nk_kernel_mamba_v2, 5, MAMBA_ARGS, 1, nk_ref_mamba, 0, 9e-3},
+    {"mamba_v3", "mamba_v2 over 512-column chunks of the sequence, the scan carried from chunk to chunk",
+     nk_kernel_mamba_v3, 5, MAMBA_ARGS, 1, nk_ref_mamba, 0, 9e-3},
     {"avgpool2d", "mean of each 2 x 2 window of x[C, H, W] (stride 2) through strided access patterns",
      nk_kernel_avgpool2d, 1, {{"x", NK_F32, 3, {64, 14, 15}}}, 1, nk_ref_avgpool2d, U32, 3 * U32},
     {"transpose2d", "each row of x[P, 3 * F2] read as a 3 x F2 matrix and written transposed, one strided copy",

@@ -875,3 +875,161 @@ TEST(tutorial_attention_fwd_at_tutorial_size)
             printf("  %s\n", err);
     }
 }
+
+/* ---- fused mamba */
+
+/* The selective scan in double (nk_ref_mamba's definition) with, per
+ * output element, the kernel's error bound in fp32. Per state s and step t,
+ * with a = exp(delta A) and b = delta u B:
+ *   a rounds the product delta A and the exp: ea <= u (1 + |delta A|);
+ *   b rounds twice: 2u |b|;
+ *   h[t] = a h[t-1] + b rounds the product and the sum, and carries the
+ *   error of h[t-1] with the factor a:
+ *     E[t] <= a E[t-1] (1 + ea + 2u) + (ea + u) |a h[t-1]| + 2u |b| + u |h[t]|;
+ *   y[t] = sum_s C h: each product rounds (u |C h|) and carries |C| E, the
+ *   S-term sum in fp32 adds S u sum_s |C h|.
+ * With a 1% margin for the second-order terms. */
+static double *mamba_bounds(const nk_array *in, double *out)
+{
+    int64_t nb = in[0].shape[0], nch = in[0].shape[1], L = in[0].shape[2], S = in[2].shape[1];
+    double *x[5];
+    int ok = 1;
+    for (int i = 0; i < 5; i++) {
+        x[i] = malloc(nk_array_numel(&in[i]) * sizeof *x[i]);
+        ok &= x[i] != NULL;
+        if (x[i])
+            nk_ref_decode(&in[i], x[i]);
+    }
+    size_t n = (size_t)(nb * nch * L);
+    double *bound = calloc(n, sizeof *bound), *ch = calloc(n, sizeof *ch);
+    ok &= bound && ch;
+    for (int64_t b = 0; ok && b < nb; b++)
+        for (int64_t c = 0; c < nch; c++) {
+            const double *dl = x[0] + (b * nch + c) * L, *uu = x[1] + (b * nch + c) * L;
+            double *bo = bound + (b * nch + c) * L, *yo = out ? out + (b * nch + c) * L : NULL, *ao = ch + (b * nch + c) * L;
+            if (yo)
+                memset(yo, 0, (size_t)L * sizeof *yo);
+            for (int64_t s = 0; s < S; s++) {
+                const double *Bs = x[3] + (b * S + s) * L, *Cs = x[4] + (b * S + s) * L;
+                double A = x[2][c * S + s], h = 0, E = 0;
+                for (int64_t t = 0; t < L; t++) {
+                    double a = exp(dl[t] * A), bb = dl[t] * uu[t] * Bs[t], ea = U32 * (1 + fabs(dl[t] * A));
+                    double hn = a * h + bb;
+                    E = a * E * (1 + ea + 2 * U32) + (ea + U32) * fabs(a * h) + 2 * U32 * fabs(bb) + U32 * fabs(hn);
+                    h = hn;
+                    if (yo)
+                        yo[t] += Cs[t] * h;
+                    bo[t] += fabs(Cs[t]) * E + U32 * fabs(Cs[t] * h);
+                    ao[t] += fabs(Cs[t] * h);
+                }
+            }
+            for (int64_t t = 0; t < L; t++)
+                bo[t] = 1.01 * (bo[t] + (double)S * U32 * ao[t]);
+        }
+    for (int i = 0; i < 5; i++)
+        free(x[i]);
+    free(ch);
+    if (!ok) {
+        free(bound);
+        return NULL;
+    }
+    return bound;
+}
+
+static void mamba_inputs(nk_array *in, int64_t nb, int64_t nch, int64_t L, int64_t S, uint64_t seed, int ones)
+{
+    in[0] = arr(NK_F32, 3, (int64_t[]){nb, nch, L}, seed, 0, 1);      /* delta */
+    in[1] = arr(NK_F32, 3, (int64_t[]){nb, nch, L}, seed + 1, -1, 1); /* u */
+    in[2] = arr(NK_F32, 2, (int64_t[]){nch, S}, seed + 2, -2, 0);     /* A < 0: a decaying state */
+    in[3] = arr(NK_F32, 3, (int64_t[]){nb, S, L}, seed + 3, -1, 1);   /* B */
+    in[4] = arr(NK_F32, 3, (int64_t[]){nb, S, L}, seed + 4, -1, 1);   /* C */
+    if (ones) /* the tutorial's data: delta, u, B, C all 1, A = -1 */
+        for (int i = 0; i < 5; i++)
+            nk_fill_uniform(&in[i], 0, i == 2 ? -1 : 1, i == 2 ? -1 : 1);
+}
+
+static void check_mamba(const char *name, int64_t nb, int64_t nch, int64_t L, int64_t S, uint64_t seed, int ones)
+{
+    nk_array in[5];
+    mamba_inputs(in, nb, nch, L, S, seed, ones);
+    result r = run(name, in, 5);
+    if (r.ok) {
+        double *bound = mamba_bounds(in, NULL);
+        char what[80];
+        snprintf(what, sizeof what, "b=%lld c=%lld L=%lld S=%lld%s", (long long)nb, (long long)nch, (long long)L,
+                 (long long)S, ones ? " (ones)" : "");
+        CHECK(bound != NULL);
+        if (bound)
+            check_bound(&r, bound, 0, 0, what);
+        free(bound);
+    }
+    done(&r);
+    free_arrays(in, 5);
+}
+
+TEST(tutorial_mamba_matches_reference)
+{
+    static const char *names[3] = {"mamba_v1", "mamba_v2", "mamba_v3"};
+    for (int k = 0; k < 3; k++) {
+        check_mamba(names[k], 1, 128, 512, 4, 160, 0);
+        check_mamba(names[k], 2, 256, 512, 3, 161, 0);
+        check_mamba(names[k], 1, 256, 512, 16, 162, 1); /* the tutorial's toy size and data */
+        check_mamba(names[k], 1, 128, 1536, 2, 164, 0); /* v3: three chunks, the scan carried */
+        if (k < 2) /* v3 cuts the sequence in 512s */
+            check_mamba(names[k], 1, 128, 300, 2, 163, 0);
+        /* long rows: v2's per-state [128, 8192] intermediates do not all
+         * fit, and the compile step spills */
+        check_mamba(names[k], 1, 256, 8192, 2, 165, 0);
+    }
+}
+
+TEST(tutorial_mamba_bound_function_matches_the_reference)
+{
+    nk_array in[5];
+    mamba_inputs(in, 2, 3, 50, 4, 170, 0);
+    size_t n = 2 * 3 * 50;
+    double *mine = malloc(n * sizeof *mine), *ref = malloc(n * sizeof *ref);
+    double *b = mamba_bounds(in, mine);
+    CHECK(b && mine && ref && !nk_ref_mamba(in, 5, &ref, &n, 1));
+    for (size_t i = 0; b && mine && ref && i < n; i++)
+        CHECK_NEAR(mine[i], ref[i], 1e-12, 1e-14);
+    free(b), free(mine), free(ref);
+    free_arrays(in, 5);
+}
+
+TEST(tutorial_mamba_at_tutorial_sizes)
+{
+    /* batch 1, state 16: the toy size (256 channels, 512 steps), the kernel
+     * script's default (2048 steps) and the scaling study's 4096 channels at
+     * 512 and 8192 steps. Per channel tile and state: v1 loads delta, A, u,
+     * B, C (5), the activation, 3 multiplies, the scan, the add (11) and 2
+     * row broadcasts of seq_len, plus a memset and a store per tile; v2 the
+     * same less the delta and u loads (9 and 2 broadcasts), with a memset,
+     * 2 loads and a store per tile; v3 per state an A load and the carry's
+     * memset, and per 512-step chunk B and C loads, the activation, 3
+     * multiplies, the scan, the carry's copy, the add (9) and 2 broadcasts
+     * of 512.
+     *
+     * At 4096 x 8192 the SBUF is short for v1 (its 32 accumulator blocks
+     * of [128, 8192] fp32 all live across the state loop) and v2 (delta, u
+     * and the accumulator of 32 KiB each, and the per-state intermediates
+     * of as much), and the compile step spills, as the tutorial reports for
+     * v2 at 8192 steps; the spills are counted apart. */
+    static const int64_t sizes[][3] = {{256, 512, 16}, {256, 2048, 16}, {4096, 512, 16}, {4096, 8192, 16}};
+    static const char *names[3] = {"mamba_v1", "mamba_v2", "mamba_v3"};
+    for (int z = 0; z < 4; z++) {
+        int64_t C = sizes[z][0], L = sizes[z][1], S = sizes[z][2], nct = C / 128, nch = L / 512;
+        nk_array in[5] = {{NK_F32, 3, {1, C, L}, NULL}, {NK_F32, 3, {1, C, L}, NULL}, {NK_F32, 2, {C, S}, NULL},
+                          {NK_F32, 3, {1, S, L}, NULL}, {NK_F32, 3, {1, S, L}, NULL}};
+        size_t bl = row_broadcast(L), bc = row_broadcast(512);
+        size_t want[3] = {(size_t)nct * (2 + (size_t)S * (11 + 2 * bl)), (size_t)nct * (4 + (size_t)S * (9 + 2 * bl)),
+                          (size_t)nct * (4 + (size_t)S * (2 + (size_t)nch * (9 + 2 * bc)))};
+        for (int k = 0; k < 3; k++) {
+            char err[512] = "";
+            int rc = trace_at_size(names[k], in, 5, want[k], err, sizeof err);
+            CHECK_INT(rc, 0);
+            if (rc)
+                printf("  %s\n", err);
+        }
+    }
+}

@@ -1,0 +1,77 @@
+/*
+ * mamba_v1 - NKI's fused Mamba tutorial, first version: the selective scan
+ * of Mamba's SSM layer (nk_ref_mamba) for delta, u [batch, channels, seq],
+ * A [channels, state], B, C [batch, state, seq]; channels on partitions in
+ * tiles of 128 (channels a multiple of 128), the sequence along the free
+ * axis. For each batch, state and channel tile:
+ *   deltaA  = exp(delta * A[:, s])    one activation, A's column as scale
+ *   deltaBu = delta * u * B[s]        B's row broadcast across partitions
+ *   h       = scan of h[t] = deltaA[t] h[t-1] + deltaBu[t], h[-1] = 0
+ *                                     one tensor_tensor_scan
+ *   y      += h * C[s]                accumulated over the states
+ * The accumulators of all channel tiles of a batch live in one tile array
+ * across the state loop (an associative accumulation, so the state loop is
+ * affine) and are stored after it.
+ *
+ * Intermediates have delta's dtype (fp32 in the tutorial).
+ */
+#include "kernels.h"
+
+#define CHANNEL_PSIZE NK_PMAX
+
+void nk_kernel_mamba_v1(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor delta = args[0], u = args[1], A = args[2], B = args[3], C = args[4];
+    int64_t batch_size = delta.shape[0], channels = delta.shape[1], seq_len = delta.shape[2];
+    int64_t state_size = A.shape[1];
+    int64_t n_channel_tile = (channels + CHANNEL_PSIZE - 1) / CHANNEL_PSIZE; /* a partial tile: a bounds error */
+    nk_dtype dt = (nk_dtype)delta.dtype;
+    nk_tensor output = nk_ndarray(nc, NK_SHAPE(batch_size, channels, seq_len), dt, NK_SHARED_HBM);
+
+    NK_AFFINE_RANGE(nc, i_batch, batch_size) {
+        /* the partial sums over the states processed so far, per channel tile */
+        nk_tensor scanC_accum = nk_zeros(nc, NK_SHAPE(n_channel_tile, nk_par_dim(CHANNEL_PSIZE), seq_len), dt,
+                                         NK_SBUF);
+
+        NK_AFFINE_RANGE(nc, i_state, state_size) {
+            NK_AFFINE_RANGE(nc, i_channel_tile, n_channel_tile) {
+                nk_range ch = nk_r(i_channel_tile * CHANNEL_PSIZE, (i_channel_tile + 1) * CHANNEL_PSIZE);
+
+                nk_tensor delta_i = nk_load(nc, nk_ix(nc, delta, nk_i(i_batch), ch, NK_ALL));
+                nk_tensor A_i = nk_load(nc, nk_ix(nc, A, ch, nk_r(i_state, i_state + 1)));
+
+                /* steps 1 and 2: exp(delta * A) */
+                nk_tensor deltaA = nk_ndarray(nc, NK_SHAPE(CHANNEL_PSIZE, seq_len), dt, NK_SBUF);
+                nk_isa_activation(nc, deltaA, NK_ACT_EXP, delta_i, nk_imm(0.0f), nk_col(A_i), NK_NONE);
+
+                nk_tensor u_i = nk_load(nc, nk_ix(nc, u, nk_i(i_batch), ch, NK_ALL));
+                nk_tensor B_i = nk_load(nc, nk_ix(nc, B, nk_i(i_batch), nk_r(i_state, i_state + 1), NK_ALL));
+
+                /* step 3: delta * u * B */
+                nk_tensor deltaU = nk_multiply(nc, delta_i, u_i);
+                nk_tensor B_i_bcast = nk_broadcast(nc, B_i, NK_SHAPE(CHANNEL_PSIZE, seq_len));
+                nk_tensor deltaBu = nk_multiply(nc, deltaU, B_i_bcast);
+
+                /* step 4: the scan along the sequence */
+                nk_tensor scan_res = nk_ndarray(nc, NK_SHAPE(CHANNEL_PSIZE, seq_len), dt, NK_SBUF);
+                nk_isa_tensor_tensor_scan(nc, scan_res, deltaA, deltaBu, nk_imm(0.0f), NK_ALU_MULTIPLY, NK_ALU_ADD, 0,
+                                          0);
+
+                /* step 5: times C */
+                nk_tensor C_i = nk_load(nc, nk_ix(nc, C, nk_i(i_batch), nk_r(i_state, i_state + 1), NK_ALL));
+                nk_tensor C_i_bcast = nk_broadcast(nc, C_i, NK_SHAPE(CHANNEL_PSIZE, seq_len));
+                nk_tensor scanC = nk_multiply(nc, scan_res, C_i_bcast);
+
+                /* step 6: summed over the states */
+                nk_assign_add(nc, nk_ix(nc, scanC_accum, nk_i(i_channel_tile)), scanC);
+            }
+        }
+
+        NK_AFFINE_RANGE(nc, i_channel_tile, n_channel_tile) {
+            nk_range ch = nk_r(i_channel_tile * CHANNEL_PSIZE, (i_channel_tile + 1) * CHANNEL_PSIZE);
+            nk_store(nc, nk_ix(nc, output, nk_i(i_batch), ch, NK_ALL), nk_ix(nc, scanC_accum, nk_i(i_channel_tile)));
+        }
+    }
+    nk_return(nc, output);
+}
