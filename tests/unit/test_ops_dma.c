@@ -327,8 +327,8 @@ TEST(dma_copy_and_load_transpose2d_errors)
                        "nk_load_transpose2d: the source is an SBUF tile; nk_load_transpose2d reads HBM tensors");
     EXPECT_TRACE_ERROR(k_err_ltr_dims, &x, 1, NK_ESHAPE, &at,
                        "nk_load_transpose2d: transposes 2-D tensors, the source [128, 8, 8] has 3 dims");
-    EXPECT_TRACE_ERROR(k_err_ltr_columns, &x, 1, NK_EPARTITION, &at,
-                       "nk_load_transpose2d: the source [32, 256] has 256 columns, which become partitions; at most 128");
+    EXPECT_TRACE_ERROR(k_err_ltr_columns, &x, 1, NK_EPARTITION, &at, "nk_load_transpose2d: the source [32, 256]",
+                       "has 256 columns, which become partitions; at most 128");
     EXPECT_TRACE_ERROR(k_err_ltr_unwritten, &x, 1, NK_EUNINIT, &at, "nk_load_transpose2d: the source is an HBM tensor",
                        "never written");
 }

@@ -412,8 +412,8 @@ static void k_err_scan_shapes(nk_ctx *nc, const nk_tensor *a, int n)
 {
     (void)n;
     nk_tensor x = nk_load(nc, a[0]), d = nk_ndarray(nc, NK_SHAPE(128, 64), NK_F32, NK_SBUF);
-    at = __LINE__; nk_isa_tensor_tensor_scan(nc, d, x, nk_ix(nc, x, NK_ALL, nk_r(0, 32)), nk_imm(0),
-                                             NK_ALU_MULTIPLY, NK_ALU_ADD, 0, 0);
+    nk_tensor h = nk_ix(nc, x, NK_ALL, nk_r(0, 32));
+    at = __LINE__; nk_isa_tensor_tensor_scan(nc, d, x, h, nk_imm(0), NK_ALU_MULTIPLY, NK_ALU_ADD, 0, 0);
 }
 
 static void k_err_scan_dst(nk_ctx *nc, const nk_tensor *a, int n)
@@ -427,16 +427,16 @@ static void k_err_scan_initial(nk_ctx *nc, const nk_tensor *a, int n)
 {
     (void)n;
     nk_tensor x = nk_load(nc, a[0]), d = nk_ndarray(nc, NK_SHAPE(128, 64), NK_F32, NK_SBUF);
-    at = __LINE__; nk_isa_tensor_tensor_scan(nc, d, x, x, nk_col(nk_ix(nc, x, NK_ALL, nk_r(0, 2))),
-                                             NK_ALU_MULTIPLY, NK_ALU_ADD, 0, 0);
+    nk_tensor two = nk_ix(nc, x, NK_ALL, nk_r(0, 2));
+    at = __LINE__; nk_isa_tensor_tensor_scan(nc, d, x, x, nk_col(two), NK_ALU_MULTIPLY, NK_ALU_ADD, 0, 0);
 }
 
 static void k_err_stt_operand1(nk_ctx *nc, const nk_tensor *a, int n)
 {
     (void)n;
     nk_tensor x = nk_load(nc, a[0]), d = nk_ndarray(nc, NK_SHAPE(128, 64), NK_F32, NK_SBUF);
-    at = __LINE__; nk_isa_scalar_tensor_tensor(nc, d, x, NK_ALU_SUBTRACT, nk_imm(0), NK_ALU_MULTIPLY,
-                                               nk_ix(nc, x, nk_r(0, 64), NK_ALL), 0, 0);
+    nk_tensor h = nk_ix(nc, x, nk_r(0, 64), NK_ALL);
+    at = __LINE__; nk_isa_scalar_tensor_tensor(nc, d, x, NK_ALU_SUBTRACT, nk_imm(0), NK_ALU_MULTIPLY, h, 0, 0);
 }
 
 static void k_err_stt_psum(nk_ctx *nc, const nk_tensor *a, int n)

@@ -40,7 +40,8 @@ static void k_mix(nk_ctx *nc, const nk_tensor *args, int nargs)
     nk_isa_tensor_tensor_scan(nc, scan, t2, t2, nk_col(m), NK_ALU_MULTIPLY, NK_ALU_ADD, 0, 1);
     nk_tensor stt = nk_ndarray(nc, NK_SHAPE(64, 256), NK_F32, NK_SBUF);
     nk_isa_scalar_tensor_tensor(nc, stt, t2, NK_ALU_SUBTRACT, nk_imm(0.5f), NK_ALU_MULTIPLY, scan, 1, 0);
-    nk_tensor tsr = nk_ndarray(nc, NK_SHAPE(64, 256), NK_F32, NK_SBUF), tsr_r = nk_ndarray(nc, NK_SHAPE(64, 1), NK_F32, NK_SBUF);
+    nk_tensor tsr = nk_ndarray(nc, NK_SHAPE(64, 256), NK_F32, NK_SBUF);
+    nk_tensor tsr_r = nk_ndarray(nc, NK_SHAPE(64, 1), NK_F32, NK_SBUF);
     nk_isa_tensor_scalar_reduce(nc, tsr, stt, NK_ALU_MULTIPLY, nk_col(m), NK_ALU_MAX, tsr_r);
     nk_tensor wh = nk_where(nc, tsr, stt, scan), wh_s = nk_where_s(nc, tsr, stt, -2.0f);
     nk_random_seed(nc, nk_ix(nc, tsr_r, nk_r(0, 1), NK_ALL));
