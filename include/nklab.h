@@ -268,6 +268,12 @@ typedef struct nk_aidx {
 nk_tensor nk_ap_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int ndim, const int64_t *extent, const nk_aidx *idx);
 /* Same elements, new shape (contiguous tensors only; axis 0 kept for tiles). */
 nk_tensor nk_reshape_at(nk_ctx *nc, nk_loc loc, nk_tensor t, nk_shape shape);
+/* nl.shared_constant: a new HBM tensor holding a copy of value's elements
+ * (shape and dtype value's), carried by the program and in place before it
+ * runs, as a compiled constant is loaded with the model (not timed). It is
+ * read-only. value is copied: it need only live until the call returns. */
+struct nk_array;
+nk_tensor nk_shared_constant_at(nk_ctx *nc, nk_loc loc, const struct nk_array *value);
 /* Marks an HBM tensor as the kernel's next output. */
 void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t);
 /* The value of a scalar kernel argument: a 0-d array in the call (its value
@@ -423,6 +429,7 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_ap(nc, t, ndim, extent, idx) nk_ap_at((nc), NK_HERE, (t), (ndim), (extent), (idx))
 #define nk_return(nc, t) nk_return_at((nc), NK_HERE, (t))
 #define nk_scalar(nc, arg) nk_scalar_at((nc), NK_HERE, (arg))
+#define nk_shared_constant(nc, value) nk_shared_constant_at((nc), NK_HERE, (value))
 #define nk_load(nc, src) nk_load_at((nc), NK_HERE, (src))
 #define nk_assign(nc, dst, v) nk_assign_at((nc), NK_HERE, (dst), (v))
 #define nk_assign_add(nc, dst, v) nk_assign_add_at((nc), NK_HERE, (dst), (v))

@@ -81,7 +81,8 @@ typedef struct nk_instr {
 } nk_instr;
 
 /* What an HBM buffer is to the kernel. */
-enum { NK_ROLE_INPUT = 0, NK_ROLE_OUTPUT, NK_ROLE_SCRATCH, NK_ROLE_TILE };
+enum { NK_ROLE_INPUT = 0, NK_ROLE_OUTPUT, NK_ROLE_SCRATCH, NK_ROLE_TILE,
+       NK_ROLE_CONSTANT /* HBM data the program carries (nl.shared_constant): read-only */ };
 
 typedef struct nk_bufinfo {
     uint8_t mem;    /* nk_buffer */
@@ -134,7 +135,9 @@ struct nk_program {
     int ninputs, noutputs;
     uint32_t *input_buf;  /* buffer id per input */
     uint32_t *output_buf; /* buffer id per output */
-    uint32_t *hbm_list;   /* ids of every HBM buffer (inputs, outputs, scratch) */
+    uint32_t *hbm_list;   /* ids of every HBM buffer (inputs, outputs, scratch, constants) */
+    uint8_t **cdata;      /* per buffer: a constant's bytes (bytes of its bufinfo), else NULL;
+                             NULL when the program has no constant */
     uint32_t nhbm;
     int64_t sbuf_peak, psum_peak; /* bytes per partition at the high-water mark */
     uint8_t sched;        /* NK_SCHED_LIST or NK_SCHED_TRACE_ORDER: what the kernel asked for */

@@ -210,7 +210,8 @@ void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t)
         return;
     }
     if (t->mem == NK_SHARED_HBM) {
-        const char *role = b->role == NK_ROLE_INPUT ? "in" : b->role == NK_ROLE_OUTPUT ? "out" : "tmp";
+        const char *role = b->role == NK_ROLE_INPUT ? "in" : b->role == NK_ROLE_OUTPUT ? "out"
+                         : b->role == NK_ROLE_CONSTANT ? "const" : "tmp";
         snprintf(buf, n, "%s%d%s %s +%lld", role, b->index, sh, nk_dtype_name(t->dtype), (long long)t->off);
     } else {
         snprintf(buf, n, "%s[%d:%d]@%lld %s %s", mem[t->mem % 3], t->part0, t->part0 + t->shape[0],
@@ -233,5 +234,8 @@ void nk__program_destroy(nk_program *p)
     free(p->input_buf);
     free(p->output_buf);
     free(p->hbm_list);
+    for (uint32_t b = 0; p->cdata && b < p->nbufs; b++)
+        free(p->cdata[b]);
+    free(p->cdata);
     free(p);
 }

@@ -292,6 +292,8 @@ int nk__program_bind(const nk_program *p, const nk_array *all, int nall, nk_arra
             hbm[b] = args[bi->index]->data;
         } else if (bi->role == NK_ROLE_OUTPUT) {
             hbm[b] = outs[bi->index].data;
+        } else if (bi->role == NK_ROLE_CONSTANT) { /* read-only: the tracer refuses writes */
+            hbm[b] = p->cdata[b];
         } else if (!(hbm[b] = calloc((size_t)bi->bytes, 1))) {
             free_scratch(p, hbm, i);
             return NK_ENOMEM;

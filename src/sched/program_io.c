@@ -650,6 +650,20 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
     for (uint32_t i = 0; i < p->ninstr; i++)
         put_instr(w, p, i);
     nk__wr_end(w, s);
+
+    /* version 3: the constants' bytes (nl.shared_constant) */
+    s = nk__wr_begin(w, "CNST");
+    uint32_t nc = 0;
+    for (uint32_t b = 1; b < p->nbufs; b++)
+        nc += p->bufs[b].role == NK_ROLE_CONSTANT;
+    nk__wr_u32(w, nc);
+    for (uint32_t b = 1; b < p->nbufs; b++) {
+        if (p->bufs[b].role != NK_ROLE_CONSTANT)
+            continue;
+        nk__wr_u32(w, b);
+        nk__wr_bytes(w, p->cdata[b], (size_t)p->bufs[b].bytes);
+    }
+    nk__wr_end(w, s);
     return w->oom ? NK_ENOMEM : 0;
 }
 
@@ -932,6 +946,42 @@ static int get_instrs(nk_rd *r, nk_program *p)
 }
 
 /* Input and output tables and the HBM list, derived from the buffers' roles. */
+/* The constants' bytes: every constant buffer's, once, in buffer order. */
+static int get_consts(nk_rd *r, nk_program *p)
+{
+    uint32_t want = 0;
+    for (uint32_t b = 1; b < p->nbufs; b++)
+        want += p->bufs[b].role == NK_ROLE_CONSTANT;
+    if (r->version < 3)
+        return want ? nk__rd_fail(r, NK_EFORMAT, "a constant buffer in a version %u file", r->version) : 0;
+    nk_rd s;
+    if (nk__rd_section(r, "CNST", &s))
+        return r->rc;
+    uint32_t n = nk__rd_u32(&s), prev = 0;
+    if (!s.rc && n != want)
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "%u constants for %u constant buffers", n, want);
+    if (n && !(p->cdata = calloc(p->nbufs, sizeof *p->cdata)))
+        return r->rc = nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < n && !s.rc; k++) {
+        uint32_t b = nk__rd_u32(&s);
+        if (s.rc)
+            break;
+        if (b <= prev || b >= p->nbufs || p->bufs[b].role != NK_ROLE_CONSTANT)
+            return r->rc = nk__rd_fail(&s, NK_EFORMAT, "constant %u: buffer %u is not the next constant buffer", k, b);
+        size_t bytes = (size_t)p->bufs[b].bytes;
+        if (bytes > s.n - s.pos)
+            return r->rc = nk__rd_fail(&s, NK_EFORMAT, "constant %u: %zu bytes, %zu left", k, bytes, s.n - s.pos);
+        if (!(p->cdata[b] = malloc(bytes ? bytes : 1)))
+            return r->rc = nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+        memcpy(p->cdata[b], s.p + s.pos, bytes);
+        s.pos += bytes;
+        prev = b;
+    }
+    if (nk__rd_end(&s))
+        return r->rc = s.rc;
+    return 0;
+}
+
 static int derive_tables(nk_rd *r, nk_program *p)
 {
     p->input_buf = calloc((size_t)p->ninputs + 1, sizeof *p->input_buf);
@@ -973,7 +1023,7 @@ int nk__program_decode(nk_rd *r, nk_program **out)
         return nk__rd_fail(r, NK_ENOMEM, "out of memory");
     p->owned = 1;
     if (get_phdr(r, p) || get_targ(r, p) || get_files(r, p) || get_locs(r, p) || get_loops(r, p) || get_bufs(r, p) ||
-        get_instrs(r, p) || derive_tables(r, p))
+        get_instrs(r, p) || get_consts(r, p) || derive_tables(r, p))
         goto fail;
     char msg[384];
     int rc = nk__program_check(p, msg, sizeof msg);
@@ -1023,6 +1073,11 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     q->input_buf = dup_array(p->input_buf, (size_t)p->ninputs, sizeof *p->input_buf, &bad);
     q->output_buf = dup_array(p->output_buf, (size_t)p->noutputs, sizeof *p->output_buf, &bad);
     q->hbm_list = dup_array(p->hbm_list, p->nhbm, sizeof *p->hbm_list, &bad);
+    q->cdata = p->cdata ? calloc(p->nbufs, sizeof *q->cdata) : NULL;
+    bad |= p->cdata && !q->cdata;
+    for (uint32_t b = 1; !bad && p->cdata && b < p->nbufs; b++)
+        if (p->cdata[b])
+            q->cdata[b] = dup_array(p->cdata[b], (size_t)p->bufs[b].bytes, 1, &bad);
     q->files = calloc(p->nfiles ? p->nfiles : 1, sizeof *q->files);
     bad |= !q->files;
     for (uint32_t i = 0; !bad && i < p->nfiles; i++) {
@@ -1126,11 +1181,13 @@ static int check_buf(chk *c, uint32_t id)
     const nk_program *p = c->p;
     const nk_bufinfo *b = &p->bufs[id];
     int es = nk_dtype_size((nk_dtype)b->dtype);
-    if (b->mem > NK_PSUM || !es || b->ndim < 1 || b->ndim > NK_MAXDIM || b->role > NK_ROLE_TILE)
+    if (b->mem > NK_PSUM || !es || b->ndim < 1 || b->ndim > NK_MAXDIM || b->role > NK_ROLE_CONSTANT)
         return bad(c, "buffer %u: memory %u, dtype %u, rank %u or role %u out of range", id, b->mem, b->dtype,
                    b->ndim, b->role);
     if ((b->role == NK_ROLE_TILE) != (b->mem != NK_SHARED_HBM))
         return bad(c, "buffer %u: role %u does not match memory %u", id, b->role, b->mem);
+    if (b->role == NK_ROLE_CONSTANT && (!p->cdata || !p->cdata[id]))
+        return bad(c, "buffer %u: a constant without its bytes", id);
     if (b->role != NK_ROLE_INPUT && b->role != NK_ROLE_OUTPUT && b->index != -1)
         return bad(c, "buffer %u: index %d on a buffer that is neither input nor output", id, b->index);
     if (b->loc >= p->nlocs || b->loop > p->nloops)

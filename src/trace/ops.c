@@ -951,6 +951,13 @@ void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     const char *op = "nk_store";
     if (!ok_tensor(nc, loc, op, "destination", dst) || !ok_tensor(nc, loc, op, "value", value))
         return;
+    if (dst.mem == NK_SHARED_HBM && nc->p->bufs[dst.buf].role == NK_ROLE_CONSTANT) {
+        char where[256];
+        nk__buf_where(nc, dst.buf, where, sizeof where);
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the destination is the shared constant made at %s, which is read-only", op,
+                 where);
+        return;
+    }
     if (dst.mem != NK_SHARED_HBM) {
         nk__fail(nc, loc, NK_EMEMORY, "%s: the destination is %s tile; nk_store writes HBM tensors (use "
                  "nk_isa_tensor_copy between tiles)", op, dst.mem == NK_SBUF ? "an SBUF" : "a PSUM");
@@ -1031,6 +1038,12 @@ void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src)
         return;
     if (src.mem == NK_PSUM || dst.mem == NK_PSUM) {
         nk__fail(nc, loc, NK_EMEMORY, "%s: DMA does not access PSUM; copy the tile to SBUF first (nk_copy)", op);
+        return;
+    }
+    if (dst.mem == NK_SHARED_HBM && nc->p->bufs[dst.buf].role == NK_ROLE_CONSTANT) {
+        char where[256];
+        nk__buf_where(nc, dst.buf, where, sizeof where);
+        nk__fail(nc, loc, NK_EMEMORY, "%s: dst is the shared constant made at %s, which is read-only", op, where);
         return;
     }
     if (dst.mem == NK_SHARED_HBM) {

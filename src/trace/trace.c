@@ -435,6 +435,40 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
     p->output_buf[p->noutputs++] = t.buf;
 }
 
+nk_tensor nk_shared_constant_at(nk_ctx *nc, nk_loc loc, const nk_array *value)
+{
+    const char *op = "nk_shared_constant";
+    nk_tensor bad = {0};
+    if (nc->status)
+        return bad;
+    if (!value || !value->data || value->ndim < 1 || value->ndim > NK_MAXDIM) {
+        nk__fail(nc, loc, NK_EINVAL, "%s: the value must be an array of 1 to %d dims with data", op, NK_MAXDIM);
+        return bad;
+    }
+    nk_shape s = {value->ndim, {0}};
+    for (int d = 0; d < value->ndim; d++)
+        s.d[d] = value->shape[d];
+    nk_tensor t = nk_ndarray_at(nc, loc, s, value->dtype, NK_SHARED_HBM);
+    if (nc->status)
+        return bad;
+    nk_program *p = nc->p;
+    nk_bufinfo *b = &p->bufs[t.buf];
+    if (grow((void **)&p->cdata, &nc->cap_cdata, p->nbufs, sizeof *p->cdata)) {
+        nk__fail(nc, loc, NK_ENOMEM, "%s: out of memory", op);
+        return bad;
+    }
+    uint8_t *copy = malloc((size_t)b->bytes ? (size_t)b->bytes : 1);
+    if (!copy) {
+        nk__fail(nc, loc, NK_ENOMEM, "%s: out of memory for %lld bytes", op, (long long)b->bytes);
+        return bad;
+    }
+    memcpy(copy, value->data, (size_t)b->bytes);
+    p->cdata[t.buf] = copy;
+    b->role = NK_ROLE_CONSTANT;
+    b->written = 1;
+    return t;
+}
+
 double nk_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor arg)
 {
     if (nc->status)
@@ -953,9 +987,18 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     fn(nc, targs, nargs);
     if (!nc->status && nc->depth > 0)
         fail_left_loop(nc, &nc->frames[nc->depth - 1]);
-    if (!nc->status && p->noutputs == 0)
+    /* a kernel returns its outputs, or (NKI's older style) writes into
+     * tensors it was given */
+    int wrote_arg = 0;
+    for (uint32_t i = 0; i < p->ninstr && !wrote_arg; i++) {
+        const nk_instr *in = &p->instrs[i];
+        wrote_arg = in->dst.mem == NK_SHARED_HBM && in->dst.buf < p->nbufs &&
+                    p->bufs[in->dst.buf].role == NK_ROLE_INPUT;
+    }
+    if (!nc->status && p->noutputs == 0 && !wrote_arg)
         nk__fail(nc, last_call(nc, here), NK_EINVAL, "the kernel returned no output: it ends after this call "
-                 "without nk_return of an HBM tensor created with nk_ndarray(..., NK_SHARED_HBM)");
+                 "without nk_return of an HBM tensor created with nk_ndarray(..., NK_SHARED_HBM), and writes none "
+                 "of its arguments");
     rc = nc->status;
     if (rc) {
         if (err)
@@ -967,6 +1010,11 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     rc = finish(nc, err, errlen); /* may add spill buffers */
     if (rc)
         goto out;
+    if (p->cdata && nc->cap_cdata < p->nbufs && /* constants' table covers the spills' buffers too */
+        grow((void **)&p->cdata, &nc->cap_cdata, p->nbufs, sizeof *p->cdata)) {
+        rc = NK_ENOMEM;
+        goto out;
+    }
     p->hbm_list = calloc(p->nbufs, sizeof *p->hbm_list);
     if (!p->hbm_list) {
         rc = NK_ENOMEM;

@@ -51,6 +51,7 @@ struct nk_ctx {
     nk_znode *zpool;
     uint32_t nz, cap_z;
     double *scalars;        /* scalar arguments' values, by argument index */
+    uint32_t cap_cdata;     /* entries of p->cdata */
     nk_tensor rng_seed;     /* the seed tile of the last nl.random_seed (buf 0: none) */
     double rng_draws;       /* random numbers drawn by dropouts since then */
     int nargs;

@@ -10,6 +10,7 @@
 #include "kernels.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #define F32 NK_F32
 
@@ -763,4 +764,102 @@ TEST(lang_tile_array_larger_than_sbuf_spills_blocks)
     }
     nk_kernel_free(k);
     nk_array_free(&x);
+}
+
+/* ---- nl.shared_constant */
+
+static float g_table[128 * 4];
+static int g_const_case;
+
+static void k_const(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_array v = {F32, 2, {128, 4}, g_table};
+    nk_tensor c = nk_shared_constant(nc, &v);
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 4), F32, NK_SHARED_HBM);
+    nk_tensor x = nk_load(nc, a[0]);
+    if (g_const_case) {
+        g_line = __LINE__; nk_store(nc, c, x);
+    }
+    nk_store(nc, out, nk_add(nc, x, nk_load(nc, c)));
+    nk_return(nc, out);
+}
+
+TEST(lang_shared_constant_is_carried_by_the_program_and_read_only)
+{
+    for (int i = 0; i < 128 * 4; i++)
+        g_table[i] = (float)(i % 7) - 3.0f;
+    g_const_case = 0;
+    nk_array x = arr2(128, 4, 0.5f), out[1];
+    nk_kernel *k = nk_kernel_new("const", k_const);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
+    char path[] = "build/test_const_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    nk_program *q = NULL;
+    if (p) {
+        CHECK_INT(nk_program_num_inputs(p), 1);
+        CHECK_INT(nk_program_save(p, path), 0);
+        char err[256];
+        CHECK_INT(nk_program_load(path, &q, err, sizeof err), 0);
+    }
+    /* the values come from the program, even after the source array changes */
+    for (int i = 0; i < 128 * 4; i++)
+        g_table[i] = 1000.0f;
+    for (int r = 0; r < 2 && q; r++) {
+        nk_array o;
+        nk_program_output(r ? q : p, 0, &o);
+        CHECK_INT(nk_array_alloc(&out[0], o.dtype, o.ndim, o.shape), 0);
+        CHECK_INT(nk_program_run(r ? q : p, &x, 1, out, 1), 0);
+        const float *xi = x.data, *y = out[0].data;
+        int bad = 0;
+        for (int i = 0; i < 128 * 4; i++)
+            bad += y[i] != xi[i] + ((float)(i % 7) - 3.0f);
+        CHECK_INT(bad, 0);
+        nk_array_free(&out[0]);
+    }
+    nk_program_free(q);
+    remove(path);
+    nk_kernel_free(k);
+
+    g_const_case = 1;
+    k = nk_kernel_new("const_store", k_const);
+    CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), NK_EMEMORY);
+    char want[256];
+    snprintf(want, sizeof want, "%s:%d: nk_store: the destination is the shared constant made at %s:%d, which is "
+             "read-only", __FILE__, g_line, __FILE__, g_line - 4);
+    CHECK_STR(nk_kernel_error(k), want);
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
+
+/* NKI's older style: the kernel writes into a tensor it is given and
+ * returns nothing; the caller's array holds the result. */
+static void k_into_arg(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_store(nc, a[1], nk_exp(nc, nk_load(nc, a[0])));
+}
+
+TEST(lang_kernel_writing_into_its_argument_needs_no_return)
+{
+    nk_array args[2] = {arr2(128, 64, 0.01f), arr2(128, 64, 0)};
+    nk_kernel *k = nk_kernel_new("into_arg", k_into_arg);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, args, 2, NULL, &p), 0);
+    if (p) {
+        CHECK_INT(nk_program_num_outputs(p), 0);
+        CHECK_INT(nk_program_run(p, args, 2, NULL, 0), 0);
+        const float *x = args[0].data, *y = args[1].data;
+        int bad = 0;
+        for (int i = 0; i < 128 * 64; i++)
+            bad += !(fabs(y[i] - exp(x[i])) <= 2e-7 * exp(x[i]));
+        CHECK_INT(bad, 0);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&args[0]);
+    nk_array_free(&args[1]);
 }
