@@ -325,6 +325,10 @@ void nk_assign_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value);
  * same shapes), within SBUF or within HBM (the same number of elements, in
  * row-major order); one dtype. */
 void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src);
+/* nl.loop_reduce: acc = x op acc (a tensor_tensor into acc), the reduction
+ * of x over the iterations of the loop it is called in; acc starts as the
+ * kernel initialised it (nk_zeros, or nk_full with op's identity). */
+void nk_loop_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_alu op);
 /* nl.load_transpose2d: HBM [F, P] (P <= 128) into a new SBUF tile [P, F]. */
 nk_tensor nk_load_transpose2d_at(nk_ctx *nc, nk_loc loc, nk_tensor src);
 
@@ -433,6 +437,7 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_load(nc, src) nk_load_at((nc), NK_HERE, (src))
 #define nk_assign(nc, dst, v) nk_assign_at((nc), NK_HERE, (dst), (v))
 #define nk_assign_add(nc, dst, v) nk_assign_add_at((nc), NK_HERE, (dst), (v))
+#define nk_loop_reduce(nc, acc, x, op) nk_loop_reduce_at((nc), NK_HERE, (acc), (x), (op))
 #define nk_assign_copy(nc, dst, v) nk_assign_copy_at((nc), NK_HERE, (dst), (v))
 #define nk_dma_copy(nc, dst, src) nk_dma_copy_at((nc), NK_HERE, (dst), (src))
 #define nk_load_transpose2d(nc, src) nk_load_transpose2d_at((nc), NK_HERE, (src))

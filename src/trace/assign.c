@@ -298,3 +298,12 @@ void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     }
     nk_isa_tensor_tensor_at(nc, loc, dst, dst, value, NK_ALU_ADD, NK_ENGINE_DEFAULT);
 }
+
+/* nl.loop_reduce: acc = x op acc, once per iteration of the loop around it;
+ * NKI documents it as a tensor_tensor whose destination is also its rhs
+ * input (its example passes the accumulator as the lhs: the two agree for
+ * the commutative operators a reduction uses). */
+void nk_loop_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_alu op)
+{
+    nk_isa_tensor_tensor_at(nc, loc, acc, x, acc, op, NK_ENGINE_DEFAULT);
+}

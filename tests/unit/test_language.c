@@ -863,3 +863,38 @@ TEST(lang_kernel_writing_into_its_argument_needs_no_return)
     nk_array_free(&args[0]);
     nk_array_free(&args[1]);
 }
+
+/* nl.loop_reduce: a running maximum over the iterations of a loop. */
+static void k_loop_max(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor acc = nk_full(nc, NK_SHAPE(128, 64), -1e30, F32, NK_SBUF);
+    NK_SEQUENTIAL_RANGE(nc, k, 4)
+        nk_loop_reduce(nc, acc, nk_load(nc, nk_ix(nc, a[0], nk_r(k * 128, k * 128 + 128))), NK_ALU_MAX);
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 64), F32, NK_SHARED_HBM);
+    nk_store(nc, out, acc);
+    nk_return(nc, out);
+}
+
+TEST(lang_loop_reduce_takes_the_maximum_over_iterations)
+{
+    nk_array x = arr2(512, 64, 1), out[1];
+    nk_kernel *k = nk_kernel_new("loop_max", k_loop_max);
+    int nout = 0;
+    CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
+    if (nout == 1) {
+        const float *xi = x.data, *y = out[0].data;
+        int bad = 0;
+        for (int r = 0; r < 128; r++)
+            for (int c = 0; c < 64; c++) {
+                float m = -1e30f;
+                for (int k2 = 0; k2 < 4; k2++)
+                    m = fmaxf(m, xi[(k2 * 128 + r) * 64 + c]);
+                bad += y[r * 64 + c] != m;
+            }
+        CHECK_INT(bad, 0);
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
