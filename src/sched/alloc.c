@@ -134,7 +134,7 @@ static void describe_failure(ascan *a, int mem, uint32_t nact, const span *sp, i
                      "%s:%d: %s capacity exceeded: %lld bytes per partition would be live here, %lld are available%s; "
                      "the largest live tiles:",
                      p->files[pl->file], pl->line, mem == NK_SBUF ? "SBUF" : "PSUM", (long long)live,
-                     (long long)cap, bufs_max > 1 ? " even with 1 buffer per tile in affine loops" : "");
+                     (long long)cap, bufs_max > 1 ? " with the buffers of the loops involved lowered to 1" : "");
     if (sites) {
         qsort(sites, ns, sizeof *sites, cmp_site);
         for (uint32_t j = 0; j < ns && j < 3 && n > 0 && (size_t)n < errlen; j++) {
@@ -418,6 +418,46 @@ static int infeasible(ascan *a, int64_t cap, char *err, size_t errlen)
     return 0;
 }
 
+/* Lowers by one the buffer count of the affine loop (every instance of the
+ * loop at that source line, so the choice is the kernel's, program-wide)
+ * whose multi-buffered tiles hold the most bytes among those live at the
+ * overflow; loops whose count the kernel chose keep it. 1 when lowered, 0
+ * when no live tile's loop has a buffer to give. */
+static int lower_buffers(ascan *a)
+{
+    nk_program *p = a->p;
+    uint32_t best_loc = UINT32_MAX;
+    int64_t best = 0;
+    for (uint32_t k = 0; k <= a->fail_nact; k++) {
+        uint32_t id = k < a->fail_nact ? a->active[k] : a->fail_id;
+        const nk_bufinfo *b = &p->bufs[id];
+        if (!b->loop || b->loop > p->nloops)
+            continue;
+        const nk_loopinfo *li = &p->loops[b->loop - 1];
+        if (li->kind != NK_LOOP_AFFINE || li->bufs < 2 || a->ai->loops[b->loop - 1].explicit_bufs)
+            continue;
+        /* bytes live at the overflow that this loop's buffering holds */
+        int64_t held = 0;
+        for (uint32_t j = 0; j <= a->fail_nact; j++) {
+            uint32_t o = j < a->fail_nact ? a->active[j] : a->fail_id;
+            const nk_bufinfo *ob = &p->bufs[o];
+            if (ob->loop && ob->loop <= p->nloops && p->loops[ob->loop - 1].loc == li->loc)
+                held += ob->bytes;
+        }
+        if (held > best) {
+            best = held;
+            best_loc = li->loc;
+        }
+    }
+    if (best_loc == UINT32_MAX)
+        return 0;
+    for (uint32_t l = 0; l < p->nloops; l++)
+        if (p->loops[l].loc == best_loc && p->loops[l].kind == NK_LOOP_AFFINE && p->loops[l].bufs > 1 &&
+            !a->ai->loops[l].explicit_bufs)
+            p->loops[l].bufs--;
+    return 1;
+}
+
 int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errlen)
 {
     int rc = NK_ENOMEM;
@@ -443,34 +483,34 @@ int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errle
     }
     int64_t cap[3] = {0, p->arch->sbuf_partition_bytes - p->arch->sbuf_reserved_bytes,
                       p->arch->psum_partition_bytes};
-    for (int bufs = bufs_max; bufs >= 1; bufs--) {
-        for (uint32_t l = 0; l < p->nloops; l++)
-            if (p->loops[l].kind == NK_LOOP_AFFINE && !ai->loops[l].explicit_bufs)
-                p->loops[l].bufs = (uint8_t)(orig[l] < bufs ? orig[l] : bufs);
-        for (int spills = 0;; spills++) {
-            intervals(&a);
-            int64_t peak_s = 0, peak_p = 0;
-            int fail = scan_mem(&a, NK_SBUF, cap[NK_SBUF], bufs_max, &peak_s, err, errlen);
-            int sbuf_fail = fail;
-            if (!fail)
-                fail = scan_mem(&a, NK_PSUM, cap[NK_PSUM], bufs_max, &peak_p, err, errlen);
-            if (!fail) {
-                p->sbuf_peak = peak_s;
-                p->psum_peak = peak_p;
-                rc = 0;
-                goto out;
-            }
-            /* with one buffer per tile and SBUF still short: spill, as neuronx-cc does
-             * (each spill adds two instructions; the bound keeps a pathological
-             * program's compile finite) */
-            if (bufs > 1 || !sbuf_fail || (uint64_t)spills > 2 * (uint64_t)n0 + 64)
-                break;
-            if (!spills && infeasible(&a, cap[NK_SBUF], err, errlen))
-                break;
-            if (spill_one(&a))
-                break;
-            uses(&a);
+    for (int spills = 0, tries = 0;; tries++) {
+        intervals(&a);
+        int64_t peak_s = 0, peak_p = 0;
+        int fail = scan_mem(&a, NK_SBUF, cap[NK_SBUF], bufs_max, &peak_s, err, errlen);
+        int sbuf_fail = fail;
+        if (!fail)
+            fail = scan_mem(&a, NK_PSUM, cap[NK_PSUM], bufs_max, &peak_p, err, errlen);
+        if (!fail) {
+            p->sbuf_peak = peak_s;
+            p->psum_peak = peak_p;
+            rc = 0;
+            goto out;
         }
+        /* first, fewer buffers for the loop whose tiles hold the most of what
+         * is live where the program overflowed */
+        if (tries < 4096 && lower_buffers(&a))
+            continue;
+        /* then, with SBUF still short: spill, as neuronx-cc does (each spill
+         * adds two instructions; the bound keeps a pathological program's
+         * compile finite) */
+        if (!sbuf_fail || (uint64_t)spills > 2 * (uint64_t)n0 + 64)
+            break;
+        if (!spills && infeasible(&a, cap[NK_SBUF], err, errlen))
+            break;
+        if (spill_one(&a))
+            break;
+        spills++;
+        uses(&a);
     }
     rc = NK_ECAPACITY;
 out:

@@ -8,8 +8,9 @@
  * until iteration i + B of that loop begins, so B consecutive iterations
  * touch different addresses and can overlap. Buffer counts are chosen
  * program-wide: the target's default for every affine loop that did not ask
- * for a count of its own, lowered for all of them together until the program
- * fits. When one buffer per tile still does not fit in SBUF, tiles are
+ * for a count of its own, then, while the program does not fit, one fewer
+ * for the loop (every instance of it) whose tiles hold the most bytes where
+ * it overflows. When one buffer per tile still does not fit in SBUF, tiles are
  * spilled to HBM and reloaded before their next use (a store and a load
  * marked NK_IF_SPILL), the tile whose next use is farthest first.
  */
