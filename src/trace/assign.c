@@ -24,22 +24,6 @@
 
 /* ---- pending zero memsets, per buffer */
 
-static int grow_arr(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*ptr, (size_t)c * elem);
-    if (!q)
-        return -1;
-    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
-    *ptr = q;
-    *cap = c;
-    return 0;
-}
-
 /* Two views of one tile share an element? (partition range x extent: may
  * say yes for interleaved views that do not, never no when they do) */
 static int views_overlap(const nk_tensor *a, const nk_tensor *b)
@@ -91,7 +75,7 @@ static int account(nk_ctx *nc)
         for (int k = 0; k < 3; k++)
             clear_zero(nc, &in->src[k], i);
         if (in->op == NK_OP_MEMSET && in->imm0 == 0.0 && in->dst.mem != NK_SHARED_HBM && in->dst.buf < nc->cap_bs) {
-            if (grow_arr((void **)&nc->zpool, &nc->cap_z, nc->nz + 1, sizeof *nc->zpool))
+            if (nk__grow((void **)&nc->zpool, &nc->cap_z, nc->nz + 1, sizeof *nc->zpool))
                 return NK_ENOMEM;
             nc->zpool[nc->nz] = (nk_znode){i, nc->bs[in->dst.buf].zero};
             nc->bs[in->dst.buf].zero = ++nc->nz;
@@ -109,7 +93,7 @@ int nk__take_zero(nk_ctx *nc, nk_tensor dst)
     while (*link) {
         nk_znode *z = &nc->zpool[*link - 1];
         if (same_view(&nc->p->instrs[z->instr].dst, &dst)) {
-            if (grow_arr((void **)&nc->dead, &nc->cap_dead, z->instr + 1, 1))
+            if (nk__grow((void **)&nc->dead, &nc->cap_dead, z->instr + 1, 1))
                 return 0;
             nc->dead[z->instr] = 1;
             *link = z->next;

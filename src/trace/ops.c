@@ -999,18 +999,26 @@ void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     wrote(nc, dst);
 }
 
-/* A DMA within SBUF or within HBM [ISA][DMA]: the same number of elements
- * of one dtype, in row-major order. */
-static void dma_within(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_tensor src)
+/* One DMA instruction from src to dst, bytes unconverted: with same_shape
+ * the same shape (HBM to SBUF), else the same number of elements of one
+ * dtype in row-major order (within SBUF or within HBM [ISA][DMA]). */
+static void emit_dma(nk_ctx *nc, nk_loc loc, const char *op, int opcode, nk_tensor dst, nk_tensor src,
+                     int same_shape)
 {
     if (!ok_read(nc, loc, op, "src", src))
         return;
-    if (nk__numel(&src) != nk__numel(&dst)) {
+    int same = dst.ndim == src.ndim;
+    for (int i = 0; same && i < dst.ndim; i++)
+        same = dst.shape[i] == src.shape[i];
+    if (same_shape ? !same : nk__numel(&src) != nk__numel(&dst)) {
         char a[64], b[64];
         shape_str(a, sizeof a, src);
         shape_str(b, sizeof b, dst);
-        nk__fail(nc, loc, NK_ESHAPE, "%s: src %s has %lld elements but dst %s has %lld; a DMA moves as many as it "
-                 "reads", op, a, (long long)nk__numel(&src), b, (long long)nk__numel(&dst));
+        if (same_shape)
+            nk__fail(nc, loc, NK_ESHAPE, "%s: src %s does not match dst %s", op, a, b);
+        else
+            nk__fail(nc, loc, NK_ESHAPE, "%s: src %s has %lld elements but dst %s has %lld; a DMA moves as many as "
+                     "it reads", op, a, (long long)nk__numel(&src), b, (long long)nk__numel(&dst));
         return;
     }
     if (dst.dtype != src.dtype) {
@@ -1019,7 +1027,7 @@ static void dma_within(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk
         return;
     }
     if (nk__numel(&dst) > 0) {
-        nk_instr *in = nk__emit(nc, loc, NK_OP_DMA_COPY, NK_ENGINE_DMA);
+        nk_instr *in = nk__emit(nc, loc, opcode, NK_ENGINE_DMA);
         if (!in)
             return;
         in->dst = dst;
@@ -1046,43 +1054,16 @@ void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src)
         nk__fail(nc, loc, NK_EMEMORY, "%s: dst is the shared constant made at %s, which is read-only", op, where);
         return;
     }
-    if (dst.mem == NK_SHARED_HBM) {
-        if (src.mem == NK_SHARED_HBM)
-            dma_within(nc, loc, op, dst, src);
-        else
-            nk_store_at(nc, loc, dst, src);
+    if (dst.mem == NK_SHARED_HBM && src.mem != NK_SHARED_HBM) {
+        nk_store_at(nc, loc, dst, src);
         return;
     }
-    if (src.mem != NK_SHARED_HBM) {
-        dma_within(nc, loc, op, dst, src);
+    /* within SBUF or within HBM: a copy of as many elements; HBM to SBUF: a load of that shape */
+    if (dst.mem == NK_SHARED_HBM || src.mem != NK_SHARED_HBM) {
+        emit_dma(nc, loc, op, NK_OP_DMA_COPY, dst, src, 0);
         return;
     }
-    if (!ok_read(nc, loc, op, "src", src))
-        return;
-    int same = dst.ndim == src.ndim;
-    for (int i = 0; same && i < dst.ndim; i++)
-        same = dst.shape[i] == src.shape[i];
-    if (!same) {
-        char a[64], b[64];
-        shape_str(a, sizeof a, src);
-        shape_str(b, sizeof b, dst);
-        nk__fail(nc, loc, NK_ESHAPE, "%s: src %s does not match dst %s", op, a, b);
-        return;
-    }
-    if (dst.dtype != src.dtype) {
-        nk__fail(nc, loc, NK_EDTYPE, "%s: src is %s but dst is %s (DMA does not convert; cast with nk_copy)", op,
-                 nk_dtype_name(src.dtype), nk_dtype_name(dst.dtype));
-        return;
-    }
-    if (nk__numel(&dst) > 0) {
-        nk_instr *in = nk__emit(nc, loc, NK_OP_LOAD, NK_ENGINE_DMA);
-        if (!in)
-            return;
-        in->dst = dst;
-        in->src[0] = src;
-        in->nsrc = 1;
-    }
-    wrote(nc, dst);
+    emit_dma(nc, loc, op, NK_OP_LOAD, dst, src, 1);
 }
 
 nk_tensor nk_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_dtype dt)

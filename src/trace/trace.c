@@ -18,7 +18,7 @@
 
 /* ---- growable arrays */
 
-static int grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
+int nk__grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -59,7 +59,7 @@ static uint32_t intern_file(nk_ctx *nc, const char *file)
     for (uint32_t i = 0; i < p->nfiles; i++)
         if (!strcmp(p->files[i], file))
             return i;
-    if (grow((void **)&p->files, &nc->cap_files, p->nfiles + 1, sizeof *p->files))
+    if (nk__grow((void **)&p->files, &nc->cap_files, p->nfiles + 1, sizeof *p->files))
         return UINT32_MAX;
     char *s = strdup(file);
     if (!s)
@@ -104,7 +104,7 @@ uint32_t nk__loc(nk_ctx *nc, nk_loc loc)
     }
     nk_program *p = nc->p;
     uint32_t f = intern_file(nc, loc.file);
-    if (f == UINT32_MAX || grow((void **)&p->locs, &nc->cap_locs, p->nlocs + 1, sizeof *p->locs))
+    if (f == UINT32_MAX || nk__grow((void **)&p->locs, &nc->cap_locs, p->nlocs + 1, sizeof *p->locs))
         return 0;
     p->locs[p->nlocs] = (nk_locinfo){f, loc.line};
     nc->lochash[j] = (struct lockey){loc.file, loc.line, p->nlocs};
@@ -117,7 +117,7 @@ uint32_t nk__loc(nk_ctx *nc, nk_loc loc)
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
 {
     nk_program *p = nc->p;
-    if (grow((void **)&p->instrs, &nc->cap_instrs, p->ninstr + 1, sizeof *p->instrs)) {
+    if (nk__grow((void **)&p->instrs, &nc->cap_instrs, p->ninstr + 1, sizeof *p->instrs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory recording instruction %u", p->ninstr);
         return NULL;
     }
@@ -137,11 +137,11 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
 static uint32_t new_buf(nk_ctx *nc, nk_loc loc)
 {
     nk_program *p = nc->p;
-    if (grow((void **)&p->bufs, &nc->cap_bufs, p->nbufs + 1, sizeof *p->bufs)) {
+    if (nk__grow((void **)&p->bufs, &nc->cap_bufs, p->nbufs + 1, sizeof *p->bufs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory allocating a buffer");
         return 0;
     }
-    if (grow((void **)&nc->bs, &nc->cap_bs, p->nbufs + 1, sizeof *nc->bs)) {
+    if (nk__grow((void **)&nc->bs, &nc->cap_bs, p->nbufs + 1, sizeof *nc->bs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory allocating a buffer");
         return 0;
     }
@@ -426,7 +426,7 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
         return;
     }
     nk_program *p = nc->p;
-    if (grow((void **)&p->output_buf, &nc->cap_outs, (uint32_t)p->noutputs + 1, sizeof *p->output_buf)) {
+    if (nk__grow((void **)&p->output_buf, &nc->cap_outs, (uint32_t)p->noutputs + 1, sizeof *p->output_buf)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory");
         return;
     }
@@ -453,7 +453,7 @@ nk_tensor nk_shared_constant_at(nk_ctx *nc, nk_loc loc, const nk_array *value)
         return bad;
     nk_program *p = nc->p;
     nk_bufinfo *b = &p->bufs[t.buf];
-    if (grow((void **)&p->cdata, &nc->cap_cdata, p->nbufs, sizeof *p->cdata)) {
+    if (nk__grow((void **)&p->cdata, &nc->cap_cdata, p->nbufs, sizeof *p->cdata)) {
         nk__fail(nc, loc, NK_ENOMEM, "%s: out of memory", op);
         return bad;
     }
@@ -750,8 +750,8 @@ int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int
     nk_program *p = nc->p;
     uint32_t parent = nc->depth > 0 ? nc->frames[nc->depth - 1].loop : 0;
     uint32_t id = 0;
-    if (!nc->status && !grow((void **)&p->loops, &nc->cap_loops, p->nloops + 1, sizeof *p->loops) &&
-        !grow((void **)&nc->la, &nc->cap_la, p->nloops + 1, sizeof *nc->la)) {
+    if (!nc->status && !nk__grow((void **)&p->loops, &nc->cap_loops, p->nloops + 1, sizeof *p->loops) &&
+        !nk__grow((void **)&nc->la, &nc->cap_la, p->nloops + 1, sizeof *nc->la)) {
         p->loops[p->nloops] = (nk_loopinfo){nk__loc(nc, loc), parent, n, (uint8_t)kind, (uint8_t)bufs,
                                             (uint16_t)nc->depth};
         nc->la[p->nloops] = (nk_loopalloc){NULL, 0, 0, (uint8_t)explicit_bufs};
@@ -775,7 +775,7 @@ static void note_iteration(nk_ctx *nc, nk_frame *f, int64_t i)
         f->its[f->nits - 1].iter = (uint32_t)i; /* the previous iteration emitted nothing */
         return;
     }
-    if (grow((void **)&f->its, &f->cap_its, f->nits + 1, sizeof *f->its)) {
+    if (nk__grow((void **)&f->its, &f->cap_its, f->nits + 1, sizeof *f->its)) {
         nk__fail(nc, (nk_loc){"?", 0}, NK_ENOMEM, "out of memory recording loop iterations");
         return;
     }
@@ -936,7 +936,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     nc->p = p;
     nc->arch = arch;
     /* buffer 0 is the invalid id */
-    if (grow((void **)&p->bufs, &nc->cap_bufs, 1, sizeof *p->bufs))
+    if (nk__grow((void **)&p->bufs, &nc->cap_bufs, 1, sizeof *p->bufs))
         goto out;
     p->nbufs = 1;
     nk_loc here = {name ? name : "kernel", 0};
@@ -1011,7 +1011,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     if (rc)
         goto out;
     if (p->cdata && nc->cap_cdata < p->nbufs && /* constants' table covers the spills' buffers too */
-        grow((void **)&p->cdata, &nc->cap_cdata, p->nbufs, sizeof *p->cdata)) {
+        nk__grow((void **)&p->cdata, &nc->cap_cdata, p->nbufs, sizeof *p->cdata)) {
         rc = NK_ENOMEM;
         goto out;
     }

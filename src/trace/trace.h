@@ -57,6 +57,9 @@ struct nk_ctx {
     int nargs;
 };
 
+/* Grows *ptr (an array of *cap elements of elem bytes) to hold need,
+ * zeroing the new elements; -1 when out of memory. */
+int nk__grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem);
 /* Records the first error (later ones are dropped); returns status. */
 int nk__fail(nk_ctx *nc, nk_loc loc, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
