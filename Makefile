@@ -30,7 +30,7 @@ CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 HDRS = $(wildcard include/*.h src/*.h src/*/*.h kernels/*.h tests/unit/*.h)
 
-.PHONY: all deps demo test test-fast bench clean install
+.PHONY: all deps demo test test-fast bench clean install FORCE
 all: $(BUILD)/nklab $(BUILD)/test_nklab
 
 deps: $(BUILD)/.deps
@@ -73,8 +73,14 @@ $(BUILD)/nklab: $(CLI_OBJ) $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
 	$(CC) $(CFLAGS) -rdynamic -o $@ $^ $(LDLIBS) -ldl
 
 # The unit tests also cover the CLI's .npy reader and writer.
-$(BUILD)/test_nklab: $(TEST_OBJ) $(BUILD)/src/cli/npy.o $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+# The unit-test binary is relinked when the selection of test files
+# (TESTS=...) changes, not only when an object does.
+$(BUILD)/.tests: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(TESTS)' | cmp -s - $@ || echo '$(TESTS)' > $@
+FORCE:
+$(BUILD)/test_nklab: $(TEST_OBJ) $(BUILD)/src/cli/npy.o $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a $(BUILD)/.tests
+	$(CC) $(CFLAGS) -o $@ $(filter-out $(BUILD)/.tests,$^) $(LDLIBS)
 
 # Helper of the CLI tests: writes random .npy files, computes references,
 # compares with tolerances (its own .npy code, independent of the library).
