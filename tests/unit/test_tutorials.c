@@ -24,6 +24,27 @@
 
 static int verbose(void) { return getenv("NK_TEST_VERBOSE") != NULL; }
 
+/* The traces at the tutorials' own sizes (tens of thousands of instructions,
+ * gigabytes of modelled data) take minutes under the sanitizers and test
+ * no code the small shapes do not: they run in the plain build only. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NK_SANITIZED 1
+#endif
+#endif
+#ifndef NK_SANITIZED
+#define NK_SANITIZED 0
+#endif
+#define SKIP_UNDER_SANITIZERS()                                                        \
+    do {                                                                               \
+        if (NK_SANITIZED) {                                                            \
+            printf("  %s: run in the plain build only (too slow under ASan)\n", __func__); \
+            return;                                                                    \
+        }                                                                              \
+    } while (0)
+
 /* ---- arrays */
 
 static nk_array arr(nk_dtype dt, int ndim, const int64_t *shape, uint64_t seed, double lo, double hi)
@@ -327,6 +348,7 @@ TEST(tutorial_matmul_ladder_refuses_sizes_off_the_tiling)
 /* lhsT [K=8192, M=4096], rhs [8192, 8192]: the tutorial's benchmark */
 TEST(tutorial_matmul_ladder_traces_at_4096x8192x8192)
 {
+    SKIP_UNDER_SANITIZERS();
     nk_array ab[2] = {{NK_BF16, 2, {8192, 4096}, NULL}, {NK_BF16, 2, {8192, 8192}, NULL}};
     const int64_t MT = 4096 / 128, NT = 8192 / 512, KT = 8192 / 128;
     char err[512] = "";
@@ -474,6 +496,7 @@ static size_t row_broadcast(int64_t F) { return (size_t)(1 + 2 * ((F + 511) / 51
 
 TEST(tutorial_layernorm_at_tutorial_sizes)
 {
+    SKIP_UNDER_SANITIZERS();
     /* The drivers' 4096 x 8192 and the latency figure's 300 x 1000: 2 loads
      * and 2 broadcasts for gamma and beta. Per 128-row tile, layernorm: a
      * load, 2 x (sum, scale) for the means, square, multiply, subtract,
@@ -645,6 +668,7 @@ TEST(tutorial_sd_attention_bound_function_matches_the_reference)
 
 TEST(tutorial_sd_attention_at_tutorial_size)
 {
+    SKIP_UNDER_SANITIZERS();
     /* seqlen 4096, d_head 64, fp32 (the tutorial's driver); nt = 32 tiles.
      * Set-up per tile: v load + cast; q transposing load + scale (and
      * cast); k transposing load + cast. Per query tile: per key tile a
@@ -856,6 +880,7 @@ TEST(tutorial_attention_fwd_matches_reference)
 
 TEST(tutorial_attention_fwd_at_tutorial_size)
 {
+    SKIP_UNDER_SANITIZERS();
     /* d 128, seqlen 4096, bf16 (the tutorial benchmarks in bf16): 3 loads;
      * 32 v transposes and copies; per 128-query tile 8 score matmuls, 8
      * maxima, the row maximum and its negation, 8 exp activations with
@@ -999,6 +1024,7 @@ TEST(tutorial_mamba_bound_function_matches_the_reference)
 
 TEST(tutorial_mamba_at_tutorial_sizes)
 {
+    SKIP_UNDER_SANITIZERS();
     /* batch 1, state 16: the toy size (256 channels, 512 steps), the kernel
      * script's default (2048 steps) and the scaling study's 4096 channels at
      * 512 and 8192 steps. Per channel tile and state: v1 loads delta, A, u,
