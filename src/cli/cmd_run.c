@@ -44,6 +44,8 @@ void nk_help_run(void)
            "                      `base = trn1` (or trn2), then `key = value` lines (set\n"
            "                      `name` to tell it apart); `nklab target show` prints\n"
            "                      every key with its meaning; not with --target\n"
+           "  --schedule list|trace  the order of each engine's instructions: the compile\n"
+           "                      step's list schedule (default), or the kernel's own order\n"
            "  --profile FILE      also write the profile (the timeline of every instruction\n"
            "                      on the target's model, and the source) to FILE\n"
            "  --no-exec           time the program only: no values are computed and no\n"

@@ -113,4 +113,15 @@ expect_fail "corrupt file" 1 "nklab: summary: $W/flip.nkp: checksum mismatch: th
 run "$NK" summary --help
 if [ "$rc" -eq 0 ] && grep -q '^usage: nklab summary PROFILE.nkp \[--json\]' "$W/out"; then ok; else bad "summary --help"; fi
 
+
+# the schedule the compile step kept, and the trace-order alternative
+run "$NK" profile rmsnorm --no-exec -o "$W/rn_list.nkp"
+run "$NK" summary "$W/rn_list.nkp"
+expect_match "list schedule kept, with trace order's time" "$W/out" '^schedule +list, (earliest start|critical path) \(trace order: [0-9.]+ us\)$'
+run "$NK" profile rmsnorm --no-exec --schedule trace -o "$W/rn_trace.nkp"
+run "$NK" summary "$W/rn_trace.nkp"
+expect_match "trace order asked for" "$W/out" '^schedule +trace order \(asked for\)$'
+expect_fail "bad --schedule" 2 "nklab: profile: --schedule is 'list' or 'trace', not 'fast'" \
+    profile rmsnorm --no-exec --schedule fast -o "$W/x.nkp"
+
 finish
