@@ -74,7 +74,7 @@ static int one_run(const nk_array *args, const char *path, double *t, sizes *sz)
     if ((rc = nk__program_copy(p, &again)))
         goto out;
     double t2 = now();
-    if ((rc = nk_schedule(again)))
+    if ((rc = nk_schedule(again, p->sched)))
         goto out;
     double t3 = now();
     if ((rc = nk_time_program(p, NULL, &tl)))
