@@ -234,7 +234,8 @@ void nk_assign_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
         nk_dma_copy_at(nc, loc, dst, value);
         return;
     }
-    nk_instr *in = sole_writer(nc, value);
+    /* a value assigned into its own tile has nowhere else to move */
+    nk_instr *in = value.buf != dst.buf ? sole_writer(nc, value) : NULL;
     if (in && retargetable(nc, in, &dst) && (in->op != NK_OP_MATMUL || ok_bank(nc, loc, op, &dst))) {
         in->dst = dst;
         moved(nc, loc, value, dst);
@@ -260,7 +261,8 @@ void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     const char *op = "nk_assign_add";
     if (!check_pair(nc, loc, op, dst, value))
         return;
-    nk_instr *in = sole_writer(nc, value);
+    /* t += t adds the value to itself: no matmul to retarget */
+    nk_instr *in = value.buf != dst.buf ? sole_writer(nc, value) : NULL;
     if (in && in->op == NK_OP_MATMUL && !(in->flags & NK_IF_ACCUMULATE) && retargetable(nc, in, &dst)) {
         if (!ok_bank(nc, loc, op, &dst))
             return;
