@@ -151,7 +151,9 @@ static int retargetable(nk_ctx *nc, const nk_instr *in, const nk_tensor *dst)
         return 0;
     switch (in->engine) {
     case NK_ENGINE_TENSOR: /* writes PSUM, fp32 (or a transpose's own dtype) */
-        return dst->mem == NK_PSUM && dst->dtype == in->dst.dtype;
+        if (dst->mem != NK_PSUM || dst->dtype != in->dst.dtype)
+            return 0;
+        break;
     case NK_ENGINE_DMA:    /* moves bytes: no cast */
         return dst->mem == NK_SBUF && dst->dtype == in->dst.dtype;
     case NK_ENGINE_GPSIMD:
@@ -161,7 +163,7 @@ static int retargetable(nk_ctx *nc, const nk_instr *in, const nk_tensor *dst)
     default:
         break;
     }
-    /* compute engines round to any dtype on write; the partition start rule applies */
+    /* compute engines round to any dtype on write; an engine's partition start rule applies */
     int n = dst->shape[0], p0 = dst->part0;
     (void)nc;
     return !(n > 0 && ((n > 64 && p0 != 0) || (n > 32 && p0 != 0 && p0 != 64) || p0 % 32 != 0));

@@ -538,8 +538,10 @@ nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r
             nd++;
             continue;
         }
-        if (tile && d < t.pdim) /* a block axis: its stride counts the blocks' buffers */
-            v.buf += (uint32_t)(start * t.stride[d]);
+        if (tile && d < t.pdim) { /* a block axis: its stride counts the blocks' buffers */
+            if (count > 0)
+                v.buf += (uint32_t)(start * t.stride[d]);
+        }
         else
             v.off += start * t.stride[d];
         if (q.kind == NK_RANGE_INDEX)
@@ -627,7 +629,8 @@ nk_tensor nk_ap_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int ndim, const int64_t 
         }
         v.off += e->c * t.stride[d];
         for (int k = 0; k < ndim; k++)
-            stride[k] += e->a[k] * t.stride[d];
+            if (extent[k] > 1) /* an axis of one index moves nowhere, whatever its coefficient */
+                stride[k] += e->a[k] * t.stride[d];
     }
     for (int k = 0; k < NK_MAXDIM; k++) {
         v.shape[k] = k < ndim ? (int32_t)extent[k] : 0;
@@ -950,7 +953,8 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     for (int i = 0; i < nargs; i++) {
         if (args[i].ndim == 0) { /* a scalar parameter: its value is part of the program */
             if (!args[i].data || !nk_dtype_size(args[i].dtype)) {
-                snprintf(err, errlen, "argument %d: a scalar argument needs a value and a dtype", i);
+                if (err)
+                    snprintf(err, errlen, "argument %d: a scalar argument needs a value and a dtype", i);
                 rc = NK_EINVAL;
                 goto out;
             }
@@ -972,7 +976,8 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
             s.d[d] = args[i].shape[d];
         targs[i] = nk_ndarray_at(nc, here, s, args[i].dtype, NK_SHARED_HBM);
         if (nc->status) {
-            snprintf(err, errlen, "argument %d: %s", i, nc->err);
+            if (err)
+                snprintf(err, errlen, "argument %d: %s", i, nc->err);
             rc = nc->status;
             goto out;
         }

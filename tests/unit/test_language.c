@@ -898,3 +898,30 @@ TEST(lang_loop_reduce_takes_the_maximum_over_iterations)
     nk_kernel_free(k);
     nk_array_free(&x);
 }
+
+/* An access-pattern axis of one index moves nowhere: its coefficient, even
+ * a negative one, is ignored. */
+static void k_ap_unit_axis(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 1, 64), F32, NK_SHARED_HBM);
+    nk_aidx idx[2] = {{0, {1, 0, 0}}, {0, {0, -5, 1}}};
+    nk_tensor v = nk_ap(nc, a[0], 3, ((int64_t[]){128, 1, 64}), idx);
+    nk_store(nc, out, nk_load(nc, v));
+    nk_return(nc, out);
+}
+
+TEST(lang_affine_access_pattern_ignores_unit_axes)
+{
+    nk_array x = arr2(128, 64, 1), out[1];
+    nk_kernel *k = nk_kernel_new("ap_unit_axis", k_ap_unit_axis);
+    int nout = 0;
+    CHECK_INT(nk_call(k, &x, 1, NULL, out, 1, &nout), 0);
+    CHECK_STR(nk_kernel_error(k), "");
+    if (nout == 1) {
+        CHECK(!memcmp(out[0].data, x.data, nk_array_nbytes(&x)));
+        nk_array_free(&out[0]);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&x);
+}
