@@ -784,6 +784,8 @@ static PyObject *finish_output(PyObject *raw, nk_dtype dt, int torch)
  * a tuple, or placeholders when the call had no values). */
 static PyObject *run(kernel_obj *K, centry *e, pynk_kcall *c, int execute)
 {
+    if (c->placeholders && e->nout == 0) /* an older-style kernel: results went into its arguments */
+        Py_RETURN_NONE;
     if (c->placeholders) {
         if (e->nout == 1)
             return placeholder_new(e->out[0].ndim, e->out[0].shape, e->out[0].dtype);
@@ -847,6 +849,8 @@ static PyObject *run(kernel_obj *K, centry *e, pynk_kcall *c, int execute)
     }
     if (n == 1)
         return outs[0];
+    if (n == 0) /* an older-style kernel wrote into its arguments and returns nothing, as in NKI */
+        Py_RETURN_NONE;
     PyObject *t = PyTuple_New(n);
     for (int i = 0; i < n; i++) {
         if (t)

@@ -605,6 +605,20 @@ def scans_fused_alu_ops_and_where():
     close(out[4], np.where(x > y, x, 0))
 
 
+
+@nki.jit
+def k_into_arg(a, b, out):
+    nl.store(out, value=nl.load(a) + nl.load(b))
+
+
+@test
+def older_style_kernel_writes_into_its_argument_and_returns_none():
+    a, b = rand(128, 64), rand(128, 64)
+    out = np.zeros((128, 64), np.float32)
+    assert k_into_arg(a, b, out) is None
+    close(out, a + b, rtol=0, atol=0)
+
+
 def main():
     global TMP
     TMP = tempfile.mkdtemp(prefix="nklab-py-")
