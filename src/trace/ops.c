@@ -750,18 +750,29 @@ static int ok_reduce_res(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor r, in
     return 1;
 }
 
+/* The operands of a Vector op with two tile inputs a and b, a destination
+ * and a scalar-or-column operand o, and two arithmetic operators: the checks
+ * tensor_tensor_scan and scalar_tensor_tensor share (messages name the
+ * operands as the op names them; b_first: a size mismatch names b first). */
+static int ok_two_inputs(nk_ctx *nc, nk_loc loc, const char *op, const char *na, nk_tensor a, const char *nb,
+                         nk_tensor b, nk_tensor dst, const char *no, nk_operand o, nk_alu op0, nk_alu op1,
+                         int b_first)
+{
+    nk_tensor ts[4] = {a, b, dst, o.is_tensor ? o.t : NK_NONE};
+    return ok_onchip(nc, loc, op, na, a, 1, "") && ok_onchip(nc, loc, op, nb, b, 1, "") &&
+           ok_onchip(nc, loc, op, "dst", dst, 1, "") && ok_read(nc, loc, op, na, a) && ok_read(nc, loc, op, nb, b) &&
+           (b_first ? ok_same_size(nc, loc, op, nb, b, na, a) : ok_same_size(nc, loc, op, na, a, nb, b)) &&
+           ok_same_size(nc, loc, op, "dst", dst, na, a) &&
+           ok_operand(nc, loc, op, no, o, a.shape[0]) && ok_arith(nc, loc, op, "op0", op0) &&
+           ok_arith(nc, loc, op, "op1", op1) && ok_not_both_psum(nc, loc, op, na, a, nb, b) &&
+           ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 4);
+}
+
 void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data0, nk_tensor data1,
                                   nk_operand initial, nk_alu op0, nk_alu op1, int reverse0, int reverse1)
 {
     const char *op = "tensor_tensor_scan";
-    nk_tensor ts[4] = {data0, data1, dst, initial.is_tensor ? initial.t : NK_NONE};
-    if (!ok_onchip(nc, loc, op, "data0", data0, 1, "") || !ok_onchip(nc, loc, op, "data1", data1, 1, "") ||
-        !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "data0", data0) ||
-        !ok_read(nc, loc, op, "data1", data1) || !ok_same_size(nc, loc, op, "data0", data0, "data1", data1) ||
-        !ok_same_size(nc, loc, op, "dst", dst, "data0", data0) ||
-        !ok_operand(nc, loc, op, "initial", initial, data0.shape[0]) || !ok_arith(nc, loc, op, "op0", op0) ||
-        !ok_arith(nc, loc, op, "op1", op1) || !ok_not_both_psum(nc, loc, op, "data0", data0, "data1", data1) ||
-        !ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 4))
+    if (!ok_two_inputs(nc, loc, op, "data0", data0, "data1", data1, dst, "initial", initial, op0, op1, 0))
         return;
     if (nk__numel(&dst) == 0)
         return;
@@ -789,15 +800,7 @@ void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
                                     nk_operand operand0, nk_alu op1, nk_tensor operand1, int reverse0, int reverse1)
 {
     const char *op = "scalar_tensor_tensor";
-    nk_tensor ts[4] = {data, operand1, dst, operand0.is_tensor ? operand0.t : NK_NONE};
-    if (!ok_onchip(nc, loc, op, "data", data, 1, "") || !ok_onchip(nc, loc, op, "operand1", operand1, 1, "") ||
-        !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "data", data) ||
-        !ok_read(nc, loc, op, "operand1", operand1) ||
-        !ok_same_size(nc, loc, op, "operand1", operand1, "data", data) ||
-        !ok_same_size(nc, loc, op, "dst", dst, "data", data) ||
-        !ok_operand(nc, loc, op, "operand0", operand0, data.shape[0]) || !ok_arith(nc, loc, op, "op0", op0) ||
-        !ok_arith(nc, loc, op, "op1", op1) || !ok_not_both_psum(nc, loc, op, "data", data, "operand1", operand1) ||
-        !ok_engine_operands(nc, loc, op, NK_ENGINE_VECTOR, ts, 4))
+    if (!ok_two_inputs(nc, loc, op, "data", data, "operand1", operand1, dst, "operand0", operand0, op0, op1, 1))
         return;
     if (nk__numel(&dst) == 0)
         return;
