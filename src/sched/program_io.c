@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,64 +443,6 @@ int nk__file_read_all(const char *path, uint8_t **data, size_t *n, char *err, si
     }
     *data = b;
     *n = size;
-    return 0;
-}
-
-static int write_full(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Makes the rename durable; best effort (some filesystems refuse). */
-static void sync_dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-}
-
-int nk__file_write_atomic(const char *path, const void *data, size_t n)
-{
-    static atomic_uint seq;
-    char tmp[4200];
-    int fd = -1;
-    if (!path || !*path || strlen(path) > 4096)
-        return NK_EINVAL;
-    for (int attempt = 0; attempt < 64 && fd < 0; attempt++) {
-        snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&seq, 1u));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            return NK_EIO;
-    }
-    if (fd < 0)
-        return NK_EIO;
-    int bad = write_full(fd, data, n) || fsync(fd);
-    bad |= close(fd) != 0;
-    if (bad || rename(tmp, path)) {
-        unlink(tmp);
-        return NK_EIO;
-    }
-    sync_dir_of(path);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #define NK_PROGRAM_IO_H
 
 #include "nkint.h"
+#include "core/atomicfile.h"
 
 #include <string.h>
 
@@ -283,8 +284,7 @@ void nk__file_finish(nk_wr *w); /* fills length and checksum */
 int nk__file_open(const uint8_t *data, size_t n, const char magic[8], const char *what, nk_rd *content,
                   char *err, size_t errlen);
 int nk__file_read_all(const char *path, uint8_t **data, size_t *n, char *err, size_t errlen);
-/* Temporary file in the same directory, fsync, rename over path. */
-int nk__file_write_atomic(const char *path, const void *data, size_t n);
+/* Files are written with nk__file_write / nk__file_write_atomic (core/atomicfile.h). */
 
 /* ---- programs */
 
