@@ -75,8 +75,19 @@ static int bind(const char *op, PyObject *args, PyObject *kw, const char *const 
     return 0;
 }
 
-static int get_t(PyObject *o, const pynk_mask *m, nk_tensor *t, const char *what)
+/* An operand; without a mask (m NULL) it is read whole, which a tile made
+ * under a mask from below (covering a later part of the index space) is not
+ * allowed to be: its indices would be taken from 0. */
+static int get_t(PyObject *o, pynk_mask *m, nk_tensor *t, const char *what)
 {
+    if (!m && pynk_tensor_check(o))
+        for (int k = 0; k < ((pynk_tensor_obj *)o)->vndim; k++)
+            if (((pynk_tensor_obj *)o)->org[k]) {
+                char api[112];
+                snprintf(api, sizeof api, "%s of a tile made under a mask that bounds an index from below", what);
+                pynk_not_implemented(api, "this operand takes no mask");
+                return -1;
+            }
     return pynk_tensor_get(o, m, t, what);
 }
 
@@ -100,6 +111,12 @@ static PyObject *result(nk_tensor t)
         return NULL;
     return pynk_tensor_new(t);
 }
+
+/* A result covering the part of the index space its operands covered
+ * (elementwise: every axis; reductions: the partition axis). */
+#define ELEM PYNK_RES_ELEMENTWISE
+#define PART PYNK_RES_PARTITION
+#define OTHER PYNK_RES_OTHER
 
 static PyObject *done(void)
 {
@@ -234,7 +251,7 @@ static PyObject *lang_load(PyObject *self, PyObject *args, PyObject *kw)
     if (pynk_parse_mask(a[1], &m) || get_t(a[0], &m, &src, "nl.load"))
         return NULL;
     nk_tensor t = nk_load_at(nc, loc, src);
-    return result(cast(nc, loc, t, a[2]));
+    return pynk_result(cast(nc, loc, t, a[2]), &m, ELEM, "nl.load");
 }
 
 static PyObject *lang_store(PyObject *self, PyObject *args, PyObject *kw)
@@ -278,7 +295,7 @@ static PyObject *lang_copy(PyObject *self, PyObject *args, PyObject *kw)
     nk_dtype dt;
     if (opt_dtype(a[1], (nk_dtype)x.dtype, &dt))
         return NULL;
-    return result(nk_copy_at(nc, loc, x, dt));
+    return pynk_result(nk_copy_at(nc, loc, x, dt), &m, ELEM, "nl.copy");
 }
 
 /* nl.ndarray / zeros / ones / full / *_like */
@@ -401,13 +418,13 @@ static PyObject *lang_unary(PyObject *self, PyObject *args, PyObject *kw)
     if (opt_dtype(a[1], (nk_dtype)x.dtype, &dt))
         return NULL;
     if (dt == x.dtype)
-        return result(nk_unary_at(nc, loc, f, x));
+        return pynk_result(nk_unary_at(nc, loc, f, x), &m, ELEM, op);
     /* another dtype: the activation writes it directly */
     nk_shape s;
     shape_of(x, &s);
     nk_tensor t = new_tile(nc, loc, s, dt, NK_SBUF);
     nk_isa_activation_at(nc, loc, t, f, x, nk_imm(0.0f), nk_imm(1.0f), NK_NONE);
-    return result(t);
+    return pynk_result(t, &m, ELEM, op);
 }
 
 static PyObject *lang_binary(PyObject *self, PyObject *args, PyObject *kw)
@@ -440,7 +457,7 @@ static PyObject *lang_binary(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_TypeError, "%s: at least one operand must be a tile", op);
         return NULL;
     }
-    return result(cast(nc, loc, r, a[2]));
+    return pynk_result(cast(nc, loc, r, a[2]), &m, ELEM, op);
 }
 
 static PyObject *lang_negative(PyObject *self, PyObject *args, PyObject *kw)
@@ -455,7 +472,8 @@ static PyObject *lang_negative(PyObject *self, PyObject *args, PyObject *kw)
     nk_tensor x;
     if (pynk_parse_mask(a[2], &m) || get_t(a[0], &m, &x, "nl.negative"))
         return NULL;
-    return result(cast(nc, loc, nk_binary_scalar_at(nc, loc, NK_ALU_MULTIPLY, x, -1.0f, 0), a[1]));
+    return pynk_result(cast(nc, loc, nk_binary_scalar_at(nc, loc, NK_ALU_MULTIPLY, x, -1.0f, 0), a[1]), &m, ELEM,
+                       "nl.negative");
 }
 
 /* axis=1, axis=(1,), axis=[1, 2]: one free axis, or all of them (-1). */
@@ -514,7 +532,7 @@ static PyObject *reduce(const char *op, int alu, int mean, PyObject *args, PyObj
     if (keep < 0)
         return NULL;
     nk_tensor r = mean ? nk_mean_at(nc, loc, x, axis, keep) : nk_reduce_at(nc, loc, (nk_alu)alu, x, axis, keep);
-    return result(cast(nc, loc, r, a[2]));
+    return pynk_result(cast(nc, loc, r, a[2]), &m, PART, op);
 }
 
 static PyObject *lang_sum(PyObject *s, PyObject *a, PyObject *k) { (void)s; return reduce("nl.sum", NK_ALU_ADD, 0, a, k); }
@@ -534,7 +552,7 @@ static PyObject *lang_transpose(PyObject *self, PyObject *args, PyObject *kw)
     nk_tensor x;
     if (pynk_parse_mask(a[2], &m) || get_t(a[0], &m, &x, "nl.transpose"))
         return NULL;
-    return result(cast(nc, loc, nk_transpose_at(nc, loc, x), a[1]));
+    return pynk_result(cast(nc, loc, nk_transpose_at(nc, loc, x), a[1]), &m, OTHER, "nl.transpose");
 }
 
 static PyObject *lang_matmul(PyObject *self, PyObject *args, PyObject *kw)
@@ -552,7 +570,7 @@ static PyObject *lang_matmul(PyObject *self, PyObject *args, PyObject *kw)
     int tx = opt_bool(a[2], 0);
     if (tx < 0)
         return NULL;
-    return result(nk_matmul_at(nc, loc, x, y, tx));
+    return pynk_result(nk_matmul_at(nc, loc, x, y, tx), &m, OTHER, "nl.matmul");
 }
 
 static PyObject *lang_broadcast_to(PyObject *self, PyObject *args, PyObject *kw)
@@ -887,7 +905,7 @@ static PyObject *lang_device_print(PyObject *self, PyObject *args, PyObject *kw)
 /* ---- nisa */
 
 /* The destination: dst= when given, else a new tile. */
-static int isa_dst(nk_ctx *nc, nk_loc loc, PyObject *dsto, const pynk_mask *m, nk_shape s, nk_dtype dt,
+static int isa_dst(nk_ctx *nc, nk_loc loc, PyObject *dsto, pynk_mask *m, nk_shape s, nk_dtype dt,
                    nk_buffer mem, nk_tensor *dst, const char *op)
 {
     if (dsto)
@@ -896,18 +914,20 @@ static int isa_dst(nk_ctx *nc, nk_loc loc, PyObject *dsto, const pynk_mask *m, n
     return pynk_check();
 }
 
-static PyObject *isa_result(PyObject *dsto, nk_tensor dst)
+static PyObject *isa_result(PyObject *dsto, nk_tensor dst, pynk_mask *m, int how, const char *op)
 {
     if (pynk_check())
         return NULL;
     if (dsto) {
+        if (how == OTHER && pynk_mask_from_zero(m, op))
+            return NULL;
         Py_INCREF(dsto);
         return dsto;
     }
-    return pynk_tensor_new(dst);
+    return pynk_result(dst, m, how, op);
 }
 
-static int operand(PyObject *o, const pynk_mask *m, nk_operand *out, float dflt, const char *op)
+static int operand(PyObject *o, pynk_mask *m, nk_operand *out, float dflt, const char *op)
 {
     if (!o) {
         *out = nk_imm(dflt);
@@ -975,7 +995,7 @@ static PyObject *isa_nc_matmul(PyObject *self, PyObject *args, PyObject *kw)
     if (acc < 0 || isa_dst(nc, loc, dsto, &m, s, NK_F32, NK_PSUM, &dst, "nisa.nc_matmul"))
         return NULL;
     nk_isa_nc_matmul_at(nc, loc, dst, st, mv, acc);
-    return isa_result(dsto, dst);
+    return isa_result(dsto, dst, &m, OTHER, "nisa.nc_matmul");
 }
 
 static PyObject *isa_nc_transpose(PyObject *self, PyObject *args, PyObject *kw)
@@ -1000,7 +1020,7 @@ static PyObject *isa_nc_transpose(PyObject *self, PyObject *args, PyObject *kw)
     if (isa_dst(nc, loc, a[4], &m, s, dt, e == NK_ENGINE_TENSOR ? NK_PSUM : NK_SBUF, &dst, "nisa.nc_transpose"))
         return NULL;
     nk_isa_nc_transpose_at(nc, loc, dst, x, e);
-    return isa_result(a[4], dst);
+    return isa_result(a[4], dst, &m, OTHER, "nisa.nc_transpose");
 }
 
 static nk_dtype pair_dtype(nk_tensor a, nk_tensor b)
@@ -1052,7 +1072,7 @@ static PyObject *activation(const char *op, int has_reduce, PyObject *args, PyOb
     if (isa_dst(nc, loc, a[9], &m, s, dt, NK_SBUF, &dst, op))
         return NULL;
     nk_isa_activation_at(nc, loc, dst, f, x, bias, scale, rdst);
-    return isa_result(a[9], dst);
+    return isa_result(a[9], dst, &m, ELEM, op);
 }
 
 static PyObject *isa_activation(PyObject *s, PyObject *a, PyObject *k) { (void)s; return activation("nisa.activation", 0, a, k); }
@@ -1084,7 +1104,7 @@ static PyObject *isa_activation_reduce(PyObject *self, PyObject *args, PyObject 
     if (isa_dst(nc, loc, a[8], &m, s, dt, NK_SBUF, &dst, op))
         return NULL;
     nk_isa_activation_reduce_at(nc, loc, dst, f, x, r, rres, bias, scale);
-    return isa_result(a[8], dst);
+    return isa_result(a[8], dst, &m, ELEM, op);
 }
 
 static PyObject *isa_tensor_tensor_scan(PyObject *self, PyObject *args, PyObject *kw)
@@ -1113,7 +1133,7 @@ static PyObject *isa_tensor_tensor_scan(PyObject *self, PyObject *args, PyObject
     if (isa_dst(nc, loc, a[9], &m, s, dt, NK_SBUF, &dst, op))
         return NULL;
     nk_isa_tensor_tensor_scan_at(nc, loc, dst, d0, d1, init, op0, op1, r0, r1);
-    return isa_result(a[9], dst);
+    return isa_result(a[9], dst, &m, ELEM, op);
 }
 
 static PyObject *isa_scalar_tensor_tensor(PyObject *self, PyObject *args, PyObject *kw)
@@ -1142,7 +1162,7 @@ static PyObject *isa_scalar_tensor_tensor(PyObject *self, PyObject *args, PyObje
     if (isa_dst(nc, loc, a[9], &m, s, dt, NK_SBUF, &dst, op))
         return NULL;
     nk_isa_scalar_tensor_tensor_at(nc, loc, dst, x, op0, o0, op1, o1, r0, r1);
-    return isa_result(a[9], dst);
+    return isa_result(a[9], dst, &m, ELEM, op);
 }
 
 static PyObject *isa_tensor_scalar_reduce(PyObject *self, PyObject *args, PyObject *kw)
@@ -1172,7 +1192,7 @@ static PyObject *isa_tensor_scalar_reduce(PyObject *self, PyObject *args, PyObje
     if (isa_dst(nc, loc, a[8], &m, s, dt, NK_SBUF, &dst, op))
         return NULL;
     nk_isa_tensor_scalar_reduce_at(nc, loc, dst, x, op0, o0, rop, rres);
-    return isa_result(a[8], dst);
+    return isa_result(a[8], dst, &m, ELEM, op);
 }
 
 static PyObject *isa_dropout(PyObject *self, PyObject *args, PyObject *kw)
@@ -1197,7 +1217,7 @@ static PyObject *isa_dropout(PyObject *self, PyObject *args, PyObject *kw)
     if (isa_dst(nc, loc, a[4], &m, s, dt, NK_SBUF, &dst, op))
         return NULL;
     nk_isa_dropout_at(nc, loc, dst, x, p);
-    return isa_result(a[4], dst);
+    return isa_result(a[4], dst, &m, ELEM, op);
 }
 
 static PyObject *lang_dropout(PyObject *self, PyObject *args, PyObject *kw)
@@ -1213,7 +1233,7 @@ static PyObject *lang_dropout(PyObject *self, PyObject *args, PyObject *kw)
     nk_operand r;
     if (pynk_parse_mask(a[3], &m) || get_t(a[0], &m, &x, "nl.dropout") || operand(a[1], &m, &r, 0.0f, "nl.dropout"))
         return NULL;
-    return result(cast(nc, loc, nk_dropout_at(nc, loc, x, r), a[2]));
+    return pynk_result(cast(nc, loc, nk_dropout_at(nc, loc, x, r), a[2]), &m, ELEM, "nl.dropout");
 }
 
 static PyObject *lang_random_seed(PyObject *self, PyObject *args, PyObject *kw)
@@ -1254,7 +1274,7 @@ static PyObject *lang_where(PyObject *self, PyObject *args, PyObject *kw)
             return NULL;
         r = nk_where_s_at(nc, loc, c, x, (float)v);
     }
-    return result(cast(nc, loc, r, a[3]));
+    return pynk_result(cast(nc, loc, r, a[3]), &m, ELEM, "nl.where");
 }
 
 static PyObject *lang_all(PyObject *self, PyObject *args, PyObject *kw)
@@ -1270,7 +1290,7 @@ static PyObject *lang_all(PyObject *self, PyObject *args, PyObject *kw)
     int axis;
     if (pynk_parse_mask(a[3], &m) || get_t(a[0], &m, &x, "nl.all") || parse_axis(a[1], x.ndim, &axis))
         return NULL;
-    return result(cast(nc, loc, nk_all_at(nc, loc, x, axis), a[2]));
+    return pynk_result(cast(nc, loc, nk_all_at(nc, loc, x, axis), a[2]), &m, PART, "nl.all");
 }
 
 static PyObject *isa_tensor_tensor(PyObject *self, PyObject *args, PyObject *kw)
@@ -1296,7 +1316,7 @@ static PyObject *isa_tensor_tensor(PyObject *self, PyObject *args, PyObject *kw)
     if (isa_dst(nc, loc, a[6], &m, s, dt, NK_SBUF, &dst, "nisa.tensor_tensor"))
         return NULL;
     nk_isa_tensor_tensor_at(nc, loc, dst, x, y, alu, e);
-    return isa_result(a[6], dst);
+    return isa_result(a[6], dst, &m, ELEM, "nisa.tensor_tensor");
 }
 
 static PyObject *isa_tensor_scalar(PyObject *self, PyObject *args, PyObject *kw)
@@ -1329,7 +1349,7 @@ static PyObject *isa_tensor_scalar(PyObject *self, PyObject *args, PyObject *kw)
     if (isa_dst(nc, loc, a[10], &m, s, dt, NK_SBUF, &dst, "nisa.tensor_scalar"))
         return NULL;
     nk_isa_tensor_scalar_at(nc, loc, dst, x, op0, o0, r0, op1, o1, r1, e);
-    return isa_result(a[10], dst);
+    return isa_result(a[10], dst, &m, ELEM, "nisa.tensor_scalar");
 }
 
 static PyObject *isa_tensor_reduce(PyObject *self, PyObject *args, PyObject *kw)
@@ -1369,7 +1389,7 @@ static PyObject *isa_tensor_reduce(PyObject *self, PyObject *args, PyObject *kw)
     if (isa_dst(nc, loc, a[7], &m, s, dt, NK_SBUF, &dst, "nisa.tensor_reduce"))
         return NULL;
     nk_isa_tensor_reduce_at(nc, loc, dst, x, alu, axis, keep);
-    return isa_result(a[7], dst);
+    return isa_result(a[7], dst, &m, PART, "nisa.tensor_reduce");
 }
 
 static PyObject *isa_tensor_copy(PyObject *self, PyObject *args, PyObject *kw)
@@ -1393,7 +1413,7 @@ static PyObject *isa_tensor_copy(PyObject *self, PyObject *args, PyObject *kw)
     if (isa_dst(nc, loc, a[4], &m, s, dt, NK_SBUF, &dst, "nisa.tensor_copy"))
         return NULL;
     nk_isa_tensor_copy_at(nc, loc, dst, x, e);
-    return isa_result(a[4], dst);
+    return isa_result(a[4], dst, &m, ELEM, "nisa.tensor_copy");
 }
 
 static PyObject *isa_memset(PyObject *self, PyObject *args, PyObject *kw)
@@ -1425,10 +1445,11 @@ static PyObject *isa_memset(PyObject *self, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_TypeError, "nisa.memset(shape, value, dtype) or nisa.memset(dst=, value=)");
         return NULL;
     }
-    if (isa_dst(nc, loc, a[5], &m, s, dt, NK_SBUF, &dst, "nisa.memset"))
+    int64_t org[NK_MAXDIM];
+    if ((!a[5] && pynk_mask_shape(&m, &s, org)) || isa_dst(nc, loc, a[5], &m, s, dt, NK_SBUF, &dst, "nisa.memset"))
         return NULL;
     nk_isa_memset_at(nc, loc, dst, v, e);
-    return isa_result(a[5], dst);
+    return isa_result(a[5], dst, &m, ELEM, "nisa.memset");
 }
 
 /* An index expression as nk_affine: axis 0 the partition, the rest free. */
@@ -1456,6 +1477,15 @@ static int to_affine(PyObject *o, nk_affine *aff, nk_shape *s)
     return 0;
 }
 
+/* An expression of a view whose axis k starts at index `by` of the index
+ * space, as one of the view's own indices. */
+static void shift_affine(nk_affine *aff, int k, int64_t by)
+{
+    if (by <= 0)
+        return;
+    aff->c += (int32_t)(by * (k == 0 ? aff->cp : k <= NK_MAXDIM - 1 ? aff->cf[k - 1] : 0));
+}
+
 static PyObject *isa_iota(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -1469,11 +1499,14 @@ static PyObject *isa_iota(PyObject *self, PyObject *args, PyObject *kw)
     nk_shape s;
     nk_dtype dt;
     nk_tensor dst;
+    int64_t org[NK_MAXDIM] = {0};
     if (to_affine(a[0], &aff, &s) || pynk_parse_dtype(a[1], &dt) || pynk_parse_mask(a[2], &m) ||
-        isa_dst(nc, loc, a[3], &m, s, dt, NK_SBUF, &dst, "nisa.iota"))
+        (!a[3] && pynk_mask_shape(&m, &s, org)) || isa_dst(nc, loc, a[3], &m, s, dt, NK_SBUF, &dst, "nisa.iota"))
         return NULL;
+    for (int k = 0; k < s.n; k++) /* the values at the indices the mask keeps */
+        shift_affine(&aff, k, a[3] ? m.first[NK_MAXDIM - s.n + k] : org[k]);
     nk_isa_iota_at(nc, loc, dst, aff);
-    return isa_result(a[3], dst);
+    return isa_result(a[3], dst, &m, ELEM, "nisa.iota");
 }
 
 static PyObject *isa_affine_select(PyObject *self, PyObject *args, PyObject *kw)
@@ -1504,8 +1537,10 @@ static PyObject *isa_affine_select(PyObject *self, PyObject *args, PyObject *kw)
     shape_of(t, &s);
     if (isa_dst(nc, loc, a[5], &m, s, dt, NK_SBUF, &dst, "nisa.affine_select"))
         return NULL;
+    for (int k = 0; k < t.ndim; k++) /* the predicate at the indices the mask keeps */
+        shift_affine(&aff, k, m.first[NK_MAXDIM - t.ndim + k]);
     nk_isa_affine_select_at(nc, loc, dst, aff, (nk_cmp)p->cmp[0], t, (float)fv);
-    return isa_result(a[5], dst);
+    return isa_result(a[5], dst, &m, ELEM, "nisa.affine_select");
 }
 
 static PyObject *stats(const char *op, int aggr, PyObject *args, PyObject *kw)
@@ -1529,7 +1564,7 @@ static PyObject *stats(const char *op, int aggr, PyObject *args, PyObject *kw)
         nk_isa_bn_aggr_at(nc, loc, dst, x);
     else
         nk_isa_bn_stats_at(nc, loc, dst, x);
-    return isa_result(a[3], dst);
+    return isa_result(a[3], dst, &m, PART, op);
 }
 
 static PyObject *isa_bn_stats(PyObject *s, PyObject *a, PyObject *k) { (void)s; return stats("nisa.bn_stats", 0, a, k); }

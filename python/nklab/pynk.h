@@ -97,6 +97,12 @@ typedef struct {
     int vndim;            /* the view's shape */
     int64_t vshape[NK_MAXDIM];
     int inplace;          /* result of an in-place += (its item assignment is a no-op) */
+    /* A tile an op made under a mask covers part of the op's index space:
+     * along view axis k, indices org[k] .. org[k] + vshape[k] - 1 (a mask
+     * from below makes org nonzero). Later masks and item assignment are
+     * taken in that index space. masked: bit k, the mask cut axis k. */
+    int64_t org[NK_MAXDIM];
+    int masked;
 } pynk_tensor_obj;
 extern PyTypeObject pynk_TensorType;
 #define pynk_tensor_check(o) PyObject_TypeCheck((o), &pynk_TensorType)
@@ -126,17 +132,42 @@ typedef struct {
 } pynk_pred_obj;
 extern PyTypeObject pynk_PredType;
 
-/* A mask as extents: view axis k keeps indices < limit[k] (-1: no bound). */
+/* A mask as bounds of the index space, per axis right-aligned to NK_MAXDIM
+ * ("slots"; each operand's axes are aligned to them from the right): slot s
+ * keeps indices lo[s] <= i < limit[s] (limit -1: no bound from above). The
+ * view of each operand is cut to that range (a smaller extent; a bound from
+ * below starts the view later). pynk_tensor_get also records, per slot,
+ * where the operands' ranges start in the index space (first, -1 until an
+ * operand has the axis) and whether the mask cut them (cut): the op's result
+ * covers the same part of the index space (pynk_result). */
 typedef struct {
     int64_t limit[NK_MAXDIM];
+    int64_t lo[NK_MAXDIM];
     int any;
+    int64_t first[NK_MAXDIM];
+    int cut[NK_MAXDIM];
+    int pslot; /* the slot of the first operand's axis 0, -1 before one */
 } pynk_mask;
 int pynk_parse_mask(PyObject *o, pynk_mask *m);
+void pynk_mask_none(pynk_mask *m); /* no bounds (the result tracking only) */
 
 /* The nk_tensor of a Tensor object (its view applied, the mask bounding
  * its axes). -1 with an exception set when o is not a tensor of this trace
  * or the tracer refused the view. */
-int pynk_tensor_get(PyObject *o, const pynk_mask *m, nk_tensor *out, const char *what);
+int pynk_tensor_get(PyObject *o, pynk_mask *m, nk_tensor *out, const char *what);
+/* The Tensor object of an op's result t, covering the part of the index
+ * space the operands read under m (NULL: all of it): how says which result
+ * axes follow the operands' axes. PYNK_RES_OTHER refuses (NotImplementedError
+ * naming op) operands that start past index 0. */
+enum { PYNK_RES_ELEMENTWISE, PYNK_RES_PARTITION, PYNK_RES_OTHER };
+PyObject *pynk_result(nk_tensor t, const pynk_mask *m, int how, const char *op);
+/* A new tile of shape s written under m covers the part the mask keeps:
+ * s is cut to it, org (s->n entries) receives where each axis starts, and
+ * m records it for pynk_result. */
+int pynk_mask_shape(pynk_mask *m, nk_shape *s, int64_t *org);
+/* -1 with NotImplementedError when m's operands start past index 0 (ops
+ * whose result axes do not follow their operands'). */
+int pynk_mask_from_zero(const pynk_mask *m, const char *op);
 /* The view's shape as a tuple. */
 PyObject *pynk_shape_tuple(const int64_t *shape, int n);
 int pynk_tensor_shape(PyObject *o, int64_t *shape, int *ndim);

@@ -334,11 +334,23 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
+void pynk_mask_none(pynk_mask *m)
+{
+    for (int k = 0; k < NK_MAXDIM; k++) {
+        m->limit[k] = -1;
+        m->lo[k] = 0;
+        m->first[k] = -1;
+        m->cut[k] = 0;
+    }
+    m->any = 0;
+    m->pslot = -1;
+}
+
+/* Each comparison a*i + c cmp 0 of one index bounds that index's axis:
+ * from above (<, <=), from below (>, >=) or both (==). */
 int pynk_parse_mask(PyObject *o, pynk_mask *m)
 {
-    for (int k = 0; k < NK_MAXDIM; k++)
-        m->limit[k] = -1;
-    m->any = 0;
+    pynk_mask_none(m);
     if (!o || o == Py_None)
         return 0;
     if (!PyObject_TypeCheck(o, &pynk_PredType)) {
@@ -350,53 +362,109 @@ int pynk_parse_mask(PyObject *o, pynk_mask *m)
         const pynk_index_obj *e = p->e[i];
         int axis = -1, nax = 0;
         for (int k = 0; k < e->ndim; k++)
-            if (e->a[k]) {
+            if (e->a[k] && e->ext[k] > 1) {
                 axis = k;
                 nax++;
             }
-        /* right-aligned to NK_MAXDIM, re-aligned to each operand later */
         int cmp = p->cmp[i];
-        int64_t a = nax == 1 ? e->a[axis] : 0, c = e->c;
-        if (nax != 1 || cmp == NK_CMP_EQ || cmp == NK_CMP_NE) {
-            pynk_not_implemented("this mask", "a mask bounds one index from above (i < n, i <= n, combined "
-                                 "with &)");
+        if (nax != 1 || cmp == NK_CMP_NE) {
+            pynk_not_implemented("this mask", "a mask bounds indices of one axis per comparison (i < n, i >= n, "
+                                 "i == n, combined with &); != and comparisons of two axes are not masks");
             return -1;
         }
+        /* the other (unit) axes contribute their single index, 0 */
+        int64_t a = e->a[axis], c = e->c;
         if (a < 0) { /* -a*i + c cmp 0  <=>  a*i - c (reversed cmp) 0 */
             a = -a;
             c = -c;
             cmp = cmp == NK_CMP_GE ? NK_CMP_LE : cmp == NK_CMP_GT ? NK_CMP_LT : cmp == NK_CMP_LE ? NK_CMP_GE
-                                                                                                  : NK_CMP_GT;
+                : cmp == NK_CMP_LT ? NK_CMP_GT : cmp;
         }
-        int64_t lim;
-        if (cmp == NK_CMP_LT) /* a*i < -c */
-            lim = floor_div(-c - 1, a) + 1;
-        else if (cmp == NK_CMP_LE) /* a*i <= -c */
-            lim = floor_div(-c, a) + 1;
-        else if ((cmp == NK_CMP_GE && c >= 0) || (cmp == NK_CMP_GT && c > 0))
-            continue; /* a bound from below every index meets */
-        else {
-            pynk_not_implemented("this mask", "a mask that bounds an index from below would need a view "
-                                 "starting later; index the view instead");
-            return -1;
-        }
-        if (lim < 0)
-            lim = 0;
+        /* a*i cmp -c, a > 0 */
         int slot = NK_MAXDIM - e->ndim + axis;
-        if (m->limit[slot] < 0 || lim < m->limit[slot])
-            m->limit[slot] = lim;
+        if (cmp == NK_CMP_LT || cmp == NK_CMP_LE || cmp == NK_CMP_EQ) {
+            int64_t lim = floor_div(cmp == NK_CMP_LT ? -c - 1 : -c, a) + 1;
+            if (lim < 0)
+                lim = 0;
+            if (m->limit[slot] < 0 || lim < m->limit[slot])
+                m->limit[slot] = lim;
+        }
+        if (cmp == NK_CMP_GT || cmp == NK_CMP_GE || cmp == NK_CMP_EQ) {
+            int64_t lo = cmp == NK_CMP_GT ? floor_div(-c, a) + 1 : -floor_div(c, a); /* > : floor + 1, >= : ceil */
+            if (lo > m->lo[slot])
+                m->lo[slot] = lo;
+        }
         m->any = 1;
     }
     return 0;
 }
 
-/* The mask's bound for axis k of an operand of n axes (right-aligned). */
-static int64_t mask_limit(const pynk_mask *m, int k, int n)
+/* The bounds of slot s in a tile's own indices (its axis starting at index
+ * org of the op's index space, extent n): [*start, *stop); returns 1 when
+ * they cut the axis. An axis of one index at 0 is broadcast: only a bound
+ * from above applies (as a smaller extent, possibly 0). */
+static int mask_range(const pynk_mask *m, int s, int64_t org, int64_t n, int64_t *start, int64_t *stop)
 {
-    if (!m || !m->any)
+    *start = 0;
+    *stop = n;
+    if (!m || s < 0 || s >= NK_MAXDIM)
+        return 0;
+    if (m->lo[s] > org && !(n == 1 && org == 0))
+        *start = m->lo[s] - org < n ? m->lo[s] - org : n;
+    if (m->limit[s] >= 0 && m->limit[s] - org < *stop)
+        *stop = m->limit[s] - org > *start ? m->limit[s] - org : *start;
+    return *start > 0 || *stop < n;
+}
+
+/* Records where an operand's axis in slot s starts in the index space;
+ * operands of one op must agree. */
+static int mask_note(pynk_mask *m, int s, int64_t first, int cut, int broadcast, const char *what)
+{
+    if (!m)
+        return 0;
+    m->cut[s] |= cut;
+    if (broadcast)
+        return 0;
+    if (m->first[s] < 0)
+        m->first[s] = first;
+    else if (m->first[s] != first) {
+        nk_loc l = pynk_loc();
+        PyErr_Format(PyExc_ValueError, "%s:%d: %s: the operands start at different indices (%lld and %lld) of "
+                     "axis %d of the index space (tiles made under different masks); give the op a mask they all "
+                     "cover", l.file, l.line, what, (long long)m->first[s], (long long)first, s - NK_MAXDIM);
         return -1;
-    int slot = NK_MAXDIM - n + k;
-    return slot >= 0 && slot < NK_MAXDIM ? m->limit[slot] : -1;
+    }
+    return 0;
+}
+
+int pynk_mask_shape(pynk_mask *m, nk_shape *s, int64_t *org)
+{
+    for (int k = 0; k < s->n; k++) {
+        int sl = NK_MAXDIM - s->n + k;
+        int64_t start, stop;
+        int c = mask_range(m, sl, 0, s->d[k], &start, &stop);
+        if (k == 0 && m->pslot < 0)
+            m->pslot = sl;
+        if (mask_note(m, sl, start, c, s->d[k] == 1, "the mask"))
+            return -1;
+        s->d[k] = stop - start;
+        org[k] = start;
+    }
+    return 0;
+}
+
+int pynk_mask_from_zero(const pynk_mask *m, const char *op)
+{
+    for (int s = 0; m && s < NK_MAXDIM; s++)
+        if (m->first[s] > 0 || m->lo[s] > 0) {
+            char what[96];
+            snprintf(what, sizeof what, "%s under a mask that bounds an index from below", op);
+            pynk_not_implemented(what, "the result's axes do not follow its operands' (masks from below apply to "
+                                 "elementwise ops, reductions, loads, stores and copies); bound the view by "
+                                 "indexing it instead");
+            return -1;
+        }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- tensors */
@@ -430,6 +498,8 @@ PyObject *pynk_tensor_new(nk_tensor t)
     o->nr = 0;
     o->ndim = 0;
     o->inplace = 0;
+    o->masked = 0;
+    memset(o->org, 0, sizeof o->org);
     o->vndim = t.ndim;
     for (int i = 0; i < NK_MAXDIM; i++)
         o->vshape[i] = i < t.ndim ? t.shape[i] : 0;
@@ -452,7 +522,7 @@ static int same_trace(pynk_tensor_obj *o, const char *what)
     return 1;
 }
 
-int pynk_tensor_get(PyObject *obj, const pynk_mask *m, nk_tensor *out, const char *what)
+int pynk_tensor_get(PyObject *obj, pynk_mask *m, nk_tensor *out, const char *what)
 {
     if (!pynk_tensor_check(obj)) {
         PyErr_Format(PyExc_TypeError, "%s: expected a tensor or tile, got %.80s", what, Py_TYPE(obj)->tp_name);
@@ -463,21 +533,32 @@ int pynk_tensor_get(PyObject *obj, const pynk_mask *m, nk_tensor *out, const cha
         return -1;
     nk_ctx *nc = pynk_cur->nc;
     nk_loc loc = pynk_loc();
-    int n = o->vndim;
-    int masked = 0;
-    for (int k = 0; k < n; k++)
-        masked |= mask_limit(m, k, n) >= 0;
-    if (o->kind == PYNK_VIEW_PLAIN && !masked) {
+    /* the mask's range of each view axis, in the view's own indices */
+    int n = o->vndim, cut = 0;
+    int64_t start[NK_MAXDIM], stop[NK_MAXDIM];
+    for (int k = 0; k < n; k++) {
+        int s = NK_MAXDIM - n + k;
+        int c = mask_range(m, s, o->org[k], o->vshape[k], &start[k], &stop[k]);
+        cut |= c;
+        if (m && k == 0 && m->pslot < 0)
+            m->pslot = s;
+        if (mask_note(m, s, o->org[k] + start[k], c || ((o->masked >> k) & 1), o->vshape[k] == 1 && o->org[k] == 0, what))
+            return -1;
+    }
+    if (o->kind == PYNK_VIEW_PLAIN && !cut) {
         *out = o->t;
         return 0;
     }
     if (o->kind == PYNK_VIEW_AP) {
         int64_t ext[NK_MAXDIM];
+        nk_aidx idx[NK_MAXDIM];
+        memcpy(idx, o->idx, sizeof idx);
         for (int k = 0; k < o->ndim; k++) {
-            int64_t lim = mask_limit(m, k, o->ndim);
-            ext[k] = lim >= 0 && lim < o->ext[k] ? lim : o->ext[k];
+            ext[k] = stop[k] - start[k];
+            for (int d = 0; d < o->t.ndim; d++)
+                idx[d].c += idx[d].a[k] * start[k];
         }
-        *out = nk_ap_at(nc, loc, o->t, o->ndim, ext, o->idx);
+        *out = nk_ap_at(nc, loc, o->t, o->ndim, ext, idx);
         return pynk_check();
     }
     nk_range r[NK_MAXDIM];
@@ -488,21 +569,43 @@ int pynk_tensor_get(PyObject *obj, const pynk_mask *m, nk_tensor *out, const cha
             r[d] = q;
             continue;
         }
-        int64_t lim = mask_limit(m, k++, n);
-        if (lim >= 0) {
+        if (start[k] > 0 || stop[k] < o->vshape[k]) {
             if (q.kind == NK_RANGE_ALL)
                 q = (nk_range){0, o->t.shape[d], 1, 0, NK_RANGE_SLICE};
-            int64_t l = q.start + lim * q.step;
+            int64_t l = q.start + stop[k] * q.step;
             if (q.kind == NK_RANGE_MASKED && q.limit < l)
                 l = q.limit;
-            q = (nk_range){q.start, q.stop, q.step, l, NK_RANGE_MASKED};
+            q = (nk_range){q.start + start[k] * q.step, q.stop, q.step, l, NK_RANGE_MASKED};
             if (d >= nr)
                 nr = d + 1;
         }
+        k++;
         r[d] = q;
     }
     *out = nk_ix_at(nc, loc, o->t, nr, r);
     return pynk_check();
+}
+
+PyObject *pynk_result(nk_tensor t, const pynk_mask *m, int how, const char *op)
+{
+    if (pynk_check())
+        return NULL;
+    if (how == PYNK_RES_OTHER && pynk_mask_from_zero(m, op))
+        return NULL;
+    PyObject *r = pynk_tensor_new(t);
+    if (!r || !m || how == PYNK_RES_OTHER)
+        return r;
+    pynk_tensor_obj *o = (pynk_tensor_obj *)r;
+    for (int k = 0; k < o->vndim; k++) {
+        int s = how == PYNK_RES_PARTITION ? (k == 0 ? m->pslot : -1) : NK_MAXDIM - o->vndim + k;
+        if (s < 0)
+            continue;
+        if (m->first[s] > 0)
+            o->org[k] = m->first[s];
+        if (m->cut[s])
+            o->masked |= 1 << k;
+    }
+    return r;
 }
 
 int pynk_tensor_shape(PyObject *obj, int64_t *shape, int *ndim)
@@ -518,6 +621,27 @@ int pynk_tensor_shape(PyObject *obj, int64_t *shape, int *ndim)
 static int64_t count_of(int64_t start, int64_t stop, int64_t step)
 {
     return stop > start && step > 0 ? 1 + (stop - start - 1) / step : 0;
+}
+
+/* A slice's start, stop and step on an axis of size n (negative indices
+ * count from the end, as in Python; bounds are the tracer's to check). */
+static int slice_bounds(PyObject *e, int64_t size, int64_t *start, int64_t *stop, int64_t *step)
+{
+    Py_ssize_t s0, s1, st;
+    if (PySlice_Unpack(e, &s0, &s1, &st) < 0)
+        return -1;
+    *start = s0;
+    *stop = s1;
+    *step = st;
+    if (s0 == PY_SSIZE_T_MIN || (s0 < 0 && s0 + size < 0))
+        *start = s0 == PY_SSIZE_T_MIN ? 0 : s0;
+    else if (s0 < 0)
+        *start += size;
+    if (s1 == PY_SSIZE_T_MAX)
+        *stop = size;
+    else if (s1 < 0)
+        *stop += size;
+    return 0;
 }
 
 /* Basic indexing: integers, slices, nl.ds, Ellipsis. */
@@ -554,18 +678,9 @@ static int key_ranges(const nk_tensor *t, PyObject *items, pynk_tensor_obj *v)
                          "not %.80s", Py_TYPE(e)->tp_name);
             return -1;
         }
-        Py_ssize_t s0, s1, st;
-        if (PySlice_Unpack(e, &s0, &s1, &st) < 0)
+        int64_t start, stop, step;
+        if (slice_bounds(e, size, &start, &stop, &step))
             return -1;
-        int64_t start = s0, stop = s1, step = st;
-        if (s0 == PY_SSIZE_T_MIN || (s0 < 0 && s0 + size < 0))
-            start = s0 == PY_SSIZE_T_MIN ? 0 : s0;
-        else if (start < 0)
-            start += size;
-        if (s1 == PY_SSIZE_T_MAX)
-            stop = size;
-        else if (stop < 0)
-            stop += size;
         if (step == 1 && start == 0 && stop == size)
             v->r[d] = NK_ALL;
         else
@@ -583,20 +698,39 @@ static int key_ranges(const nk_tensor *t, PyObject *items, pynk_tensor_obj *v)
 }
 
 /* Advanced indexing: index expressions (and integers) broadcast to one grid,
- * the view's axes; source axes not indexed are appended whole. */
-static int key_ap(const nk_tensor *t, PyObject *items, pynk_tensor_obj *v)
+ * whose axes are the view's. A slice (or nl.ds) in the same subscript reads
+ * along a view axis of its own: the grid axis at its place among the
+ * subscript's non-integer entries when every expression is broadcast along
+ * it (x[i_p, 0:512] with i_p = nl.arange(128)[:, None]), else a new axis
+ * inserted there (t[i_p, :, i_f] with i_p, i_f of two axes). Source axes not
+ * indexed are appended whole. */
+static int key_ap(const nk_tensor *t, PyObject *key, pynk_tensor_obj *v)
 {
-    Py_ssize_t m = PyTuple_GET_SIZE(items);
-    if (m > t->ndim) {
-        PyErr_Format(PyExc_IndexError, "%zd indices for a %d-dim tensor", m, t->ndim);
+    Py_ssize_t m0 = PyTuple_GET_SIZE(key), nell = 0;
+    for (Py_ssize_t i = 0; i < m0; i++)
+        nell += PyTuple_GET_ITEM(key, i) == Py_Ellipsis;
+    if (m0 - nell > t->ndim || nell > 1) {
+        PyErr_Format(PyExc_IndexError, "%zd indices for a %d-dim tensor", m0 - nell, t->ndim);
         return -1;
+    }
+    PyObject *items[NK_MAXDIM];
+    int m = 0;
+    for (Py_ssize_t i = 0; i < m0; i++) {
+        PyObject *e = PyTuple_GET_ITEM(key, i);
+        if (e != Py_Ellipsis) {
+            items[m++] = e;
+            continue;
+        }
+        for (int j = 0; j < t->ndim - (int)(m0 - 1); j++)
+            items[m++] = NULL; /* ':' */
     }
     pynk_index_obj acc = {.ndim = 0};
     for (int k = 0; k < NK_MAXDIM; k++)
         acc.ext[k] = 1;
-    for (Py_ssize_t i = 0; i < m; i++) {
-        PyObject *e = PyTuple_GET_ITEM(items, i);
-        if (pynk_index_check(e)) {
+    for (int i = 0; i < m; i++) {
+        PyObject *e = items[i];
+        int64_t iv;
+        if (e && pynk_index_check(e)) {
             int nd;
             int64_t ext[NK_MAXDIM];
             if (broadcast(&acc, (pynk_index_obj *)e, &nd, ext)) {
@@ -605,41 +739,99 @@ static int key_ap(const nk_tensor *t, PyObject *items, pynk_tensor_obj *v)
             }
             acc.ndim = nd;
             memcpy(acc.ext, ext, sizeof ext);
-        } else {
-            int64_t iv;
-            if (!as_int(e, &iv)) {
-                pynk_not_implemented("mixing slices with index expressions in one subscript",
-                                     "index every axis with nl.arange/nl.mgrid expressions or integers");
-                return -1;
-            }
+        } else if (e && !PySlice_Check(e) && !as_int(e, &iv)) {
+            PyErr_Format(PyExc_TypeError, "a tensor index is an int, a slice, nl.ds(...) or an index expression, "
+                         "not %.80s", Py_TYPE(e)->tp_name);
+            return -1;
         }
     }
-    int R = acc.ndim, extra = t->ndim - (int)m;
-    if (R + extra > NK_MAXDIM) {
-        PyErr_Format(PyExc_IndexError, "the view would have %d axes (at most %d)", R + extra, NK_MAXDIM);
+    /* the view's axes: the grid's, with the slices placed among them */
+    int R = acc.ndim, nv = R;
+    int64_t vext[NK_MAXDIM], sstart[NK_MAXDIM] = {0}, sstep[NK_MAXDIM] = {0};
+    int gmap[NK_MAXDIM], smap[NK_MAXDIM], taken[NK_MAXDIM] = {0};
+    for (int k = 0; k < R; k++) {
+        gmap[k] = k;
+        vext[k] = acc.ext[k];
+    }
+    for (int i = 0, pos = 0; i < m; i++) {
+        PyObject *e = items[i];
+        int64_t iv;
+        smap[i] = -1;
+        if (e && as_int(e, &iv))
+            continue;
+        if (e && pynk_index_check(e)) {
+            pos++;
+            continue;
+        }
+        int64_t start = 0, stop = t->shape[i], step = 1;
+        if (e && slice_bounds(e, t->shape[i], &start, &stop, &step))
+            return -1;
+        if (step < 1) {
+            PyErr_Format(PyExc_IndexError, "slice step %lld on axis %d: steps are positive", (long long)step, i);
+            return -1;
+        }
+        sstart[i] = start;
+        sstep[i] = step;
+        int64_t count = count_of(start, stop, step);
+        if (pos < nv && !taken[pos] && vext[pos] == 1) { /* the unit grid axis at its place */
+            taken[pos] = 1;
+            vext[pos] = count;
+            smap[i] = pos++;
+            continue;
+        }
+        if (nv >= NK_MAXDIM) {
+            PyErr_Format(PyExc_IndexError, "the view would have more than %d axes", NK_MAXDIM);
+            return -1;
+        }
+        int q = pos < nv ? pos : nv;
+        for (int k = nv; k > q; k--) {
+            vext[k] = vext[k - 1];
+            taken[k] = taken[k - 1];
+        }
+        for (int k = 0; k < R; k++)
+            gmap[k] += gmap[k] >= q;
+        for (int j = 0; j < i; j++)
+            smap[j] += smap[j] >= q;
+        vext[q] = count;
+        taken[q] = 1;
+        smap[i] = q;
+        nv++;
+        pos++;
+    }
+    int extra = t->ndim - m;
+    if (nv + extra > NK_MAXDIM) {
+        PyErr_Format(PyExc_IndexError, "the view would have %d axes (at most %d)", nv + extra, NK_MAXDIM);
         return -1;
     }
     memset(v->idx, 0, sizeof v->idx);
-    for (int k = 0; k < R; k++)
-        v->ext[k] = acc.ext[k];
-    for (Py_ssize_t i = 0; i < m; i++) {
-        PyObject *e = PyTuple_GET_ITEM(items, i);
+    for (int k = 0; k < nv; k++)
+        v->ext[k] = vext[k];
+    for (int i = 0; i < m; i++) {
+        PyObject *e = items[i];
         int64_t iv;
-        if (as_int(e, &iv)) {
+        if (smap[i] >= 0) {
+            v->idx[i].c = sstart[i];
+            v->idx[i].a[smap[i]] = sstep[i];
+        } else if (as_int(e, &iv)) {
             v->idx[i].c = iv < 0 ? iv + t->shape[i] : iv;
-            continue;
+        } else {
+            pynk_index_obj *x = (pynk_index_obj *)e;
+            v->idx[i].c = x->c;
+            for (int k = 0; k < x->ndim; k++) {
+                int g = k + (R - x->ndim);
+                /* broadcast along an axis (one index of its own, 0) or
+                 * along a slice's: no coefficient */
+                if (x->ext[k] > 1 && !taken[gmap[g]])
+                    v->idx[i].a[gmap[g]] = x->a[k];
+            }
         }
-        pynk_index_obj *x = (pynk_index_obj *)e;
-        v->idx[i].c = x->c;
-        for (int k = 0; k < x->ndim; k++)
-            v->idx[i].a[k + (R - x->ndim)] = x->a[k];
     }
     for (int j = 0; j < extra; j++) {
-        int d = (int)m + j, k = R + j;
+        int d = m + j, k = nv + j;
         v->ext[k] = t->shape[d];
         v->idx[d].a[k] = 1;
     }
-    v->ndim = R + extra;
+    v->ndim = nv + extra;
     v->vndim = v->ndim;
     memcpy(v->vshape, v->ext, sizeof v->ext);
     v->kind = PYNK_VIEW_AP;
@@ -649,6 +841,10 @@ static int key_ap(const nk_tensor *t, PyObject *items, pynk_tensor_obj *v)
 static PyObject *tensor_getitem(PyObject *self, PyObject *key)
 {
     pynk_tensor_obj *o = (pynk_tensor_obj *)self;
+    for (int k = 0; k < o->vndim; k++)
+        if (o->org[k])
+            return pynk_not_implemented("indexing a tile made under a mask that bounds an index from below",
+                                        "use it whole, under the same mask");
     nk_tensor base;
     if (pynk_tensor_get(self, NULL, &base, "indexing") < 0)
         return NULL;
@@ -697,8 +893,22 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
     PyObject *view = tensor_getitem(self, key);
     if (!view)
         return -1;
+    /* a value an op made under a mask covers part of the index space: it is
+     * written into that part of the view */
+    pynk_mask part, *pm = NULL;
+    if (pynk_tensor_check(value) && ((pynk_tensor_obj *)value)->masked) {
+        pynk_tensor_obj *v = (pynk_tensor_obj *)value;
+        pynk_mask_none(&part);
+        for (int k = 0; k < v->vndim; k++) {
+            int s = NK_MAXDIM - v->vndim + k;
+            part.lo[s] = v->org[k];
+            part.limit[s] = v->org[k] + v->vshape[k];
+        }
+        part.any = 1;
+        pm = &part;
+    }
     nk_tensor dst;
-    int rc = pynk_tensor_get(view, NULL, &dst, "item assignment");
+    int rc = pynk_tensor_get(view, pm, &dst, "item assignment");
     Py_DECREF(view);
     if (rc)
         return -1;
@@ -745,11 +955,13 @@ static PyObject *binary(PyObject *a, PyObject *b, nk_alu op, const char *name)
     if (!nc)
         return NULL;
     nk_tensor x, y;
+    pynk_mask m; /* no bounds: the result covers what its operands cover */
+    pynk_mask_none(&m);
     if (ta && tb) {
-        if (pynk_tensor_get(a, NULL, &x, name) || pynk_tensor_get(b, NULL, &y, name))
+        if (pynk_tensor_get(a, &m, &x, name) || pynk_tensor_get(b, &m, &y, name))
             return NULL;
         nk_tensor r = nk_binary_at(nc, pynk_loc(), op, x, y);
-        return pynk_check() ? NULL : pynk_tensor_new(r);
+        return pynk_result(r, &m, PYNK_RES_ELEMENTWISE, name);
     }
     PyObject *t = ta ? a : b, *s = ta ? b : a;
     double v = PyFloat_AsDouble(s);
@@ -757,10 +969,10 @@ static PyObject *binary(PyObject *a, PyObject *b, nk_alu op, const char *name)
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
-    if (pynk_tensor_get(t, NULL, &x, name))
+    if (pynk_tensor_get(t, &m, &x, name))
         return NULL;
     nk_tensor r = nk_binary_scalar_at(nc, pynk_loc(), op, x, (float)v, !ta);
-    return pynk_check() ? NULL : pynk_tensor_new(r);
+    return pynk_result(r, &m, PYNK_RES_ELEMENTWISE, name);
 }
 
 static PyObject *t_add(PyObject *a, PyObject *b) { return binary(a, b, NK_ALU_ADD, "+"); }

@@ -619,6 +619,160 @@ def older_style_kernel_writes_into_its_argument_and_returns_none():
     close(out, a + b, rtol=0, atol=0)
 
 
+# ---------------------------------------------------------------- subscripts mixing slices and index expressions
+
+@nki.jit
+def k_mixed(x, y):
+    """x [128, 1024], y [128, 4, 256]"""
+    out = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.shared_hbm)
+    out3 = nl.ndarray((128, 4, 128), dtype=y.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    for k in nl.affine_range(2):  # the halves swapped
+        t = nl.load(x[i_p, k * 512 + nl.arange(512)[None, :]])
+        nl.store(out[i_p, 512 * (1 - k):512 * (2 - k)], value=t)
+    i_f = nl.arange(128)[None, :]
+    t3 = nl.load(y[i_p, :, 2 * i_f + 1])  # a slice between two 2-d expressions: an axis of its own
+    u = nl.load(y[0:128, 1, nl.ds(64, 128)])  # slices, an integer and nl.ds: no expression at all
+    v = nl.load(y[:, 2, i_f])  # ':' takes the unit axis of i_f
+    nl.store(out3, value=t3)
+    nl.store(out3[:, 0, :], value=u + v)
+    return out3, out
+
+
+@test
+def subscripts_mix_slices_with_index_expressions():
+    x, y = rand(128, 1024), rand(128, 4, 256)
+    out3, out = k_mixed(x, y)
+    close(out, np.concatenate([x[:, 512:], x[:, :512]], axis=1), rtol=0, atol=0)
+    want = y[:, :, 1::2].copy()
+    want[:, 0, :] = y[:, 1, 64:192] + y[:, 2, 0:128]
+    close(out3, want, rtol=0, atol=0)
+
+
+@nki.jit
+def k_mixed_nki(x):
+    import nki.language as nl2  # the newer namespace spells it alike
+    out = nl2.ndarray((128, 256), dtype=x.dtype, buffer=nl2.shared_hbm)
+    i_p = nl2.arange(128)[:, None]
+    nl2.store(out[i_p, 0:256], value=nl2.load(x[i_p, nl2.ds(100, 256)]) * 2.0)
+    return out
+
+
+@test
+def mixed_subscripts_in_the_nki_namespace():
+    x = rand(128, 512)
+    close(k_mixed_nki(x), x[:, 100:356] * 2, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- masks bounding an index from below
+
+@nki.jit
+def k_mask_below(x, o):
+    """writes o's rows 4..99 and its columns 0..63 (exp) and 64 (row sums)"""
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(64)[None, :]
+    m = (i_p >= 4) & (i_p < 100)
+    t = nl.load(x[i_p, i_f], mask=m)
+    s = nl.sum(t, axis=1, mask=m, keepdims=True)
+    nl.store(o[i_p, i_f], value=nl.exp(t, mask=m) * 2.0, mask=m)
+    nl.store(o[i_p, 64], value=s, mask=m)
+
+
+@test
+def masks_bound_rows_from_below_and_above():
+    x = rand(128, 64)
+    o = np.full((128, 65), -7.0, np.float32)
+    assert k_mask_below(x, o) is None
+    close(o[4:100, :64], 2 * np.exp(x[4:100]), rtol=1e-6)
+    close(o[4:100, 64], x[4:100].sum(axis=1), rtol=1e-5, atol=1e-5)
+    assert (o[:4] == -7).all() and (o[100:] == -7).all(), "rows outside the mask were written"
+    # the loaded tile starts at partition 0: 96 rows, read from row 4
+    listing = nklab.listing(k_mask_below, x, o)[1]
+    assert "load          sbuf[0:96]@0 [96, 64] float32 <- in0[96, 64] float32 +256" in listing, listing
+
+
+@nki.jit
+def k_pad(x):
+    """x [128, W] padded with 2 zero columns either side (a convolution's input)"""
+    W = x.shape[1]
+    out = nl.ndarray((128, W + 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(W + 4)[None, :]
+    t = nl.zeros((128, W + 4), dtype=x.dtype)
+    t[i_p, i_f] = nl.load(x[i_p, i_f - 2], mask=(i_f >= 2) & (i_f < W + 2))
+    big = nl.ndarray((128, W + 4), dtype=nl.float32)
+    big[i_p, i_f] = nisa.iota(i_p * 1000 + i_f, nl.float32, mask=(i_f >= W))  # columns W.. only
+    big[i_p, i_f] = nisa.memset((128, W + 4), 5.0, nl.float32, mask=(i_f < W))
+    nl.store(out, value=t + big)
+    return out
+
+
+@test
+def item_assignment_under_a_mask_writes_the_masked_part():
+    x = rand(128, 60)
+    want = np.pad(x, ((0, 0), (2, 2))) + 5.0
+    want[:, 60:] = np.pad(x, ((0, 0), (2, 2)))[:, 60:] + (np.arange(128)[:, None] * 1000 + np.arange(60, 64))
+    close(k_pad(x), want, rtol=0, atol=0)
+    listing = nklab.listing(k_pad, x)[1]
+    # the load writes the padded tile's middle directly (no copy)
+    assert "load          sbuf[0:128]@8 [128, 60] float32 <- in0[128, 60] float32" in listing, listing
+    assert "tensor_copy" not in listing, listing
+
+
+@nki.jit
+def k_mask_below_free(x):
+    out = nl.ndarray((128, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(512)[None, :]
+    nl.store(out[:, 0:1], value=nl.max(x_t := nl.load(x), axis=1, keepdims=True))
+    nl.store(out[:, 1:2], value=nl.sum(x_t[i_p, i_f], axis=1, mask=(i_f >= 100) & (i_f <= 299), keepdims=True))
+    return out
+
+
+@test
+def a_reduction_under_a_mask_from_below():
+    x = rand(128, 512)
+    out = k_mask_below_free(x)
+    close(out[:, 0], x.max(axis=1), rtol=0, atol=0)
+    close(out[:, 1], x[:, 100:300].sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@nki.jit
+def k_mask_errors(x, which):
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(64)[None, :]
+    t = nl.load(x[i_p, i_f], mask=(i_f >= 4))
+    if which == 0:
+        u = t[i_p, i_f]  # MASK-INDEX-LINE
+    elif which == 1:
+        u = t + nl.load(x[i_p, i_f], mask=(i_f >= 8))  # MASK-CLASH-LINE
+    elif which == 2:
+        u = nl.transpose(nl.load(x), mask=(i_f >= 4))  # MASK-OTHER-LINE
+    elif which == 3:
+        u = nl.load(x[i_p, i_f], mask=(i_f != 4))  # MASK-NE-LINE
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=t)  # MASK-STORE-LINE
+    return out
+
+
+@test
+def masks_from_below_refuse_what_they_cannot_mean():
+    cases = [(0, NotImplementedError, "MASK-INDEX-LINE", "indexing a tile made under a mask that bounds an index "
+              "from below is not implemented"),
+             (1, ValueError, "MASK-CLASH-LINE", "+: the operands start at different indices (4 and 8)"),
+             (2, NotImplementedError, "MASK-OTHER-LINE", "nl.transpose under a mask that bounds an index from below "
+              "is not implemented"),
+             (3, NotImplementedError, "MASK-NE-LINE", "this mask is not implemented"),
+             (4, ValueError, "MASK-STORE-LINE", "nl.store: the operands start at different indices (0 and 4)")]
+    for which, exc, tag, text in cases:
+        try:
+            k_mask_errors(rand(128, 64), which)
+        except exc as e:
+            assert f"{HERE}:{line_of(tag)}: {text}" in str(e), str(e)
+        else:
+            raise AssertionError(f"case {which}: no {exc.__name__}")
+
+
 def main():
     global TMP
     TMP = tempfile.mkdtemp(prefix="nklab-py-")
