@@ -983,8 +983,12 @@ static PyObject *isa_nc_matmul(PyObject *self, PyObject *args, PyObject *kw)
     if (a[8])
         dsto = a[8];
     NC("nisa.nc_matmul");
-    if (a[4] && PyObject_IsTrue(a[4]))
-        return pynk_not_implemented("nisa.nc_matmul(is_transpose=True)", "use nisa.nc_transpose");
+    /* is_transpose=True: on NeuronCore-v2 the instruction is the matmul it
+     * is (stationary.T @ moving, the moving tile an identity for a
+     * transpose), marked a transpose for the profiler only [ISA] */
+    int transpose = opt_bool(a[4], 0);
+    if (transpose < 0)
+        return NULL;
     pynk_mask m;
     nk_tensor st, mv, dst;
     if (pynk_parse_mask(a[7], &m) || get_t(a[0], &m, &st, "nisa.nc_matmul") ||
@@ -994,6 +998,10 @@ static PyObject *isa_nc_matmul(PyObject *self, PyObject *args, PyObject *kw)
     int acc = opt_bool(a[9], 0);
     if (acc < 0 || isa_dst(nc, loc, dsto, &m, s, NK_F32, NK_PSUM, &dst, "nisa.nc_matmul"))
         return NULL;
+    if (transpose && dst.dtype != NK_F32)
+        return pynk_not_implemented("nisa.nc_matmul(is_transpose=True) into a 16-bit dst", "NeuronCore-v3's "
+                                    "transpose mode (16-bit PSUM output, NaN/Inf moved bit-exactly) is not "
+                                    "modelled; use nisa.nc_transpose(..., engine=nisa.engine.tensor)");
     nk_isa_nc_matmul_at(nc, loc, dst, st, mv, acc);
     return isa_result(dsto, dst, &m, OTHER, "nisa.nc_matmul");
 }
@@ -1030,6 +1038,11 @@ static nk_dtype pair_dtype(nk_tensor a, nk_tensor b)
     return NK_F32;
 }
 
+/* nisa.reduce_cmd, as NKI numbers it */
+enum { RC_IDLE = 0, RC_RESET = 1, RC_REDUCE = 2, RC_RESET_REDUCE = 3, RC_LOAD_REDUCE = 4 };
+static const char *const reduce_cmds[] = {"idle", "reset", "reduce", "reset_reduce", "load_reduce"};
+static const char *reduce_cmd_name(long c) { return c >= 0 && c <= RC_LOAD_REDUCE ? reduce_cmds[c] : "?"; }
+
 static PyObject *activation(const char *op, int has_reduce, PyObject *args, PyObject *kw)
 {
     static const char *const names[] = {"op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd",
@@ -1053,8 +1066,22 @@ static PyObject *activation(const char *op, int has_reduce, PyObject *args, PyOb
     if (pynk_parse_act(a[0], &f) || pynk_parse_mask(a[8], &m) || get_t(a[1], &m, &x, op) ||
         operand(a[2], &m, &bias, 0.0f, op) || operand(a[3], &m, &scale, 1.0f, op))
         return NULL;
-    if (a[6])
-        return pynk_not_implemented("nisa.activation(reduce_cmd=...)", NULL);
+    /* reduce_cmd: the Scalar engine's accumulator registers are modelled
+     * within one instruction (reset, reduce into them, read out into
+     * reduce_res), not across instructions */
+    if (a[6]) {
+        long cmd = PyLong_AsLong(a[6]);
+        if (cmd == -1 && PyErr_Occurred())
+            return NULL;
+        if (cmd != RC_RESET_REDUCE && !((cmd == RC_IDLE || cmd == RC_RESET) && !a[5])) {
+            char what[96];
+            snprintf(what, sizeof what, "%s(reduce_cmd=nisa.reduce_cmd.%s%s)", op, reduce_cmd_name(cmd),
+                     a[5] ? ", reduce_res=..." : "");
+            return pynk_not_implemented(what, "the accumulator registers are not kept from one instruction to the "
+                                        "next; reduce_cmd=nisa.reduce_cmd.reset_reduce with reduce_res reduces "
+                                        "within the call");
+        }
+    }
     if (a[5]) {
         nk_alu r = NK_ALU_ADD;
         if (a[4] && pynk_parse_alu(a[4], &r))
@@ -1367,11 +1394,12 @@ static PyObject *isa_tensor_reduce(PyObject *self, PyObject *args, PyObject *kw)
     if (pynk_parse_alu(a[0], &alu) || pynk_parse_mask(a[3], &m) || get_t(a[1], &m, &x, "nisa.tensor_reduce") ||
         parse_axis(a[2], x.ndim, &axis))
         return NULL;
-    if (a[5] && PyObject_IsTrue(a[5]))
-        return pynk_not_implemented("nisa.tensor_reduce(negate=True)", NULL);
-    int keep = opt_bool(a[6], 0);
-    if (keep < 0)
+    int negate = opt_bool(a[5], 0), keep = opt_bool(a[6], 0);
+    if (negate < 0 || keep < 0)
         return NULL;
+    if (negate && (alu == NK_ALU_BITWISE_AND || alu == NK_ALU_BITWISE_OR || alu == NK_ALU_BITWISE_XOR))
+        return pynk_not_implemented("nisa.tensor_reduce(negate=True) with a bitwise operator", "negate applies to "
+                                    "arithmetic reductions");
     nk_dtype dt;
     if (opt_dtype(a[4], (nk_dtype)x.dtype, &dt))
         return NULL;
@@ -1389,6 +1417,11 @@ static PyObject *isa_tensor_reduce(PyObject *self, PyObject *args, PyObject *kw)
     if (isa_dst(nc, loc, a[7], &m, s, dt, NK_SBUF, &dst, "nisa.tensor_reduce"))
         return NULL;
     nk_isa_tensor_reduce_at(nc, loc, dst, x, alu, axis, keep);
+    /* negate=True: the result times -1 (exact: rounding is symmetric), as a
+     * second Vector instruction where the hardware's reduction negates for free */
+    if (negate)
+        nk_isa_tensor_scalar_at(nc, loc, dst, dst, NK_ALU_MULTIPLY, nk_imm(-1.0f), 0, NK_ALU_BYPASS, nk_imm(0.0f), 0,
+                                NK_ENGINE_VECTOR);
     return isa_result(a[7], dst, &m, PART, "nisa.tensor_reduce");
 }
 
@@ -1705,6 +1738,15 @@ int pynk_ops_init(PyObject *lang, PyObject *isa)
         add_int(ts, "gemm_moving_fmax", NK_GEMM_MOVING_FMAX) ||
         add_int(ts, "bn_stats_fmax", (long)((const nk_arch *)t1)->bn_stats_fmax) ||
         add_int(ts, "psum_partition", NK_PMAX) || PyModule_AddObject(lang, "tile_size", ts) < 0)
+        return -1;
+    /* nisa.reduce_cmd */
+    PyObject *rc = PyModule_New("reduce_cmd");
+    if (!rc)
+        return -1;
+    for (int i = RC_IDLE; i <= RC_LOAD_REDUCE; i++)
+        if (add_int(rc, reduce_cmds[i], i))
+            return -1;
+    if (PyModule_AddObject(isa, "reduce_cmd", rc) < 0)
         return -1;
     /* nisa.engine */
     PyObject *eng = PyModule_New("engine");

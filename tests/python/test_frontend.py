@@ -773,6 +773,66 @@ def masks_from_below_refuse_what_they_cannot_mean():
             raise AssertionError(f"case {which}: no {exc.__name__}")
 
 
+# ---------------------------------------------------------------- keyword arguments of nisa ops
+
+@nki.jit
+def k_isa_keywords(a, ident):
+    out = nl.ndarray((3, 128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    t = nisa.nc_matmul(x, nl.load(ident), is_transpose=True)  # a PE transpose: stationary.T @ identity
+    nl.store(out[0], value=nl.copy(t))
+    nl.store(out[1, :, 0:1], value=nisa.tensor_reduce(np.max, x, axis=(1,), negate=True, keepdims=True))
+    nl.store(out[1, :, 2:3], value=nisa.tensor_reduce(nl.add, x, axis=1, negate=False, keepdims=True))
+    s = nl.ndarray((128, 1), dtype=nl.float32)
+    e = nisa.activation(op=nl.exp, data=x, reduce_op=nl.add, reduce_res=s, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nl.store(out[2], value=nisa.activation(op=nl.exp, data=e, reduce_cmd=nisa.reduce_cmd.idle))
+    nl.store(out[1, :, 1:2], value=s)
+    return out
+
+
+@test
+def nisa_is_transpose_negate_and_reduce_cmd():
+    a = rand(128, 128)
+    out = k_isa_keywords(a, np.eye(128, dtype=np.float32))
+    close(out[0], a.T, rtol=0, atol=0)
+    close(out[1][:, 0], -a.max(axis=1), rtol=0, atol=0)
+    close(out[1][:, 2], a.sum(axis=1), rtol=1e-5, atol=1e-5)
+    close(out[1][:, 1], np.exp(a).sum(axis=1), rtol=1e-5)
+    close(out[2], np.exp(np.exp(a)), rtol=1e-5)
+    assert nisa.reduce_cmd.reset_reduce == 3 and nisa.reduce_cmd.idle == 0
+
+
+@nki.jit
+def k_isa_keyword_errors(a, which):
+    x = nl.load(a)
+    s = nl.ndarray((128, 1), dtype=nl.float32)
+    if which == 0:
+        nisa.activation(op=nl.exp, data=x, reduce_op=nl.add, reduce_res=s, reduce_cmd=nisa.reduce_cmd.reduce)  # RC-LINE
+    elif which == 1:
+        nisa.tensor_reduce(nl.bitwise_or, nl.copy(x, dtype=nl.int32), axis=1, negate=True)  # NEG-LINE
+    else:
+        d = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.psum)
+        b = nl.copy(x, dtype=nl.bfloat16)
+        nisa.nc_matmul(d, b, b, is_transpose=True)  # TRANSPOSE-LINE
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=x)
+    return out
+
+
+@test
+def nisa_keywords_nklab_cannot_honour_name_the_line():
+    cases = [(0, "RC-LINE", "nisa.activation(reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=...) is not implemented"),
+             (1, "NEG-LINE", "nisa.tensor_reduce(negate=True) with a bitwise operator is not implemented"),
+             (2, "TRANSPOSE-LINE", "nisa.nc_matmul(is_transpose=True) into a 16-bit dst is not implemented")]
+    for which, tag, text in cases:
+        try:
+            k_isa_keyword_errors(rand(128, 128), which)
+        except NotImplementedError as e:
+            assert f"{HERE}:{line_of(tag)}: {text}" in str(e), str(e)
+        else:
+            raise AssertionError(f"case {which}: no NotImplementedError")
+
+
 def main():
     global TMP
     TMP = tempfile.mkdtemp(prefix="nklab-py-")
