@@ -281,6 +281,17 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t);
  * value traces another program). NaN and an error for a tensor argument. */
 double nk_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor arg);
 
+/* ---- SPMD (a launch grid, nk_options.grid): each program instance is traced
+ * on its own and asks where it is. Without a grid there is one instance. */
+/* nl.program_id(axis): this instance's index along grid axis `axis` (0
+ * without a grid). An axis the grid does not have is an error. */
+int nk_program_id_at(nk_ctx *nc, nk_loc loc, int axis);
+/* nl.num_programs(axis): instances along `axis` (1 without a grid); axis -1:
+ * instances of the whole grid. */
+int nk_num_programs_at(nk_ctx *nc, nk_loc loc, int axis);
+/* nl.program_ndim(): the grid's axes, 0 without a grid. */
+int nk_program_ndim(nk_ctx *nc);
+
 /* ---- language-level ops (nl.*): each returns a new SBUF tile unless said */
 
 nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src);          /* HBM -> SBUF */
@@ -433,6 +444,8 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_ap(nc, t, ndim, extent, idx) nk_ap_at((nc), NK_HERE, (t), (ndim), (extent), (idx))
 #define nk_return(nc, t) nk_return_at((nc), NK_HERE, (t))
 #define nk_scalar(nc, arg) nk_scalar_at((nc), NK_HERE, (arg))
+#define nk_program_id(nc, axis) nk_program_id_at((nc), NK_HERE, (axis))
+#define nk_num_programs(nc, axis) nk_num_programs_at((nc), NK_HERE, (axis))
 #define nk_shared_constant(nc, value) nk_shared_constant_at((nc), NK_HERE, (value))
 #define nk_load(nc, src) nk_load_at((nc), NK_HERE, (src))
 #define nk_assign(nc, dst, v) nk_assign_at((nc), NK_HERE, (dst), (v))
@@ -564,6 +577,9 @@ const char *nk_target_name(const nk_target *t);
 int nk_target_format(const nk_target *t, char **text);
 
 /* Tracing and compiling options; part of the program-cache key. */
+#define NK_MAX_GRID 3            /* axes of an SPMD launch grid */
+#define NK_MAX_INSTANCES 65535   /* program instances of one launch */
+
 typedef struct nk_options {
     const char *target;  /* "trn1" (default) or "trn2" */
     int default_bufs;    /* buffers per tile in affine loops; 0 = target default */
@@ -578,6 +594,19 @@ typedef struct nk_options {
      * instructions, as neuronx-cc does with affine_range iterations;
      * NK_SCHED_TRACE_ORDER keeps the order the kernel issued them in. */
     int schedule;
+    /* SPMD: the launch grid, NKI's kernel[g0, g1, g2]. grid[k] > 0 is the
+     * number of program instances along axis k; the grid has as many axes
+     * as leading positive entries (all zero: no grid, one instance). Each
+     * instance is traced on its own (nk_program_id tells it where it is)
+     * and the instances share the kernel's HBM tensors. */
+    int grid[NK_MAX_GRID];
+    /* nl.spmd_dim(.., nl.nc(n)) on axis k: grid_nc[k] = n spreads axis k
+     * over n physical NeuronCores with the core as its major factor
+     * (spmd_dim(nl.nc(n), m): instances i*m .. i*m + m-1 on core i);
+     * -n makes the core the minor factor (spmd_dim(m, nl.nc(n)): instance
+     * i on core i % n). 0: no annotation (instance k of the grid, in
+     * row-major order, runs on core k % the target's spmd_cores). */
+    int grid_nc[NK_MAX_GRID];
 } nk_options;
 
 enum { NK_SCHED_LIST = 0, NK_SCHED_TRACE_ORDER = 1 };

@@ -42,6 +42,8 @@ typedef struct nk_kernel_info {
     /* |out - ref| <= atol + rtol * |ref| on the example arguments; derived
      * bounds are in registry.c */
     double rtol, atol;
+    /* the launch grid the example runs on (nk_options.grid; all zero: none) */
+    int grid[NK_MAX_GRID];
 } nk_kernel_info;
 
 /* The registry: nk_builtin_kernel_count entries. */
@@ -97,6 +99,10 @@ void nk_kernel_mamba_v3(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_avgpool2d(nk_ctx *nc, const nk_tensor *args, int nargs);
 /* x[P, F1 * F2], optional scalars F1, F2: nk_ref_transpose2d */
 void nk_kernel_transpose2d(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* SPMD (a launch grid splits the output tiles): a, b -> a + b, as
+ * nk_ref_tensor_add; lhsT, rhs -> lhsT^T rhs, as nk_ref_matmul */
+void nk_kernel_spmd_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_spmd_matmul(nk_ctx *nc, const nk_tensor *args, int nargs);
 
 /* their references (reference.c) */
 int nk_ref_tensor_exp(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);

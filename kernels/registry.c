@@ -58,6 +58,8 @@
  *                mean |x| (< 1) once divided by p^2: atol 3u; the division
  *                rounds once: rtol u.
  *   transpose2d  a copy: exact.
+ *   spmd_*       as tensor_add and matmul_tiled: each output element is
+ *                computed by one instance in the same way.
  */
 #include "kernels.h"
 
@@ -125,5 +127,12 @@ const nk_kernel_info nk_builtin_kernels[] = {
      nk_kernel_avgpool2d, 1, {{"x", NK_F32, 3, {64, 14, 15}}}, 1, nk_ref_avgpool2d, U32, 3 * U32},
     {"transpose2d", "each row of x[P, 3 * F2] read as a 3 x F2 matrix and written transposed, one strided copy",
      nk_kernel_transpose2d, 1, {{"x", NK_I8, 2, {5, 12}, -100, 100}}, 1, nk_ref_transpose2d, 0, 0},
+    /* SPMD: the example runs on a 2 x 2 launch grid */
+    {"spmd_tensor_add", "a + b with a launch grid: each program instance adds its share of the 128 x 512 tiles",
+     nk_kernel_spmd_tensor_add, 2, {{"a", NK_F32, 2, {250, 1000}}, {"b", NK_F32, 2, {250, 1000}}}, 1,
+     nk_ref_tensor_add, 2 * U32, 0, {2, 2}},
+    {"spmd_matmul", "lhsT[K,M]^T @ rhs[K,N] with a launch grid: each instance computes its share of the 128 x 512 "
+     "output tiles", nk_kernel_spmd_matmul, 2, {{"lhsT", NK_BF16, 2, {1024, 256}}, {"rhs", NK_BF16, 2, {1024, 1024}}},
+     1, nk_ref_matmul, 0x1.0p-8, 1e-3, {2, 2}},
 };
 const int nk_builtin_kernel_count = (int)(sizeof nk_builtin_kernels / sizeof nk_builtin_kernels[0]);

@@ -70,6 +70,7 @@ typedef struct nk_instr {
     uint8_t nsrc;    /* source operands used in src[] */
     uint16_t flags;
     uint16_t queue;  /* DMA queue id (DMA engine instructions) */
+    uint16_t inst;   /* SPMD program instance (0 without a grid); p->inst_core says its core */
     uint32_t loc;    /* index into program locs */
     uint32_t loop;   /* innermost loop instance + 1; 0 = none */
     uint32_t iter;   /* iteration of that loop */
@@ -98,7 +99,7 @@ typedef struct nk_bufinfo {
     uint16_t slot, nslots; /* rotation slot of a multi-buffered tile */
     uint8_t written;       /* tracing: has any instruction written it */
     uint8_t spill;         /* 1: the HBM copy of a spilled tile; 2: a tile reloaded from one */
-    uint8_t pad[2];
+    uint16_t inst;         /* tiles: the SPMD program instance that owns it (its core's memory) */
 } nk_bufinfo;
 
 typedef struct nk_locinfo {
@@ -143,11 +144,27 @@ struct nk_program {
     uint8_t sched;        /* NK_SCHED_LIST or NK_SCHED_TRACE_ORDER: what the kernel asked for */
     uint8_t sched_policy; /* the order kept: 0 trace order, 1 earliest start, 2 critical path */
     double trace_order_ns;/* list schedules: the device time trace order would take (-1: not timed) */
+    /* SPMD: the launch grid and where each instance runs. Instances are
+     * traced one after another and their instructions stay contiguous in
+     * program order (instance k before k + 1), whatever the schedule. */
+    uint8_t grid_ndim;    /* 0: no grid */
+    int32_t grid[NK_MAX_GRID];
+    int32_t grid_nc[NK_MAX_GRID];
+    uint32_t ninst;       /* program instances (>= 1) */
+    uint8_t *inst_core;   /* per instance: its physical NeuronCore (NULL: all on core 0) */
+    uint32_t ncores;      /* cores used: 1 + the largest inst_core */
     int owned;            /* 1 when loaded from a file (nk_program_free frees it) */
     nk_arch table;        /* the program's own copy of its target table (a
                              built-in or a modified one), so it never depends
                              on memory its caller may free */
 };
+
+/* The physical NeuronCore an instruction runs on, and a tile's core. */
+static inline uint32_t nk__inst_core(const nk_program *p, uint32_t inst)
+{
+    return p->inst_core && inst < p->ninst ? p->inst_core[inst] : 0;
+}
+static inline uint32_t nk__instr_core(const nk_program *p, const nk_instr *in) { return nk__inst_core(p, in->inst); }
 
 /* ---- tracer (src/trace) */
 
@@ -192,8 +209,12 @@ void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi);
  * memory: SBUF and PSUM by address, HBM tensors by buffer (offsets within it;
  * one partition). Dependencies (src/sched) and operand matching (src/timing)
  * compare accesses by these. */
+/* Region keys: SBUF and PSUM of each core, then one per HBM buffer. */
+#define NK_MAX_CORES 16
+#define NK_REGION_KEY_HBM0 (2 * NK_MAX_CORES)
+static inline uint32_t nk__onchip_key(int mem_is_psum, uint32_t core) { return 2 * core + (mem_is_psum ? 1u : 0u); }
 typedef struct nk__region {
-    uint32_t key;   /* 0 SBUF, 1 PSUM, 2 + buffer id for HBM */
+    uint32_t key;   /* nk__onchip_key(psum?, core) for tiles, NK_REGION_KEY_HBM0 + buffer id for HBM */
     int32_t p0, p1; /* partitions [p0, p1) */
     int64_t b0, b1; /* bytes [b0, b1) */
 } nk__region;

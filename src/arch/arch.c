@@ -12,6 +12,7 @@
  *   [PM]     NKI programming model, memory hierarchy
  *   [TS]     NKI tiling overview, tile-size constraints (nl.tile_size)
  *   [ISA]    nki.isa docstrings (nc_transpose tile sizes)
+ *   [LNC]    Logical NeuronCore configuration; NKI's LNC overview (SPMD launches)
  * A value marked "assumed" has no published figure; the comment says why it
  * was chosen. Loading a target from a file lives in arch_file.c.
  */
@@ -63,6 +64,8 @@ static const nk_arch targets[] = {
                                    semaphores; same order as one SRAM access start
                                    (60 cycles at 1.12-1.4 GHz [A2]) */
 
+        .spmd_cores = 1,  /* [LNC] logical NeuronCores apply to Trn2 and later only: a launch on
+                             NeuronCore-v2 runs on one core, its grid's instances one after another */
         .dma_engines = 16,                    /* [A2][DMA] */
         .dma_queues = 16,                     /* [DMA] 16 queues per engine */
         .dma_engine_gbps = 17.0,              /* [DMAbw] 17 B/ns per engine, 272 GB/s per core */
@@ -117,6 +120,8 @@ static const nk_arch targets[] = {
         .psum_dve_act_exclusive = 0,          /* [A3] lifted in v3 */
         .sem_latency_ns = 50.0,               /* assumed, as trn1 */
 
+        .spmd_cores = 2,  /* [LNC] LNC=2, the Trn2 default: two physical NeuronCore-v3 per logical
+                             core, sharing one HBM bank and address space */
         .dma_engines = 16,                    /* [A3][DMA] */
         .dma_queues = 16,                     /* [DMA] */
         .dma_engine_gbps = 23.0,              /* [DMAbw] 23 B/ns per engine, 368 GB/s per core */

@@ -14,6 +14,7 @@
 
 #define NK_ARCH_MAX_DMA_ENGINES 64
 #define NK_ARCH_MAX_DMA_QUEUES 64
+#define NK_MAX_CORES_ARCH 16 /* = NK_MAX_CORES (nkint.h) */
 
 typedef struct nk_arch {
     char name[16];             /* "trn1", "trn2" */
@@ -59,6 +60,7 @@ typedef struct nk_arch {
     double sem_latency_ns;     /* cross-engine semaphore: producer done to consumer start */
 
     /* DMA and host */
+    int spmd_cores;            /* physical NeuronCores an SPMD launch spreads over (the logical core) */
     int dma_engines;           /* per NeuronCore */
     int dma_queues;            /* per DMA engine */
     double dma_engine_gbps;    /* GB/s (bytes per ns) per engine with large buffers */

@@ -69,6 +69,7 @@ static const key keys[] = {
     {"sbuf_dve_pool_exclusive", K_INT, F(sbuf_dve_pool_exclusive), 0, 1, "1: Vector and GpSimd share one SBUF port"},
     {"psum_dve_act_exclusive", K_INT, F(psum_dve_act_exclusive), 0, 1, "1: Vector and Scalar share one PSUM port"},
     {"sem_latency_ns", K_DBL, F(sem_latency_ns), 0, 1e9, "cross-engine semaphore latency, ns"},
+    {"spmd_cores", K_INT, F(spmd_cores), 1, NK_MAX_CORES_ARCH, "physical NeuronCores an SPMD launch spreads over"},
     {"dma_engines", K_INT, F(dma_engines), 1, NK_ARCH_MAX_DMA_ENGINES, "DMA engines per core"},
     {"dma_queues", K_INT, F(dma_queues), 1, NK_ARCH_MAX_DMA_QUEUES, "queues per DMA engine"},
     {"dma_engine_gbps", K_DBL, F(dma_engine_gbps), 1e-3, 1e6, "bandwidth per DMA engine, GB/s"},

@@ -173,14 +173,14 @@ nk__region nk__region_of(const nk_program *p, const nk_tensor *t)
     int64_t lo, hi, es = nk_dtype_size(t->dtype);
     nk__extent(t, &lo, &hi);
     if (t->mem == NK_SHARED_HBM) {
-        r.key = 2 + t->buf;
+        r.key = NK_REGION_KEY_HBM0 + t->buf;
         r.p0 = 0;
         r.p1 = 1;
         r.b0 = lo * es;
         r.b1 = (hi + 1) * es;
     } else {
         int64_t base = p->bufs[t->buf].addr;
-        r.key = t->mem == NK_SBUF ? 0 : 1;
+        r.key = nk__onchip_key(t->mem == NK_PSUM, nk__inst_core(p, p->bufs[t->buf].inst));
         r.p0 = t->part0;
         r.p1 = t->part0 + t->shape[0];
         r.b0 = base + lo * es;
@@ -234,6 +234,7 @@ void nk__program_destroy(nk_program *p)
     free(p->input_buf);
     free(p->output_buf);
     free(p->hbm_list);
+    free(p->inst_core);
     for (uint32_t b = 0; p->cdata && b < p->nbufs; b++)
         free(p->cdata[b]);
     free(p->cdata);

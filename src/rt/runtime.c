@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define NK_MAX_ARGS 32
-#define KEY_MAX (20 + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM + 4))
+#define KEY_MAX (20 + 8 * NK_MAX_GRID + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM + 4))
 
 typedef struct centry {
     uint64_t hash;
@@ -95,6 +95,11 @@ static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_op
     n += sizeof bufs;
     memcpy(key + n, &sched, sizeof sched);
     n += sizeof sched;
+    for (int g = 0; g < NK_MAX_GRID; g++) { /* the launch grid: another grid is another program */
+        int32_t v[2] = {opts ? opts->grid[g] : 0, opts ? opts->grid_nc[g] : 0};
+        memcpy(key + n, v, sizeof v);
+        n += sizeof v;
+    }
     for (int i = 0; i < nargs; i++) {
         key[n++] = (uint8_t)args[i].dtype;
         key[n++] = (uint8_t)args[i].ndim;

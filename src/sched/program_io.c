@@ -605,6 +605,26 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
         nk__wr_bytes(w, p->cdata[b], (size_t)p->bufs[b].bytes);
     }
     nk__wr_end(w, s);
+
+    /* version 4: the SPMD launch grid, each instance's core, and the
+       instance of every instruction and buffer (absent for one instance) */
+    s = nk__wr_begin(w, "SPMD");
+    nk__wr_u8(w, p->grid_ndim);
+    for (int a = 0; a < p->grid_ndim && a < NK_MAX_GRID; a++) {
+        nk__wr_sv(w, p->grid[a]);
+        nk__wr_sv(w, p->grid_nc[a]);
+    }
+    uint32_t ninst = p->ninst ? p->ninst : 1;
+    nk__wr_uv(w, ninst);
+    if (ninst > 1) {
+        for (uint32_t k = 0; k < ninst; k++)
+            nk__wr_u8(w, (uint8_t)nk__inst_core(p, k));
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            nk__wr_uv(w, p->instrs[i].inst);
+        for (uint32_t b = 1; b < p->nbufs; b++)
+            nk__wr_uv(w, p->bufs[b].inst);
+    }
+    nk__wr_end(w, s);
     return w->oom ? NK_ENOMEM : 0;
 }
 
@@ -923,6 +943,54 @@ static int get_consts(nk_rd *r, nk_program *p)
     return 0;
 }
 
+static int get_spmd(nk_rd *r, nk_program *p)
+{
+    p->ninst = 1;
+    p->ncores = 1;
+    if (r->version < 4)
+        return 0;
+    nk_rd s;
+    if (nk__rd_section(r, "SPMD", &s))
+        return r->rc;
+    p->grid_ndim = nk__rd_u8(&s);
+    if (!s.rc && p->grid_ndim > NK_MAX_GRID)
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "a launch grid of %u axes (at most %d)", p->grid_ndim, NK_MAX_GRID);
+    uint64_t total = 1;
+    for (int a = 0; a < p->grid_ndim && !s.rc; a++) {
+        p->grid[a] = nk__rd_sv32(&s);
+        p->grid_nc[a] = nk__rd_sv32(&s);
+        if (!s.rc && (p->grid[a] < 1 || p->grid[a] > NK_MAX_INSTANCES || p->grid_nc[a] < -NK_MAX_CORES ||
+                      p->grid_nc[a] > NK_MAX_CORES))
+            return r->rc = nk__rd_fail(&s, NK_EFORMAT, "launch grid axis %d: %d instances, nl.nc(%d)", a, p->grid[a],
+                                       p->grid_nc[a]);
+        total *= (uint64_t)p->grid[a];
+    }
+    uint32_t ninst = nk__rd_uv32(&s);
+    if (!s.rc && (ninst < 1 || ninst > NK_MAX_INSTANCES || ninst != total))
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "%u program instances for a grid of %llu", ninst,
+                                   (unsigned long long)total);
+    p->ninst = ninst;
+    if (ninst > 1 && !s.rc) {
+        if (!(p->inst_core = malloc(ninst)))
+            return r->rc = nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+        for (uint32_t k = 0; k < ninst && !s.rc; k++) {
+            p->inst_core[k] = nk__rd_u8(&s);
+            if (!s.rc && p->inst_core[k] >= NK_MAX_CORES)
+                return r->rc = nk__rd_fail(&s, NK_EFORMAT, "instance %u on core %u (at most %d cores)", k,
+                                           p->inst_core[k], NK_MAX_CORES);
+            if (p->inst_core[k] + 1u > p->ncores)
+                p->ncores = p->inst_core[k] + 1u;
+        }
+        for (uint32_t i = 0; i < p->ninstr && !s.rc; i++)
+            p->instrs[i].inst = nk__rd_uv16(&s);
+        for (uint32_t b = 1; b < p->nbufs && !s.rc; b++)
+            p->bufs[b].inst = nk__rd_uv16(&s);
+    }
+    if (nk__rd_end(&s))
+        return r->rc = s.rc;
+    return 0;
+}
+
 static int derive_tables(nk_rd *r, nk_program *p)
 {
     p->input_buf = calloc((size_t)p->ninputs + 1, sizeof *p->input_buf);
@@ -964,7 +1032,7 @@ int nk__program_decode(nk_rd *r, nk_program **out)
         return nk__rd_fail(r, NK_ENOMEM, "out of memory");
     p->owned = 1;
     if (get_phdr(r, p) || get_targ(r, p) || get_files(r, p) || get_locs(r, p) || get_loops(r, p) || get_bufs(r, p) ||
-        get_instrs(r, p) || get_consts(r, p) || derive_tables(r, p))
+        get_instrs(r, p) || get_consts(r, p) || get_spmd(r, p) || derive_tables(r, p))
         goto fail;
     char msg[384];
     int rc = nk__program_check(p, msg, sizeof msg);
@@ -1014,6 +1082,7 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     q->input_buf = dup_array(p->input_buf, (size_t)p->ninputs, sizeof *p->input_buf, &bad);
     q->output_buf = dup_array(p->output_buf, (size_t)p->noutputs, sizeof *p->output_buf, &bad);
     q->hbm_list = dup_array(p->hbm_list, p->nhbm, sizeof *p->hbm_list, &bad);
+    q->inst_core = p->inst_core ? dup_array(p->inst_core, p->ninst, 1, &bad) : NULL;
     q->cdata = p->cdata ? calloc(p->nbufs, sizeof *q->cdata) : NULL;
     bad |= p->cdata && !q->cdata;
     for (uint32_t b = 1; !bad && p->cdata && b < p->nbufs; b++)
@@ -1342,6 +1411,30 @@ static int check_instr(chk *c, uint32_t i)
     return check_semantics(c, i, in, n);
 }
 
+/* SPMD: instances in order, each tile used only by its own instance. */
+static int check_instances(chk *c)
+{
+    const nk_program *p = c->p;
+    uint32_t ninst = p->ninst ? p->ninst : 1;
+    if (ninst > 1 && !p->inst_core)
+        return bad(c, "%u program instances without their cores", ninst);
+    for (uint32_t b = 1; b < p->nbufs; b++)
+        if (p->bufs[b].inst >= ninst)
+            return bad(c, "buffer %u: program instance %u of %u", b, p->bufs[b].inst, ninst);
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (in->inst >= ninst || (i && in->inst < p->instrs[i - 1].inst))
+            return bad(c, "instruction %u: program instance %u out of order or range (%u instances)", i, in->inst,
+                       ninst);
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++)
+            if (ts[k]->buf && ts[k]->mem != NK_SHARED_HBM && p->bufs[ts[k]->buf].inst != in->inst)
+                return bad(c, "instruction %u of instance %u uses tile %u of instance %u", i, in->inst, ts[k]->buf,
+                           p->bufs[ts[k]->buf].inst);
+    }
+    return 0;
+}
+
 int nk__program_check(const nk_program *p, char *err, size_t errlen)
 {
     chk c = {p, err, errlen};
@@ -1354,6 +1447,8 @@ int nk__program_check(const nk_program *p, char *err, size_t errlen)
         rc = check_io_tables(&c);
     for (uint32_t i = 0; !rc && i < p->ninstr; i++)
         rc = check_instr(&c, i);
+    if (!rc)
+        rc = check_instances(&c);
     return rc;
 }
 

@@ -20,7 +20,7 @@ typedef nk__region region;
 typedef struct entry {
     region r;
     uint32_t instr;
-    uint16_t unit; /* engine, or NK_ENGINE_COUNT + DMA queue: accesses complete in order per unit */
+    uint32_t unit; /* (core, engine or NK_ENGINE_COUNT + DMA queue): accesses complete in order per unit */
     uint8_t write;
 } entry;
 
@@ -70,7 +70,7 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int tracked(const sched *s, const region *r) { return r->key < 2 || s->hbm_written[r->key - 2]; }
+static int tracked(const sched *s, const region *r) { return r->key < NK_REGION_KEY_HBM0 || s->hbm_written[r->key - NK_REGION_KEY_HBM0]; }
 
 static void find_deps(sched *s, const region *r, int write)
 {
@@ -82,7 +82,7 @@ static void find_deps(sched *s, const region *r, int write)
             add_dep(s, l->e[i].instr);
 }
 
-static int record(sched *s, const region *r, uint32_t instr, uint16_t unit, int write)
+static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int write)
 {
     if (!tracked(s, r))
         return 0;
@@ -142,7 +142,7 @@ static int derive(nk_program *p, int conservative)
     if (!p->arch || p->arch->dma_queues < 1)
         return NK_EINVAL;
     s.p = p;
-    s.lists = calloc((size_t)p->nbufs + 2, sizeof *s.lists);
+    s.lists = calloc((size_t)p->nbufs + NK_REGION_KEY_HBM0, sizeof *s.lists);
     s.hbm_written = calloc(p->nbufs, 1);
     if (!s.lists || !s.hbm_written)
         goto out;
@@ -171,7 +171,8 @@ static int derive(nk_program *p, int conservative)
             find_deps(&s, &wr[k], 1);
         if (s.oom)
             goto out;
-        uint16_t unit = in->engine == NK_ENGINE_DMA ? (uint16_t)(NK_ENGINE_COUNT + in->queue) : in->engine;
+        uint32_t unit = (in->engine == NK_ENGINE_DMA ? NK_ENGINE_COUNT + in->queue : in->engine) +
+                        nk__instr_core(p, in) * (NK_ENGINE_COUNT + NK_ARCH_MAX_DMA_QUEUES);
         for (int k = 0; k < nrd; k++)
             if (record(&s, &rd[k], i, unit, 0))
                 goto out;
@@ -204,7 +205,7 @@ static int derive(nk_program *p, int conservative)
     rc = 0;
 out:
     if (s.lists)
-        for (uint32_t k = 0; k < p->nbufs + 2; k++)
+        for (uint32_t k = 0; k < p->nbufs + NK_REGION_KEY_HBM0; k++)
             free(s.lists[k].e);
     free(s.lists);
     free(s.hbm_written);
@@ -254,6 +255,33 @@ static int same_sequences(const nk_program *p, const nk_instr *orig, const uint3
     return same;
 }
 
+/* SPMD: keeps each program instance's instructions together, in the order's
+ * sequence within each (a stable counting sort by instance). Dependencies
+ * run from earlier instances to later ones only, so the result still
+ * respects them; instances on different cores still overlap in time, since
+ * the timing model runs each core's engines on their own. */
+static int group_by_instance(const nk_program *p, uint32_t *order)
+{
+    if (p->ninst < 2)
+        return 0;
+    uint32_t n = p->ninstr, *cnt = calloc((size_t)p->ninst + 1, sizeof *cnt), *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!cnt || !tmp) {
+        free(cnt);
+        free(tmp);
+        return NK_ENOMEM;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        cnt[p->instrs[order[k]].inst + 1]++;
+    for (uint32_t g = 0; g < p->ninst; g++)
+        cnt[g + 1] += cnt[g];
+    for (uint32_t k = 0; k < n; k++)
+        tmp[cnt[p->instrs[order[k]].inst]++] = order[k];
+    memcpy(order, tmp, (size_t)n * sizeof *order);
+    free(cnt);
+    free(tmp);
+    return 0;
+}
+
 static void apply_order(nk_program *p, const nk_instr *orig, const uint32_t *order)
 {
     for (uint32_t k = 0; k < p->ninstr; k++)
@@ -277,6 +305,9 @@ int nk_schedule(nk_program *p, int mode)
         goto out;
     if ((rc = derive(p, 1)) || (rc = nk__list_orders(p, orders)))
         goto out;
+    for (int k = 0; k < NK_LIST_POLICIES; k++)
+        if ((rc = group_by_instance(p, orders + (size_t)k * n)))
+            goto out;
     memcpy(orig, p->instrs, (size_t)n * sizeof *orig);
     int best = 1;
     if (n <= NK_SCHED_TIMED_MAX) {

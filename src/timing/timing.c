@@ -65,6 +65,13 @@ typedef struct sim {
     const nk_arch *a;
     nk_timeline *tl;
     uint32_t n;
+    uint32_t ncores;
+    uint8_t *core;      /* per instruction: its physical NeuronCore */
+    /* SPMD: instances on one core run one after another */
+    uint32_t *inst_off; /* instructions of instance k: [inst_off[k], inst_off[k + 1]) */
+    uint32_t *inst_left;/* per instance: instructions not committed yet */
+    uint32_t *inst_next;/* per instance: the next instance on its core + 1 (0: none) */
+    double *inst_end;   /* per instance: latest completion so far */
     uint32_t *rem;      /* dependencies not yet resolved */
     uint32_t *succ_off, *succ;
     uint32_t *stream;   /* instruction ids grouped by engine */
@@ -72,14 +79,15 @@ typedef struct sim {
     double *aux;        /* Tensor engine: LS readiness; DMA: trigger time */
     double *done;       /* output visible (DMA: last transfer end) */
     nk_cost *cost;
-    engine e[NK_ENGINE_DMA];
-    double lock_sbuf, lock_psum;
+    engine e[NK_MAX_CORES][NK_ENGINE_DMA];
+    double lock_sbuf[NK_MAX_CORES], lock_psum[NK_MAX_CORES];
+    uint32_t ncomp;     /* heap ids below this are compute engines (core * NK_ENGINE_DMA + engine) */
     uint32_t ne, nq;
     dmainfo *dma;       /* per instruction (DMA ones) */
-    uint32_t *fifo, *fifo_off, *fifo_cur; /* instruction ids by (engine, queue) */
+    uint32_t *fifo, *fifo_off, *fifo_cur; /* instruction ids by (core's DMA engine, queue) */
     uint32_t *left;     /* DMA: descriptors not started */
-    dmaeng d[NK_ARCH_MAX_DMA_ENGINES];
-    double hbm_free;
+    dmaeng *d;          /* core * ne + DMA engine */
+    double hbm_free[NK_MAX_CORES]; /* each core's share of the HBM bandwidth */
     hent *heap;
     uint32_t nheap, cap_heap;
     uint32_t committed;
@@ -167,6 +175,30 @@ static void add_event(sim *s, uint32_t i, int kind, double start, double end)
 
 static void on_resolved(sim *s, uint32_t i);
 
+/* SPMD: one more instruction of instance k has completed at t. When it was
+ * the last, the next instance on the same core may start (the runtime
+ * launches a core's instances one after another). */
+static void instance_step(sim *s, uint32_t k, double t)
+{
+    s->inst_end[k] = dmax(s->inst_end[k], t);
+    if (--s->inst_left[k])
+        return;
+    double t0 = s->inst_end[k];
+    for (uint32_t nx = s->inst_next[k]; nx; nx = s->inst_next[nx - 1]) {
+        uint32_t b = s->inst_off[nx - 1], e = s->inst_off[nx];
+        s->inst_end[nx - 1] = t0;
+        for (uint32_t i = b; i < e; i++) {
+            s->ready[i] = dmax(s->ready[i], t0);
+            if (s->p->instrs[i].engine == NK_ENGINE_TENSOR)
+                s->aux[i] = dmax(s->aux[i], t0);
+            if (--s->rem[i] == 0)
+                on_resolved(s, i);
+        }
+        if (e > b)
+            break; /* else an instance with no instruction: done at once, the next one follows */
+    }
+}
+
 /* Instruction j has its completion time: pass it on to its successors. */
 static void propagate(sim *s, uint32_t j)
 {
@@ -192,20 +224,22 @@ static void propagate(sim *s, uint32_t j)
         if (--s->rem[i] == 0)
             on_resolved(s, i);
     }
+    if (s->inst_left)
+        instance_step(s, pj->inst, s->done[j]);
 }
 
 /* ---- compute engines */
 
-static void push_engine(sim *s, int e)
+static void push_engine(sim *s, uint32_t c, int e)
 {
-    engine *E = &s->e[e];
+    engine *E = &s->e[c][e];
     if (E->queued || E->cur >= E->end || s->rem[s->stream[E->cur]])
         return;
     uint32_t h = s->stream[E->cur];
     double t = e == NK_ENGINE_TENSOR ? dmax(dmax(s->aux[h], E->ls_free), E->mm_start)
                                      : dmax(s->ready[h], E->fixed_free);
     E->queued = 1;
-    heap_push(s, t, (uint32_t)e);
+    heap_push(s, t, c * NK_ENGINE_DMA + (uint32_t)e);
 }
 
 static void commit_tensor(sim *s, engine *E, uint32_t h)
@@ -225,7 +259,7 @@ static void commit_tensor(sim *s, engine *E, uint32_t h)
     s->tl->instr_end[h] = mm_end;
 }
 
-static void commit_stream(sim *s, int e, engine *E, uint32_t h)
+static void commit_stream(sim *s, uint32_t core, int e, engine *E, uint32_t h)
 {
     const nk_cost *c = &s->cost[h];
     const nk_arch *a = s->a;
@@ -234,35 +268,37 @@ static void commit_stream(sim *s, int e, engine *E, uint32_t h)
     int lock_s = a->sbuf_dve_pool_exclusive && c->sbuf && (e == NK_ENGINE_VECTOR || e == NK_ENGINE_GPSIMD);
     int lock_p = a->psum_dve_act_exclusive && c->psum && (e == NK_ENGINE_VECTOR || e == NK_ENGINE_SCALAR);
     if (lock_s)
-        st = dmax(st, s->lock_sbuf);
+        st = dmax(st, s->lock_sbuf[core]);
     if (lock_p)
-        st = dmax(st, s->lock_psum);
+        st = dmax(st, s->lock_psum[core]);
     double end = st + c->stream_ns;
     /* the bar: the fixed stage right before streaming, after the previous bar */
     double bar = dmax(dmax(st - c->fixed_ns, f), E->stream_free);
     E->fixed_free = st;
     E->stream_free = end;
     if (lock_s)
-        s->lock_sbuf = end;
+        s->lock_sbuf[core] = end;
     if (lock_p)
-        s->lock_psum = end;
+        s->lock_psum[core] = end;
     s->done[h] = end + c->write_ns;
     add_event(s, h, NK_EV_INSTR, bar, end);
     s->tl->instr_start[h] = bar;
     s->tl->instr_end[h] = end;
 }
 
-static void commit_compute(sim *s, int e)
+static void commit_compute(sim *s, uint32_t id)
 {
-    engine *E = &s->e[e];
+    uint32_t c = id / NK_ENGINE_DMA;
+    int e = (int)(id % NK_ENGINE_DMA);
+    engine *E = &s->e[c][e];
     E->queued = 0;
     uint32_t h = s->stream[E->cur++];
     if (e == NK_ENGINE_TENSOR)
         commit_tensor(s, E, h);
     else
-        commit_stream(s, e, E, h);
+        commit_stream(s, c, e, E, h);
     propagate(s, h);
-    push_engine(s, e);
+    push_engine(s, c, e);
 }
 
 /* ---- DMA */
@@ -273,7 +309,7 @@ static void wake(sim *s, uint32_t e, double t)
     t = dmax(t, D->busy);
     if (t < D->next_ev) {
         D->next_ev = t;
-        heap_push(s, t, NK_ENGINE_COUNT + e);
+        heap_push(s, t, s->ncomp + e);
     }
 }
 
@@ -295,24 +331,27 @@ static void dma_resolved(sim *s, uint32_t i)
         commit_dma(s, i);
         return;
     }
+    uint32_t g0 = s->core[i] * s->ne;
     for (uint32_t k = 0, e = s->dma[i].e0; k < s->dma[i].neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
-        wake(s, e, s->ready[i]);
+        wake(s, g0 + e, s->ready[i]);
 }
 
-/* Starts the descriptor of DMA instruction i on engine e at time t. */
-static void start_desc(sim *s, uint32_t e, uint32_t i, double t)
+/* Starts the descriptor of DMA instruction i on DMA engine g (core * ne +
+ * the core's engine e) at time t. */
+static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
 {
     const dmainfo *m = &s->dma[i];
+    uint32_t c = g / s->ne, e = g % s->ne;
     uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, parts = m->per + (k < m->extra);
     uint64_t bytes = (uint64_t)parts * m->part_bytes;
     double end = t + (double)bytes / m->rate;
     if (m->hbm_sides) { /* SBUF to SBUF leaves HBM alone */
-        s->hbm_free = dmax(s->hbm_free, t) + (double)m->hbm_sides * (double)bytes / s->a->hbm_gbps;
-        end = dmax(end, s->hbm_free);
+        s->hbm_free[c] = dmax(s->hbm_free[c], t) + (double)m->hbm_sides * (double)bytes / s->a->hbm_gbps;
+        end = dmax(end, s->hbm_free[c]);
     }
     nk_timeline *tl = s->tl;
     tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
-    s->d[e].busy = end;
+    s->d[g].busy = end;
     s->done[i] = dmax(s->done[i], end);
     if (--s->left[i] == 0)
         commit_dma(s, i);
@@ -366,7 +405,7 @@ static void on_resolved(sim *s, uint32_t i)
     if (e == NK_ENGINE_DMA)
         dma_resolved(s, i);
     else
-        push_engine(s, e);
+        push_engine(s, s->core[i], e);
 }
 
 /* ---- setup */
@@ -376,6 +415,10 @@ static int check_program(const nk_program *p)
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         if (in->engine >= NK_ENGINE_COUNT || (uint64_t)in->dep_off + in->ndep > p->ndeps)
+            return NK_EINVAL;
+        /* instances in order, each on a core the model has */
+        if (in->inst >= (p->ninst ? p->ninst : 1) || (i && in->inst < p->instrs[i - 1].inst) ||
+            nk__instr_core(p, in) >= NK_MAX_CORES)
             return NK_EINVAL;
         for (uint32_t k = 0; k < in->ndep; k++)
             if (p->deps[in->dep_off + k] >= i) /* dependencies point backwards */
@@ -409,17 +452,37 @@ static int build_graph(sim *s)
         for (uint32_t k = 0; k < in->ndep; k++)
             s->succ[fill[p->deps[in->dep_off + k]]++] = i;
     }
-    uint32_t cnt[NK_ENGINE_COUNT] = {0}, off = 0;
+    uint32_t cnt[NK_MAX_CORES][NK_ENGINE_COUNT] = {{0}}, off = 0;
     for (uint32_t i = 0; i < s->n; i++)
-        cnt[p->instrs[i].engine]++;
-    for (int e = 0; e < NK_ENGINE_DMA; e++) {
-        s->e[e].off = s->e[e].cur = s->e[e].end = off;
-        off += cnt[e];
-    }
+        cnt[s->core[i]][p->instrs[i].engine]++;
+    for (uint32_t c = 0; c < s->ncores; c++)
+        for (int e = 0; e < NK_ENGINE_DMA; e++) {
+            s->e[c][e].off = s->e[c][e].cur = s->e[c][e].end = off;
+            off += cnt[c][e];
+        }
     for (uint32_t i = 0; i < s->n; i++) {
         int e = p->instrs[i].engine;
         if (e != NK_ENGINE_DMA)
-            s->stream[s->e[e].end++] = i;
+            s->stream[s->e[s->core[i]][e].end++] = i;
+    }
+    /* SPMD: each instance waits for the one before it on its core */
+    if (p->ninst > 1) {
+        uint32_t last[NK_MAX_CORES] = {0};
+        for (uint32_t i = 0; i < s->n; i++)
+            s->inst_off[p->instrs[i].inst + 1]++;
+        for (uint32_t k = 0; k < p->ninst; k++) {
+            s->inst_left[k] = s->inst_off[k + 1];
+            s->inst_off[k + 1] += s->inst_off[k];
+            uint32_t c = nk__inst_core(p, k);
+            if (last[c])
+                s->inst_next[last[c] - 1] = k + 1;
+            last[c] = k + 1;
+        }
+        for (uint32_t k = 0; k < p->ninst; k++) {
+            uint32_t nx = s->inst_next[k];
+            for (uint32_t i = nx ? s->inst_off[nx - 1] : 0; nx && i < s->inst_off[nx]; i++)
+                s->rem[i]++;
+        }
     }
     return 0;
 }
@@ -443,9 +506,9 @@ static int cost_all(sim *s)
 static int plan_dma(sim *s)
 {
     const nk_program *p = s->p;
-    size_t nslot = (size_t)s->ne * s->nq;
+    size_t nslot = (size_t)s->ncores * s->ne * s->nq;
     uint64_t total = 0;
-    uint32_t rot = 0;
+    uint32_t rots[NK_MAX_CORES] = {0};
     s->fifo_off = calloc(nslot + 1, sizeof *s->fifo_off);
     s->fifo_cur = calloc(nslot, sizeof *s->fifo_cur);
     if (!s->fifo_off || !s->fifo_cur)
@@ -459,14 +522,15 @@ static int plan_dma(sim *s)
         if (nk__time_dma_plan(s->a, in, &pl))
             return NK_EINVAL;
         uint16_t q = (uint16_t)(in->queue % s->nq);
+        uint32_t *rp = &rots[s->core[i]], rot = *rp, g0 = s->core[i] * s->ne;
         uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
         s->dma[i] = (dmainfo){s->a->dma_engine_gbps * pl.efficiency, pl.part_bytes, pl.partitions, per, extra,
                               in->queue, (uint8_t)rot, (uint8_t)pl.engines, in->dst.mem == NK_SHARED_HBM,
                               pl.hbm_sides};
         s->left[i] = pl.engines;
         for (uint32_t k = 0, e = rot; k < pl.engines; k++, e = e + 1 == s->ne ? 0 : e + 1)
-            s->fifo_off[e * s->nq + q + 1]++;
-        rot = (rot + pl.engines) % s->ne;
+            s->fifo_off[(g0 + e) * s->nq + q + 1]++;
+        *rp = (rot + pl.engines) % s->ne;
         total += pl.engines;
     }
     if (total > UINT32_MAX)
@@ -482,31 +546,31 @@ static int plan_dma(sim *s)
         if (p->instrs[i].engine != NK_ENGINE_DMA)
             continue;
         const dmainfo *m = &s->dma[i];
-        uint32_t q = m->queue % s->nq;
+        uint32_t q = m->queue % s->nq, g0 = s->core[i] * s->ne;
         for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
-            s->fifo[s->fifo_cur[e * s->nq + q]++] = i;
+            s->fifo[s->fifo_cur[(g0 + e) * s->nq + q]++] = i;
     }
     memcpy(s->fifo_cur, s->fifo_off, nslot * sizeof *s->fifo_cur);
-    for (uint32_t e = 0; e < s->ne; e++)
+    for (uint32_t g = 0; g < s->ncores * s->ne; g++)
         for (uint32_t q = 0; q < s->nq; q++)
-            if (s->fifo_off[e * s->nq + q + 1] > s->fifo_off[e * s->nq + q])
-                s->d[e].nonempty |= 1ull << q;
+            if (s->fifo_off[g * s->nq + q + 1] > s->fifo_off[g * s->nq + q])
+                s->d[g].nonempty |= 1ull << q;
     return 0;
 }
 
 static int run(sim *s)
 {
-    for (int e = 0; e < NK_ARCH_MAX_DMA_ENGINES; e++)
-        s->d[e].next_ev = INFINITY;
+    for (uint32_t g = 0; g < s->ncores * s->ne; g++)
+        s->d[g].next_ev = INFINITY;
     for (uint32_t i = 0; i < s->n && !s->rc; i++)
         if (s->rem[i] == 0)
             on_resolved(s, i);
     while (s->nheap && !s->rc) {
         hent h = heap_pop(s);
-        if (h.id < NK_ENGINE_DMA)
-            commit_compute(s, (int)h.id);
+        if (h.id < s->ncomp)
+            commit_compute(s, h.id);
         else
-            dma_event(s, h.id - NK_ENGINE_COUNT, h.t);
+            dma_event(s, h.id - s->ncomp, h.t);
     }
     if (s->rc)
         return s->rc;
@@ -724,6 +788,21 @@ static int alloc_sim(sim *s)
     s->cost = malloc(n * sizeof *s->cost);
     s->left = malloc(n * sizeof *s->left);
     s->dma = calloc(n, sizeof *s->dma);
+    s->core = malloc(n);
+    s->d = calloc((size_t)s->ncores * s->ne, sizeof *s->d);
+    if (!s->core || !s->d)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < s->n; i++)
+        s->core[i] = (uint8_t)nk__instr_core(s->p, &s->p->instrs[i]);
+    if (s->p->ninst > 1) {
+        size_t ni = s->p->ninst;
+        s->inst_off = calloc(ni + 1, sizeof *s->inst_off);
+        s->inst_left = calloc(ni, sizeof *s->inst_left);
+        s->inst_next = calloc(ni, sizeof *s->inst_next);
+        s->inst_end = calloc(ni, sizeof *s->inst_end);
+        if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end)
+            return NK_ENOMEM;
+    }
     tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
     tl->instr_start = calloc(n, sizeof(double));
     tl->instr_end = calloc(n, sizeof(double));
@@ -749,6 +828,12 @@ static void free_sim(sim *s)
     free(s->fifo_off);
     free(s->fifo_cur);
     free(s->heap);
+    free(s->core);
+    free(s->d);
+    free(s->inst_off);
+    free(s->inst_left);
+    free(s->inst_next);
+    free(s->inst_end);
 }
 
 int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
@@ -775,6 +860,10 @@ int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
     s.n = p->ninstr;
     s.ne = (uint32_t)arch->dma_engines;
     s.nq = (uint32_t)arch->dma_queues;
+    s.ncores = p->ncores ? p->ncores : 1;
+    if (s.ncores > NK_MAX_CORES)
+        return NK_EINVAL;
+    s.ncomp = s.ncores * NK_ENGINE_DMA;
     s.tl = calloc(1, sizeof *s.tl);
     if (!s.tl)
         return NK_ENOMEM;

@@ -46,8 +46,18 @@ int nk__fail(nk_ctx *nc, nk_loc loc, int status, const char *fmt, ...)
         n = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(nc->err + n, sizeof nc->err - (size_t)n, fmt, ap);
+    int m = vsnprintf(nc->err + n, sizeof nc->err - (size_t)n, fmt, ap);
     va_end(ap);
+    if (nc->p && nc->p->ninst > 1 && m >= 0 && (size_t)n + (size_t)m < sizeof nc->err) {
+        /* which program instance of the grid said it */
+        char where[64];
+        int k = 0;
+        k += snprintf(where + k, sizeof where - (size_t)k, " (program instance [");
+        for (int a = 0; a < nc->p->grid_ndim; a++)
+            k += snprintf(where + k, sizeof where - (size_t)k, "%s%d", a ? ", " : "", (int)nc->pid[a]);
+        snprintf(where + k, sizeof where - (size_t)k, "])");
+        snprintf(nc->err + n + m, sizeof nc->err - (size_t)n - (size_t)m, "%s", where);
+    }
     return status;
 }
 
@@ -126,6 +136,7 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
     in->op = (uint8_t)op;
     in->engine = (uint8_t)engine;
     in->loc = nk__loc(nc, loc);
+    in->inst = (uint16_t)nc->inst;
     if (nc->depth > 0) {
         nk_frame *f = &nc->frames[nc->depth - 1];
         in->loop = f->loop;
@@ -150,6 +161,7 @@ static uint32_t new_buf(nk_ctx *nc, nk_loc loc)
     b->index = -1;
     b->loc = nk__loc(nc, loc);
     b->loop = nc->depth > 0 ? nc->frames[nc->depth - 1].loop : 0;
+    b->inst = (uint16_t)nc->inst;
     nk_bufstate *st = &nc->bs[p->nbufs];
     memset(st, 0, sizeof *st);
     st->iter = nc->depth > 0 ? (uint32_t)nc->frames[nc->depth - 1].i : 0;
@@ -346,6 +358,44 @@ int nk__parse_pdim(nk_ctx *nc, nk_loc loc, const char *op, nk_shape *shape, nk_b
 
 /* ---- tensors */
 
+/* Program instances share their HBM tensors: the j-th one an instance > 0
+ * creates is the j-th one instance 0 created, which must have its shape and
+ * dtype (NKI runs the same program on every core; a kernel whose instances
+ * create different tensors is not an SPMD kernel). */
+static nk_tensor instance0_tensor(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt)
+{
+    nk_tensor t = {0};
+    uint32_t j = nc->hbm_seq++;
+    if (j >= nc->nhbm0) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_ndarray: this instance creates more HBM tensors than instance 0 did (%u): "
+                 "the instances of a launch grid share their HBM tensors, so each must create the same ones in "
+                 "the same order", nc->nhbm0);
+        return t;
+    }
+    uint32_t id = nc->hbm0[j];
+    const nk_bufinfo *b = &nc->p->bufs[id];
+    int same = b->dtype == dt && b->ndim == shape.n;
+    for (int i = 0; same && i < shape.n; i++)
+        same = b->shape[i] == shape.d[i];
+    if (!same) {
+        int32_t s0[NK_MAXDIM], s1[NK_MAXDIM];
+        char a0[96], a1[96], w[160];
+        for (int i = 0; i < b->ndim; i++)
+            s0[i] = (int32_t)b->shape[i];
+        for (int i = 0; i < shape.n; i++)
+            s1[i] = (int32_t)shape.d[i];
+        nk__format_shape(a0, sizeof a0, s0, b->ndim);
+        nk__format_shape(a1, sizeof a1, s1, shape.n);
+        nk__buf_where(nc, id, w, sizeof w);
+        nk__fail(nc, loc, NK_ESHAPE, "nk_ndarray: HBM tensor %u of this instance is %s %s, but instance 0's (%s) "
+                 "is %s %s: the instances of a launch grid share their HBM tensors", j, a1, nk_dtype_name(dt), w,
+                 a0, nk_dtype_name((nk_dtype)b->dtype));
+        return t;
+    }
+    init_view(&t, id, NK_SHARED_HBM, dt, shape.d, shape.n);
+    return t;
+}
+
 nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_buffer mem)
 {
     nk_tensor bad = {0};
@@ -385,9 +435,18 @@ nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_
                  nk_dtype_name(dt));
         return bad;
     }
+    if (nc->in_kernel && nc->inst > 0)
+        return instance0_tensor(nc, loc, shape, dt);
     uint32_t id = new_buf(nc, loc);
     if (!id)
         return bad;
+    if (nc->in_kernel && nc->p->ninst > 1 &&
+        nk__grow((void **)&nc->hbm0, &nc->cap_hbm0, nc->nhbm0 + 1, sizeof *nc->hbm0)) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory");
+        return bad;
+    }
+    if (nc->in_kernel && nc->p->ninst > 1)
+        nc->hbm0[nc->nhbm0++] = id;
     nk_bufinfo *b = &nc->p->bufs[id];
     b->mem = NK_SHARED_HBM;
     b->dtype = (uint8_t)dt;
@@ -421,11 +480,19 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
                  what);
         return;
     }
+    nk_program *p = nc->p;
+    if (nc->inst > 0) { /* a later instance returns what instance 0 did, in order */
+        int k = nc->ret_seq++;
+        if (k >= p->noutputs || p->output_buf[k] != t.buf)
+            nk__fail(nc, loc, NK_EINVAL, "nk_return: instance 0 returned %s here; every instance of a launch "
+                     "grid returns the same tensors in the same order",
+                     k >= p->noutputs ? "no more outputs" : "another tensor");
+        return;
+    }
     if (b->role == NK_ROLE_OUTPUT) {
         nk__fail(nc, loc, NK_EINVAL, "nk_return: tensor already returned as output %d", b->index);
         return;
     }
-    nk_program *p = nc->p;
     if (nk__grow((void **)&p->output_buf, &nc->cap_outs, (uint32_t)p->noutputs + 1, sizeof *p->output_buf)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory");
         return;
@@ -453,6 +520,14 @@ nk_tensor nk_shared_constant_at(nk_ctx *nc, nk_loc loc, const nk_array *value)
         return bad;
     nk_program *p = nc->p;
     nk_bufinfo *b = &p->bufs[t.buf];
+    if (nc->inst > 0) { /* instance 0's constant: the data must not diverge across instances */
+        if (b->role != NK_ROLE_CONSTANT || memcmp(p->cdata[t.buf], value->data, (size_t)b->bytes)) {
+            nk__fail(nc, loc, NK_EINVAL, "%s: this instance's constant differs from instance 0's: the instances "
+                     "of a launch grid share one copy", op);
+            return bad;
+        }
+        return t;
+    }
     if (nk__grow((void **)&p->cdata, &nc->cap_cdata, p->nbufs, sizeof *p->cdata)) {
         nk__fail(nc, loc, NK_ENOMEM, "%s: out of memory", op);
         return bad;
@@ -478,6 +553,158 @@ double nk_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor arg)
         return 0.0;
     }
     return nc->scalars[arg.off];
+}
+
+/* ---- SPMD */
+
+static int grid_axes(const nk_ctx *nc) { return nc->p->grid_ndim > 0 ? nc->p->grid_ndim : 1; }
+
+int nk_program_id_at(nk_ctx *nc, nk_loc loc, int axis)
+{
+    if (nc->status)
+        return 0;
+    if (axis < 0 || axis >= grid_axes(nc)) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_program_id: axis %d is not an axis of the launch grid (%d ax%s)", axis,
+                 nc->p->grid_ndim, nc->p->grid_ndim == 1 ? "is" : "es");
+        return 0;
+    }
+    return nc->p->grid_ndim ? nc->pid[axis] : 0;
+}
+
+int nk_num_programs_at(nk_ctx *nc, nk_loc loc, int axis)
+{
+    if (nc->status)
+        return 1;
+    if (axis == -1)
+        return (int)nc->p->ninst;
+    if (axis < 0 || axis >= grid_axes(nc)) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_num_programs: axis %d is not an axis of the launch grid (%d ax%s)", axis,
+                 nc->p->grid_ndim, nc->p->grid_ndim == 1 ? "is" : "es");
+        return 1;
+    }
+    return nc->p->grid_ndim ? nc->p->grid[axis] : 1;
+}
+
+int nk_program_ndim(nk_ctx *nc) { return nc->p->grid_ndim; }
+
+/* The launch grid of opts into p: its axes, its instances and the core each
+ * runs on (see nk_options.grid_nc); an error message when it is invalid. */
+static int setup_grid(nk_program *p, const nk_options *opts, const nk_arch *arch, char *err, size_t errlen)
+{
+    p->ninst = 1;
+    p->ncores = 1;
+    p->grid_ndim = 0;
+    if (!opts)
+        return 0;
+    int nd = 0, total = 1, nc_axis = -1;
+    for (int a = 0; a < NK_MAX_GRID; a++) {
+        int g = opts->grid[a], c = opts->grid_nc[a];
+        if (g < 0 || (g > 0 && nd < a)) { /* negative, or after an axis of 0 */
+            if (err)
+                snprintf(err, errlen, "launch grid: axis %d is %d; the grid's sizes are positive and leading "
+                         "(all zero: no grid)", a, g);
+            return NK_EINVAL;
+        }
+        if (g == 0 && c) {
+            if (err)
+                snprintf(err, errlen, "launch grid: nl.nc(%d) on axis %d, which the grid does not have", c < 0 ? -c : c,
+                         a);
+            return NK_EINVAL;
+        }
+        if (g == 0)
+            continue;
+        if (total > NK_MAX_INSTANCES / g) {
+            if (err)
+                snprintf(err, errlen, "launch grid: more than %d program instances", NK_MAX_INSTANCES);
+            return NK_ELIMIT;
+        }
+        total *= g;
+        p->grid[nd] = g;
+        p->grid_nc[nd] = c;
+        nd++;
+        if (c) {
+            int n = c < 0 ? -c : c;
+            if (nc_axis >= 0) {
+                if (err)
+                    snprintf(err, errlen, "launch grid: nl.nc on axes %d and %d; one axis spreads over the cores",
+                             nc_axis, a);
+                return NK_EINVAL;
+            }
+            nc_axis = a;
+            if (n > arch->spmd_cores) {
+                if (err)
+                    snprintf(err, errlen, "launch grid: nl.nc(%d) on axis %d, but a launch on %s spreads over %d "
+                             "physical NeuronCore%s (target key spmd_cores)", n, a, arch->name, arch->spmd_cores,
+                             arch->spmd_cores == 1 ? "" : "s");
+                return NK_EINVAL;
+            }
+            if (g % n) {
+                if (err)
+                    snprintf(err, errlen, "launch grid: axis %d has %d instances, not a multiple of nl.nc(%d)", a,
+                             g, n);
+                return NK_EINVAL;
+            }
+        }
+    }
+    p->grid_ndim = (uint8_t)nd;
+    p->ninst = (uint32_t)total;
+    if (total == 1)
+        return 0;
+    p->inst_core = malloc((size_t)total);
+    if (!p->inst_core)
+        return NK_ENOMEM;
+    uint32_t maxc = 0;
+    for (int k = 0; k < total; k++) {
+        int core = k % arch->spmd_cores;
+        if (nc_axis >= 0) { /* the index along the annotated axis, row-major */
+            int idx = k;
+            for (int a = nd - 1; a > nc_axis; a--)
+                idx /= p->grid[a];
+            idx %= p->grid[nc_axis];
+            int g = p->grid[nc_axis], c = p->grid_nc[nc_axis];
+            core = c > 0 ? idx / (g / c) : idx % -c;
+        }
+        p->inst_core[k] = (uint8_t)core;
+        if ((uint32_t)core > maxc)
+            maxc = (uint32_t)core;
+    }
+    p->ncores = maxc + 1;
+    return 0;
+}
+
+/* The grid indices of instance k (row-major). */
+static void instance_ids(const nk_program *p, uint32_t k, int32_t *pid)
+{
+    for (int a = p->grid_ndim - 1; a >= 0; a--) {
+        pid[a] = (int32_t)(k % (uint32_t)p->grid[a]);
+        k /= (uint32_t)p->grid[a];
+    }
+}
+
+/* Every on-chip operand of an instruction belongs to its instance: a tile
+ * lives in one core's memory. */
+static void check_instances(nk_ctx *nc)
+{
+    nk_program *p = nc->p;
+    if (p->ninst < 2)
+        return;
+    for (uint32_t i = 0; i < p->ninstr && !nc->status; i++) {
+        const nk_instr *in = &p->instrs[i];
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++) {
+            if (!ts[k]->buf || ts[k]->buf >= p->nbufs || ts[k]->mem == NK_SHARED_HBM ||
+                p->bufs[ts[k]->buf].inst == in->inst)
+                continue;
+            char w[160];
+            nk__buf_where(nc, ts[k]->buf, w, sizeof w);
+            nc->pid[0] = 0;
+            instance_ids(p, in->inst, nc->pid);
+            nk__fail(nc, (nk_loc){p->files[p->locs[in->loc].file], p->locs[in->loc].line}, NK_EMEMORY,
+                     "%s uses a tile (%s) of program instance %u, which lives in another instance's memory; "
+                     "instances share HBM tensors only", nk_op_name(in->op), w, p->bufs[ts[k]->buf].inst);
+            break;
+        }
+    }
 }
 
 nk_tensor nk_ix_at(nk_ctx *nc, nk_loc loc, nk_tensor t, int n, const nk_range *r)
@@ -936,6 +1163,9 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
         goto out;
     }
     p->bufs_default = opts && opts->default_bufs > 0 ? opts->default_bufs : arch->default_bufs;
+    if ((rc = setup_grid(p, opts, arch, err, errlen)))
+        goto out;
+    rc = NK_ENOMEM;
     nc->p = p;
     nc->arch = arch;
     /* buffer 0 is the invalid id */
@@ -989,9 +1219,22 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     }
     nc->nargs = nargs;
     p->ninputs = ntensors;
-    fn(nc, targs, nargs);
-    if (!nc->status && nc->depth > 0)
-        fail_left_loop(nc, &nc->frames[nc->depth - 1]);
+    nc->in_kernel = 1;
+    for (uint32_t k = 0; k < p->ninst && !nc->status; k++) {
+        nc->inst = k;
+        instance_ids(p, k, nc->pid);
+        nc->hbm_seq = 0;
+        nc->ret_seq = 0;
+        nc->rng_seed = (nk_tensor){0}; /* the seed tile was the previous instance's */
+        fn(nc, targs, nargs);
+        if (!nc->status && nc->depth > 0)
+            fail_left_loop(nc, &nc->frames[nc->depth - 1]);
+        if (!nc->status && k > 0 && nc->ret_seq != p->noutputs)
+            nk__fail(nc, last_call(nc, here), NK_EINVAL, "this instance returned %d output%s, instance 0 returned "
+                     "%d: every instance of a launch grid returns the same tensors", nc->ret_seq,
+                     nc->ret_seq == 1 ? "" : "s", p->noutputs);
+    }
+    check_instances(nc);
     /* a kernel returns its outputs, or (NKI's older style) writes into
      * tensors it was given */
     int wrote_arg = 0;
@@ -1050,6 +1293,7 @@ out:
         free(nc->dead);
         free(nc->zpool);
         free(nc->scalars);
+        free(nc->hbm0);
     }
     free(nc);
     free(targs);

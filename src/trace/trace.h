@@ -55,6 +55,14 @@ struct nk_ctx {
     nk_tensor rng_seed;     /* the seed tile of the last nl.random_seed (buf 0: none) */
     double rng_draws;       /* random numbers drawn by dropouts since then */
     int nargs;
+    /* SPMD: the instance being traced and its grid indices */
+    uint32_t inst;
+    int32_t pid[NK_MAX_GRID];
+    int in_kernel;          /* the kernel function is running (arguments are made) */
+    uint32_t *hbm0;         /* HBM tensors instance 0 created, in order */
+    uint32_t nhbm0, cap_hbm0;
+    uint32_t hbm_seq;       /* HBM tensors the current instance created so far */
+    int ret_seq;            /* outputs the current instance returned so far */
 };
 
 /* Grows *ptr (an array of *cap elements of elem bytes) to hold need,

@@ -463,6 +463,8 @@ static int allocation_overlaps(const nk_program *p, char *why, size_t n)
             if (x->mem != y->mem || x->mem == NK_SHARED_HBM || first[a] == UINT32_MAX || first[b] == UINT32_MAX)
                 continue;
             int time = first[a] <= last[b] && first[b] <= last[a];
+            if (nk__inst_core(p, x->inst) != nk__inst_core(p, y->inst))
+                continue; /* SPMD: another core's memory */
             int space = x->addr < y->addr + y->bytes && y->addr < x->addr + x->bytes;
             if (time && space) {
                 snprintf(why, n, "%s: tiles %u and %u", p->kernel, a, b);
@@ -485,6 +487,7 @@ TEST(lang_allocation_never_overlaps_live_tiles_in_builtin_kernels)
         const char *targets[2] = {"trn1", "trn2"};
         for (int t = 0; t < 2; t++) {
             nk_options o = {targets[t], 0, NULL, NK_SCHED_TRACE_ORDER};
+            memcpy(o.grid, ki->grid, sizeof o.grid); /* SPMD kernels on their grid */
             int rc = nk_kernel_compile(k, args, ki->nargs, &o, &p);
             CHECK_INT(rc, 0);
             char why[128] = "";
@@ -544,7 +547,8 @@ static int unordered_conflicts(const nk_program *p)
         /* in order on one unit: the previous instruction of the unit and its ancestors */
         for (uint32_t i = j; i-- > 0;) {
             const nk_instr *o = &p->instrs[i];
-            int same = o->engine == in->engine && (in->engine != NK_ENGINE_DMA || o->queue == in->queue);
+            int same = o->engine == in->engine && (in->engine != NK_ENGINE_DMA || o->queue == in->queue) &&
+                       nk__instr_core(p, o) == nk__instr_core(p, in);
             if (same) {
                 aj[i / 64] |= 1ull << (i % 64);
                 for (uint32_t w = 0; w < words; w++)
@@ -572,7 +576,9 @@ TEST(lang_list_schedules_keep_every_conflict_and_every_value)
         int nouts[2] = {0, 0};
         for (int s = 0; s < 2; s++) {
             nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
-            nk_options o = {"trn1", 0, NULL, s ? NK_SCHED_TRACE_ORDER : NK_SCHED_LIST};
+            /* SPMD kernels on their grid, over trn2's two cores */
+            nk_options o = {ki->grid[0] ? "trn2" : "trn1", 0, NULL, s ? NK_SCHED_TRACE_ORDER : NK_SCHED_LIST};
+            memcpy(o.grid, ki->grid, sizeof o.grid);
             const nk_program *p = NULL;
             CHECK_INT(nk_kernel_compile(k, args, ki->nargs, &o, &p), 0);
             if (p && p->ninstr <= 4000) {

@@ -467,16 +467,16 @@ TEST(profile_reader_rejects_foreign_and_future_files)
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "not an nklab profile: this is an nklab program file");
     memcpy(b, w.p, w.n);
-    b[8] = 4;
+    b[8] = 5;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 4 is newer than this nklab reads (3); use a newer nklab");
+    CHECK_STR(err, "format version 5 is newer than this nklab reads (4); use a newer nklab");
     b[8] = 1; /* version 1 is read, with its own checksum (FNV-1a), which this content fails */
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "checksum mismatch: the content is corrupt");
     b[8] = 0;
     b[11] = 1; /* 2^24 */
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (3); use a newer nklab");
+    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (4); use a newer nklab");
     memcpy(b, w.p, w.n);
     b[12] = 1;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);

@@ -480,7 +480,7 @@ TEST(target_version_1_program_file_reads_with_its_builtin_table)
     uint8_t *d = NULL;
     size_t n = 0;
     CHECK_INT(nk__file_read_all(path, &d, &n, err, sizeof err), 0);
-    CHECK(d && n > 12 && d[8] == 3);
+    CHECK(d && n > 12 && d[8] == NK_FORMAT_VERSION);
     free(d);
     nk_program_free(r);
     nk_program_free(q);
