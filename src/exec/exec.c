@@ -47,15 +47,39 @@ typedef struct nk__exec {
     void *const *hbm;
     uint8_t *mem[3]; /* NK_SBUF, NK_PSUM */
     int64_t pbytes[3];
+    uint32_t *stamp[3];
+    int64_t ngran[3]; /* granules per partition */
+    int parts;
+    uint32_t epoch;
 } exec;
 
 enum { NSCRATCH = 6 };
 
+/* On-chip memory starts every run in the same state, whatever ran before on
+ * this thread: all bits set, which reads as NaN in every float dtype (and -1
+ * in signed ints), so a kernel that reads bytes it never wrote gets the
+ * same, visible, values every time. The poison is laid lazily, so a run pays
+ * for the bytes its instructions touch, not for the whole footprint: each
+ * partition's bytes are cut into granules of GRANULE bytes, and a granule's
+ * stamp is the run (epoch) that last touched it. Before an instruction runs,
+ * every granule its operands touch that is stale (an older epoch) is filled
+ * with the poison, unless the instruction's destination covers it whole, and
+ * stamped. Stamps are laid out granule-major ([granule][partition]), so the
+ * stamps of one tile row across its partitions are contiguous. */
+enum { GRANULE = 256 };
+
+typedef struct memstate {
+    uint8_t *bytes;
+    size_t size;      /* bytes allocated */
+    uint32_t *stamp;  /* [ngran * partitions] */
+    size_t nstamp;    /* stamps allocated */
+} memstate;
+
 /* Memories and scratch of one thread, kept between runs and freed when the
  * thread exits. */
 typedef struct arena {
-    uint8_t *sbuf, *psum;
-    size_t sbuf_size, psum_size;
+    memstate m[3]; /* NK_SBUF, NK_PSUM (index 0, HBM, unused) */
+    uint32_t epoch;
     void *s[NSCRATCH];
     size_t cap[NSCRATCH]; /* bytes */
 } arena_t;
@@ -68,8 +92,10 @@ static int arena_key_ok;
 static void arena_free(void *p)
 {
     arena_t *a = p;
-    free(a->sbuf);
-    free(a->psum);
+    for (int i = 0; i < 3; i++) {
+        free(a->m[i].bytes);
+        free(a->m[i].stamp);
+    }
     for (int i = 0; i < NSCRATCH; i++)
         free(a->s[i]);
     free(a);
@@ -1186,16 +1212,94 @@ int nk__exec_dma(exec *x, const nk_instr *in)
     return copy_bytes(&d, &s);
 }
 
-static int ensure(uint8_t **m, size_t *have, size_t need)
+/* Room for a memory of `parts` partitions of pbytes bytes and its stamps;
+ * new stamps are 0, which no run's epoch is. */
+static int ensure(memstate *m, int parts, int64_t pbytes)
 {
-    if (*have >= need)
-        return 0;
-    uint8_t *q = realloc(*m, need);
-    if (!q)
-        return NK_ENOMEM;
-    *m = q;
-    *have = need;
+    size_t need = (size_t)parts * (size_t)pbytes;
+    size_t ns = (size_t)parts * (size_t)((pbytes + GRANULE - 1) / GRANULE);
+    if (m->size < need) {
+        uint8_t *q = realloc(m->bytes, need);
+        if (!q)
+            return NK_ENOMEM;
+        m->bytes = q;
+        m->size = need;
+    }
+    if (m->nstamp < ns) {
+        uint32_t *q = realloc(m->stamp, ns * sizeof *q);
+        if (!q)
+            return NK_ENOMEM;
+        memset(q + m->nstamp, 0, (ns - m->nstamp) * sizeof *q);
+        m->stamp = q;
+        m->nstamp = ns;
+    }
     return 0;
+}
+
+/* Poisons the stale granules of bytes [lo, hi) of partitions p0 .. p0+np-1
+ * of memory mem and stamps them; with whole, the granules entirely inside
+ * [lo, hi) are about to be overwritten, so they are only stamped. */
+static void touch_range(exec *x, int mem, int64_t p0, int64_t np, int64_t lo, int64_t hi, int whole)
+{
+    int64_t pb = x->pbytes[mem];
+    if (lo < 0)
+        lo = 0;
+    if (hi > pb)
+        hi = pb;
+    if (p0 < 0)
+        p0 = 0;
+    if (p0 + np > x->parts)
+        np = x->parts - p0;
+    if (lo >= hi || np <= 0)
+        return;
+    const uint32_t ep = x->epoch;
+    for (int64_t g = lo / GRANULE; g <= (hi - 1) / GRANULE; g++) {
+        uint32_t *st = x->stamp[mem] + g * x->parts + p0;
+        int64_t glo = g * GRANULE, ghi = glo + GRANULE < pb ? glo + GRANULE : pb;
+        int full = whole && lo <= glo && hi >= ghi;
+        for (int64_t p = 0; p < np; p++) {
+            if (st[p] == ep)
+                continue;
+            if (!full)
+                memset(x->mem[mem] + (p0 + p) * pb + glo, 0xff, (size_t)(ghi - glo));
+            st[p] = ep;
+        }
+    }
+}
+
+/* The bytes an operand's tile touches in each of its partitions; write: the
+ * instruction overwrites them (without reading them first). */
+static void touch(exec *x, const nk_tensor *t, int write)
+{
+    if (!t->buf || (t->mem != NK_SBUF && t->mem != NK_PSUM) || t->ndim < 1 || t->shape[0] <= 0)
+        return;
+    int64_t es = nk_dtype_size((nk_dtype)t->dtype);
+    int64_t lo = x->p->bufs[t->buf].addr + t->off * es, hi = lo + es, expect = 1;
+    int dense = 1;
+    for (int d = t->ndim - 1; d >= 1; d--) {
+        if (t->shape[d] <= 0)
+            return;
+        int64_t ext = (int64_t)(t->shape[d] - 1) * t->stride[d] * es;
+        if (ext < 0)
+            lo += ext;
+        else
+            hi += ext;
+        if (t->shape[d] == 1)
+            continue;
+        dense &= t->stride[d] == expect;
+        expect *= t->shape[d];
+    }
+    touch_range(x, t->mem, t->part0, t->shape[0], lo, hi, write && dense);
+}
+
+/* Before an instruction: its sources are read, its destinations written
+ * (a matmul that accumulates reads its destination too). */
+static void touch_operands(exec *x, const nk_instr *in)
+{
+    for (int k = 0; k < 3; k++) /* unused slots have no buffer */
+        touch(x, &in->src[k], 0);
+    touch(x, &in->dst, !(in->flags & NK_IF_ACCUMULATE));
+    touch(x, &in->dst2, 1);
 }
 
 int nk_execute(const nk_program *p, void *const *hbm)
@@ -1209,23 +1313,29 @@ int nk_execute(const nk_program *p, void *const *hbm)
     memset(&x, 0, sizeof x);
     x.p = p;
     x.hbm = hbm;
-    int parts = p->arch->partitions;
+    x.parts = p->arch->partitions;
     x.pbytes[NK_SBUF] = p->sbuf_peak > 64 ? p->sbuf_peak : 64;
     x.pbytes[NK_PSUM] = p->psum_peak > 64 ? p->psum_peak : 64;
-    if (!thread_arena() || ensure(&arena->sbuf, &arena->sbuf_size, (size_t)(parts * x.pbytes[NK_SBUF])) ||
-        ensure(&arena->psum, &arena->psum_size, (size_t)(parts * x.pbytes[NK_PSUM])))
+    if (!thread_arena())
         return NK_ENOMEM;
-    x.mem[NK_SBUF] = arena->sbuf;
-    x.mem[NK_PSUM] = arena->psum;
-    /* On-chip memory starts every run in the same state, whatever ran before
-     * on this thread: all bits set, which reads as NaN in every float dtype
-     * (and -1 in signed ints), so a kernel that stores partitions it never
-     * wrote gets the same, visible, values every time. */
-    memset(arena->sbuf, 0xff, (size_t)(parts * x.pbytes[NK_SBUF]));
-    memset(arena->psum, 0xff, (size_t)(parts * x.pbytes[NK_PSUM]));
+    for (int m = NK_SBUF; m <= NK_PSUM; m++) {
+        if (ensure(&arena->m[m], x.parts, x.pbytes[m]))
+            return NK_ENOMEM;
+        x.mem[m] = arena->m[m].bytes;
+        x.stamp[m] = arena->m[m].stamp;
+        x.ngran[m] = (x.pbytes[m] + GRANULE - 1) / GRANULE;
+    }
+    /* a new epoch makes every granule stale: nothing is written yet */
+    if (++arena->epoch == 0) {
+        for (int m = NK_SBUF; m <= NK_PSUM; m++)
+            memset(arena->m[m].stamp, 0, arena->m[m].nstamp * sizeof(uint32_t));
+        arena->epoch = 1;
+    }
+    x.epoch = arena->epoch;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         const nk_opdef *d = nk_op_def(in->op);
+        touch_operands(&x, in);
         int rc = d && d->exec ? d->exec(&x, in) : NK_EINVAL;
         if (rc)
             return rc;
