@@ -269,6 +269,7 @@ typedef struct pynk_kcall {
     union { int32_t i; float f; } sval[MAXARGS];
     int placeholders, torch;
     char target[16];
+    int grid[NK_MAX_GRID], grid_nc[NK_MAX_GRID]; /* kernel[grid]: the launch grid (zeros: none) */
 } pynk_kcall;
 
 static void kcall_release(pynk_kcall *c)
@@ -484,6 +485,7 @@ typedef struct {
     double exec_ns;       /* host execution of the last call */
     double exec_total_ns;
     PyObject *grid;       /* kernel[grid]: the launch's grid (a launch object only) */
+    int g[NK_MAX_GRID], gnc[NK_MAX_GRID]; /* ... parsed: sizes and nl.nc annotations */
     PyObject *parent;     /* kernel[grid]: the kernel launched */
 } kernel_obj;
 
@@ -699,6 +701,8 @@ static int trace_into(kernel_obj *K, pynk_kcall *c, centry *e, int eager, int pr
         return -1;
     }
     nk_options opts = {c->target, 0, NULL, 0};
+    memcpy(opts.grid, c->grid, sizeof opts.grid);
+    memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
     pynk_trace *saved = pending;
     kernel_obj *saved_k = pending_kernel;
     pending = T;
@@ -709,8 +713,12 @@ static int trace_into(kernel_obj *K, pynk_kcall *c, centry *e, int eager, int pr
     pending = saved;
     pending_kernel = saved_k;
     if (rc) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(pynk_KernelError, nk_kernel_error(e->k));
+        const char *msg = nk_kernel_error(e->k);
+        if (!PyErr_Occurred() && !strncmp(msg, "launch grid:", 12)) { /* kernel[grid]: at the call */
+            nk_loc l = pynk_loc();
+            PyErr_Format(pynk_KernelError, "%s:%d: %s", l.file ? l.file : "?", l.line, msg);
+        } else if (!PyErr_Occurred())
+            PyErr_SetString(pynk_KernelError, msg);
         return -1;
     }
     if (PyErr_Occurred()) /* a Python error the tracer did not see */
@@ -861,9 +869,19 @@ static PyObject *run(kernel_obj *K, centry *e, pynk_kcall *c, int execute)
     return t;
 }
 
-/* Reads the arguments into c and the signature into k. */
-static int read_call(kernel_obj *K, PyObject *args, PyObject *kw, pynk_kcall *c, keybuf *k)
+/* Reads the arguments into c and the signature into k; grid (NULL: none)
+ * is the launch grid of kernel[grid](...). */
+static int read_call(kernel_obj *K, PyObject *args, PyObject *kw, pynk_kcall *c, keybuf *k, const kernel_obj *grid)
 {
+    memset(c->grid, 0, sizeof c->grid);
+    memset(c->grid_nc, 0, sizeof c->grid_nc);
+    if (grid) {
+        memcpy(c->grid, grid->g, sizeof c->grid);
+        memcpy(c->grid_nc, grid->gnc, sizeof c->grid_nc);
+    }
+    uint8_t gt = 'G';
+    if (kput(k, &gt, 1) || kput(k, c->grid, sizeof c->grid) || kput(k, c->grid_nc, sizeof c->grid_nc))
+        return -1;
     c->nargs = 0;
     c->narr = 0;
     c->nkeep = 0;
@@ -906,38 +924,70 @@ static int read_call(kernel_obj *K, PyObject *args, PyObject *kw, pynk_kcall *c,
 static PyObject *bench_and_report(kernel_obj *K, centry *e, pynk_kcall *c, int traced);
 static PyObject *profile_and_report(kernel_obj *K, centry *e, pynk_kcall *c);
 
-static PyObject *grid_check(PyObject *grid)
+/* One axis of a launch grid: an int, nl.nc(n), or nl.spmd_dim(...) (the
+ * glue in language.py gives both _nklab_size and _nklab_nc). */
+static int grid_axis(PyObject *d, int axis, int *size, int *nc)
 {
-    if (!grid || grid == Py_None)
-        return Py_None;
-    long long n = 1;
-    PyObject *seq = PySequence_Check(grid) ? PySequence_Fast(grid, "grid") : NULL;
-    if (seq) {
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
-            n *= PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        Py_DECREF(seq);
-    } else {
+    *nc = 0;
+    if (PyLong_Check(d)) {
+        long long v = PyLong_AsLongLong(d);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v < 1 || v > NK_MAX_INSTANCES) {
+            PyErr_Format(PyExc_ValueError, "kernel[grid]: axis %d of the launch grid is %lld; it must be 1..%d", axis,
+                         v, NK_MAX_INSTANCES);
+            return -1;
+        }
+        *size = (int)v;
+        return 0;
+    }
+    PyObject *sz = PyObject_GetAttrString(d, "_nklab_size");
+    PyObject *cs = sz ? PyObject_GetAttrString(d, "_nklab_nc") : NULL;
+    if (!sz || !cs) {
+        Py_XDECREF(sz);
         PyErr_Clear();
-        n = PyLong_AsLongLong(grid);
+        PyErr_Format(PyExc_TypeError, "kernel[grid]: axis %d of the launch grid is a %s; it must be an int, nl.nc(n) "
+                     "or nl.spmd_dim(...)", axis, Py_TYPE(d)->tp_name);
+        return -1;
     }
-    if (PyErr_Occurred())
-        return NULL;
-    if (n != 1) {
-        PyObject *r = PyObject_Repr(grid);
-        char what[160];
-        snprintf(what, sizeof what, "SPMD launch kernel[%s] (%lld programs)", r ? PyUnicode_AsUTF8(r) : "?", n);
-        Py_XDECREF(r);
-        return pynk_not_implemented(what, "the tracer runs grids of one program (kernel[1] or no grid)");
+    *size = (int)PyLong_AsLong(sz);
+    *nc = (int)PyLong_AsLong(cs);
+    Py_DECREF(sz);
+    Py_DECREF(cs);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* kernel[grid]: the grid's sizes and nl.nc annotations; the tracer checks
+ * them against the target when the kernel is called. */
+static int grid_parse(PyObject *grid, int *g, int *gnc)
+{
+    memset(g, 0, NK_MAX_GRID * sizeof *g);
+    memset(gnc, 0, NK_MAX_GRID * sizeof *gnc);
+    if (!grid || grid == Py_None)
+        return 0;
+    if (!PyTuple_Check(grid) && !PyList_Check(grid))
+        return grid_axis(grid, 0, &g[0], &gnc[0]);
+    Py_ssize_t n = PySequence_Size(grid);
+    if (n < 1 || n > NK_MAX_GRID) {
+        PyErr_Format(PyExc_ValueError, "kernel[grid]: a launch grid has 1 to %d axes, not %zd", NK_MAX_GRID, n);
+        return -1;
     }
-    return Py_None;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PySequence_GetItem(grid, i);
+        int rc = d ? grid_axis(d, (int)i, &g[i], &gnc[i]) : -1;
+        Py_XDECREF(d);
+        if (rc)
+            return -1;
+    }
+    return 0;
 }
 
 static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kw)
 {
     kernel_obj *K = (kernel_obj *)self;
+    const kernel_obj *launch = NULL;
     if (K->parent) { /* kernel[grid](...) */
-        if (!grid_check(K->grid))
-            return NULL;
+        launch = K;
         K = (kernel_obj *)K->parent;
     }
     if (pynk_cur && pynk_cur->nc) {
@@ -950,7 +1000,7 @@ static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kw)
     k.b = k.stack;
     PyObject *ret = NULL;
     int eager = K->mode == MODE_EAGER || env_flag("NKLAB_EAGER");
-    if (read_call(K, args, kw, &c, &k))
+    if (read_call(K, args, kw, &c, &k, launch))
         goto out;
     uint64_t h = hash_bytes(k.b, k.n);
     centry *e = eager ? NULL : lookup(K, h, k.b, k.n);
@@ -1266,6 +1316,8 @@ static PyObject *bench_and_report(kernel_obj *K, centry *e, pynk_kcall *c, int t
         }
     }
     nk_options opts = {c->target, 0, NULL, 0};
+    memcpy(opts.grid, c->grid, sizeof opts.grid);
+    memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
     nk_bench_options bo = {K->warmup, K->iters, execute, NULL, NULL};
     latency_obj *res = PyObject_New(latency_obj, &LatencyType);
     int rc = res ? 0 : NK_ENOMEM;
@@ -1463,7 +1515,7 @@ static PyObject *kernel_getitem(PyObject *self, PyObject *grid)
         Py_DECREF(L);
         return NULL;
     }
-    if (!grid_check(grid)) { /* refused where it is written */
+    if (grid_parse(grid, L->g, L->gnc)) { /* refused where it is written */
         Py_DECREF(L);
         return NULL;
     }
@@ -1602,7 +1654,11 @@ static PyObject *py_listing(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "listing(kernel, *args)");
         return NULL;
     }
-    kernel_obj *K = (kernel_obj *)PyTuple_GET_ITEM(args, 0);
+    kernel_obj *K = (kernel_obj *)PyTuple_GET_ITEM(args, 0), *launch = NULL;
+    if (K->parent) { /* listing(kernel[grid], ...) */
+        launch = K;
+        K = (kernel_obj *)K->parent;
+    }
     PyObject *rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
     if (!rest)
         return NULL;
@@ -1612,7 +1668,7 @@ static PyObject *py_listing(PyObject *self, PyObject *args)
     PyObject *ret = NULL;
     centry e = {0};
     pynk_trace T;
-    if (!read_call(K, rest, NULL, &c, &k) && !trace_into(K, &c, &e, 0, -1, &T)) {
+    if (!read_call(K, rest, NULL, &c, &k, launch) && !trace_into(K, &c, &e, 0, -1, &T)) {
         K->traces--;
         char *text = NULL;
         if (!nk_program_dump(e.p, &text)) {

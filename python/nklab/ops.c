@@ -852,29 +852,60 @@ static PyObject *lang_program_id(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static const char *const names[] = {"axis", NULL};
-    PyObject *a[1];
-    if (bind("nl.program_id", args, kw, names, 1, a) || !pynk_nc("nl.program_id"))
+    PyObject *a[1] = {NULL};
+    nk_ctx *nc;
+    if (bind("nl.program_id", args, kw, names, 0, a) || !(nc = pynk_nc("nl.program_id")))
         return NULL;
-    return PyLong_FromLong(0); /* grids of one program */
+    long axis = a[0] && a[0] != Py_None ? PyLong_AsLong(a[0]) : 0;
+    if (axis == -1 && PyErr_Occurred())
+        return NULL;
+    int v = nk_program_id_at(nc, pynk_loc(), (int)axis);
+    return pynk_check() ? NULL : PyLong_FromLong(v);
 }
 
+/* nl.num_programs(axes=None): the whole grid's instances, or the product
+ * along an axis or a tuple of axes. */
 static PyObject *lang_num_programs(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static const char *const names[] = {"axes", NULL};
-    PyObject *a[1];
-    if (bind("nl.num_programs", args, kw, names, 0, a) || !pynk_nc("nl.num_programs"))
+    PyObject *a[1] = {NULL};
+    nk_ctx *nc;
+    if (bind("nl.num_programs", args, kw, names, 0, a) || !(nc = pynk_nc("nl.num_programs")))
         return NULL;
-    return PyLong_FromLong(1);
+    nk_loc loc = pynk_loc();
+    if (!a[0] || a[0] == Py_None)
+        return PyLong_FromLong(nk_num_programs_at(nc, loc, -1));
+    if (PyLong_Check(a[0])) {
+        long axis = PyLong_AsLong(a[0]);
+        if (axis == -1 && PyErr_Occurred())
+            return NULL;
+        int v = nk_num_programs_at(nc, loc, axis < 0 ? -2 : (int)axis);
+        return pynk_check() ? NULL : PyLong_FromLong(v);
+    }
+    PyObject *seq = PySequence_Fast(a[0], "nl.num_programs: axes is an int or a sequence of ints");
+    if (!seq)
+        return NULL;
+    long prod = 1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && !PyErr_Occurred(); i++) {
+        long axis = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (!PyErr_Occurred())
+            prod *= nk_num_programs_at(nc, loc, axis < 0 ? -2 : (int)axis);
+    }
+    Py_DECREF(seq);
+    if (PyErr_Occurred() || pynk_check())
+        return NULL;
+    return PyLong_FromLong(prod);
 }
 
 static PyObject *lang_program_ndim(PyObject *self, PyObject *args)
 {
     (void)self;
     (void)args;
-    if (!pynk_nc("nl.program_ndim"))
+    nk_ctx *nc = pynk_nc("nl.program_ndim");
+    if (!nc)
         return NULL;
-    return PyLong_FromLong(0);
+    return PyLong_FromLong(nk_program_ndim(nc));
 }
 
 static PyObject *lang_device_print(PyObject *self, PyObject *args, PyObject *kw)

@@ -405,17 +405,79 @@ def unimplemented_apis_raise_not_implemented_error_with_the_line():
         raise AssertionError("no NotImplementedError")
 
 
+def spmd_add(a, b):
+    # one 128 x 512 tile per program instance of a 2-D launch grid
+    c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i, j = nl.program_id(0), nl.program_id(axis=1)
+    ix = i * 128 + nl.arange(128)[:, None]
+    iy = j * 512 + nl.arange(512)[None, :]
+    nl.store(c[ix, iy], value=nl.load(a[ix, iy]) + nl.load(b[ix, iy]))
+    return c
+
+
+k_spmd_add = nki.jit(spmd_add)
+k_spmd_add2 = nki.jit(spmd_add, platform_target="trn2")
+SPMD_SEEN = []
+
+
+@nki.jit
+def k_spmd_ids(x):
+    SPMD_SEEN.append((nl.program_ndim(), nl.program_id(0), nl.num_programs(), nl.num_programs(0),
+                      nl.num_programs((0, 1)) if nl.program_ndim() > 1 else None))
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(x))
+    return out
+
+
+@nki.jit
+def k_spmd_bad_axis(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(x) * nl.program_id(1))  # BAD-AXIS-LINE
+    return out
+
+
 @test
-def spmd_grids_of_one_run_larger_ones_are_refused():
-    x = rand(128, 16)
-    close(k_exp[1](x), np.exp(x), rtol=2e-7)
-    close(k_exp[1, 1](x), np.exp(x), rtol=2e-7)
+def spmd_launch_grids_run_every_instance():
+    a, b = rand(256, 1024), rand(256, 1024)
+    close(k_spmd_add[2, 2](a, b), a + b, rtol=0, atol=0)
+    info = nklab.cache_info(k_spmd_add)
+    close(k_spmd_add[2, 2](a, b), a + b, rtol=0, atol=0)  # cached: the grid is part of the signature
+    assert nklab.cache_info(k_spmd_add)["traces"] == info["traces"], nklab.cache_info(k_spmd_add)
+    # each instance sees its own ids; without a grid one instance, no axes
+    x = rand(128, 8)
+    SPMD_SEEN.clear()
+    close(k_spmd_ids[3, 2](x), x, rtol=0, atol=0)
+    assert SPMD_SEEN == [(2, i, 6, 3, 6) for i in range(3) for _ in range(2)], SPMD_SEEN
+    SPMD_SEEN.clear()
+    close(k_spmd_ids(x), x, rtol=0, atol=0)
+    assert SPMD_SEEN == [(0, 0, 1, 1, None)], SPMD_SEEN
     try:
-        k_exp[2](x)  # GRID-LINE
-    except NotImplementedError as e:
-        assert "SPMD launch kernel[2]" in str(e) and f":{line_of('GRID-LINE')}:" in str(e), str(e)
+        k_spmd_bad_axis[2](x)
+    except nklab.KernelError as e:
+        assert f"{HERE}:{line_of('BAD-AXIS-LINE')}: nk_program_id: axis 1 is not an axis of the launch grid" in str(e), str(e)
     else:
-        raise AssertionError("no NotImplementedError")
+        raise AssertionError("no KernelError")
+
+
+@test
+def spmd_logical_cores_on_trn2():
+    a, b = rand(512, 1024), rand(512, 1024)
+    for grid in [(4, 2), (nl.spmd_dim(nl.nc(2), 2), 2), (nl.nc(2) * 2, 2), (2 * nl.nc(2), 2)]:
+        close(k_spmd_add2[grid](a, b), a + b, rtol=0, atol=0)
+    assert repr(nl.spmd_dim(2, nl.nc(2))) == "nl.spmd_dim(2, nl.nc(2))"
+    try:
+        k_spmd_add[nl.nc(2) * 2, 2](a, b)  # NC-ON-TRN1-LINE
+    except nklab.KernelError as e:
+        assert f":{line_of('NC-ON-TRN1-LINE')}: launch grid: nl.nc(2) on axis 0, but a launch on trn1" in str(e), str(e)
+    else:
+        raise AssertionError("no KernelError")
+    for bad, err in [((0,), ValueError), ((1, 2, 3, 4), ValueError), (("x",), TypeError)]:
+        try:
+            k_spmd_add[bad]
+        except err:
+            pass
+        else:
+            raise AssertionError(f"kernel[{bad}] accepted")
 
 
 @test
