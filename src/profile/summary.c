@@ -94,6 +94,34 @@ static void summary_text(nk_text *t, const nk_profile *pr, const char *label, co
                        p->trace_order_ns / 1000);
     else
         nk_text_printf(t, "schedule      %s\n", policy[p->sched_policy % 3]);
+    if (p->ninst > 1) { /* SPMD: the grid, and each core's share of the device time */
+        nk_text_printf(t, "grid          [");
+        for (int a = 0; a < p->grid_ndim; a++)
+            nk_text_printf(t, "%s%d%s", a ? ", " : "", p->grid[a],
+                           p->grid_nc[a] > 0 ? " (nl.nc major)" : p->grid_nc[a] < 0 ? " (nl.nc minor)" : "");
+        nk_text_printf(t, "]: %u program instances on %u NeuronCore%s\n", p->ninst, p->ncores,
+                       p->ncores == 1 ? ", one after another" : "s");
+        double c0[NK_MAX_CORES], c1[NK_MAX_CORES];
+        uint32_t ni[NK_MAX_CORES] = {0};
+        for (uint32_t c = 0; c < NK_MAX_CORES; c++) {
+            c0[c] = INFINITY;
+            c1[c] = 0;
+        }
+        for (uint32_t k = 0; k < p->ninst; k++)
+            ni[nk__inst_core(p, k) % NK_MAX_CORES]++;
+        for (uint32_t i = 0; pr->tl && i < p->ninstr; i++) {
+            uint32_t c = nk__instr_core(p, &p->instrs[i]) % NK_MAX_CORES;
+            c0[c] = fmin(c0[c], pr->tl->instr_start[i]);
+            c1[c] = fmax(c1[c], pr->tl->instr_end[i]);
+        }
+        for (uint32_t c = 0; c < p->ncores && c < NK_MAX_CORES; c++)
+            if (c1[c] > 0) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "NC%u", (unsigned)c);
+                nk_text_printf(t, "  %-12s%u instance%s, busy %.3f .. %.3f us\n", nm, ni[c], ni[c] == 1 ? "" : "s",
+                               c0[c] / 1000, c1[c] / 1000);
+            }
+    }
     nk_text_printf(t, "captured      %s by nklab %s\n", when, pr->nklab_version);
     double s;
     for (int i = 0; i < nk_metrics_count(); i++) {

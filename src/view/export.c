@@ -154,11 +154,15 @@ static void put_thread_names(const nk_view_rows *rows, const lanes *L, nk_text *
                 snprintf(name, sizeof name, "%s (%u)", rows->row[r].name, (unsigned)k + 1);
             else
                 snprintf(name, sizeof name, "%s", rows->row[r].name);
-            nk__vb_str(t, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+            nk__vb_str(t, ",\n{\"ph\":\"M\",\"pid\":");
+            nk__vb_u64(t, 1u + rows->row[r].core);
+            nk__vb_str(t, ",\"tid\":");
             nk__vb_u64(t, L->tid_base[r] + k);
             nk__vb_str(t, ",\"name\":\"thread_name\",\"args\":{\"name\":");
             nk__vb_jstr(t, name);
-            nk__vb_str(t, "}},\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+            nk__vb_str(t, "}},\n{\"ph\":\"M\",\"pid\":");
+            nk__vb_u64(t, 1u + rows->row[r].core);
+            nk__vb_str(t, ",\"tid\":");
             nk__vb_u64(t, L->tid_base[r] + k);
             nk__vb_str(t, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
             nk__vb_u64(t, L->tid_base[r] + k);
@@ -177,7 +181,9 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     int line;
     const char *file = nk_view_instr_file(p, ev->instr, &line);
     nk_view_operands(p, ev->instr, opnd, sizeof opnd);
-    nk__vb_str(t, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":");
+    nk__vb_str(t, ",\n{\"ph\":\"X\",\"pid\":");
+    nk__vb_u64(t, 1u + rows->row[r].core); /* SPMD: a process per NeuronCore */
+    nk__vb_str(t, ",\"tid\":");
     nk__vb_u64(t, L->tid_base[r] + L->lane[e]);
     nk__vb_str(t, ",\"ts\":");
     put_us(t, ps(ev->start));
@@ -234,7 +240,9 @@ static void put_flow(const nk_profile *pr, const nk_view_rows *rows, const lanes
     uint32_t r = nk_view_event_row(rows, ev);
     int64_t mid = (ps(ev->start) + ps(ev->end)) / 2;
     nk__vb_str(t, start ? ",\n{\"ph\":\"s\"" : ",\n{\"ph\":\"f\",\"bp\":\"e\"");
-    nk__vb_str(t, ",\"pid\":1,\"tid\":");
+    nk__vb_str(t, ",\"pid\":");
+    nk__vb_u64(t, 1u + rows->row[r].core);
+    nk__vb_str(t, ",\"tid\":");
     nk__vb_u64(t, L->tid_base[r] + L->lane[e]);
     nk__vb_str(t, ",\"ts\":");
     put_us(t, mid);
@@ -270,7 +278,7 @@ int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *t
     nk_view_rows rows;
     lanes L = {0};
     instr_ev ie = {0};
-    int rc = nk_view_rows_build(pr->tl, &rows);
+    int rc = nk_view_rows_build(pr->prog, pr->tl, &rows);
     if (rc)
         return rc;
     if ((rc = lanes_build(pr->tl, &rows, &L)) || (rc = instr_ev_build(pr, &ie)))
@@ -286,6 +294,15 @@ int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *t
     nk__vb_str(t, "},\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":");
     nk__vb_jstr(t, proc);
     nk__vb_str(t, "}}");
+    for (uint32_t c = 1; c < rows.ncores; c++) { /* SPMD: the other cores' processes */
+        char pn[sizeof proc + 16];
+        snprintf(pn, sizeof pn, "%s NC%u", proc, (unsigned)c);
+        nk__vb_str(t, ",\n{\"ph\":\"M\",\"pid\":");
+        nk__vb_u64(t, 1u + c);
+        nk__vb_str(t, ",\"name\":\"process_name\",\"args\":{\"name\":");
+        nk__vb_jstr(t, pn);
+        nk__vb_str(t, "}}");
+    }
     put_thread_names(&rows, &L, t);
     for (uint32_t e = 0; e < pr->tl->nevents; e++)
         put_slice(pr, &rows, &L, e, t);
@@ -335,6 +352,12 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
         nk__vb_str(t, ",\"queue\":");
         nk__vb_u64(t, in->queue);
     }
+    if (p->ninst > 1) { /* SPMD: the NeuronCore and the program instance */
+        nk__vb_str(t, ",\"core\":");
+        nk__vb_u64(t, nk__instr_core(p, in));
+        nk__vb_str(t, ",\"instance\":");
+        nk__vb_u64(t, in->inst);
+    }
     nk__vb_str(t, ",\"operands\":");
     nk__vb_jstr(t, opnd);
     nk__vb_str(t, ",\"bytes\":");
@@ -366,6 +389,30 @@ static void put_schedule_json(const nk_program *p, nk_text *t)
     else
         nk__vb_str(t, "null");
     nk__vb_chr(t, '}');
+    if (p->ninst < 2)
+        return;
+    /* SPMD: the launch grid and each instance's NeuronCore */
+    nk__vb_str(t, ",\"spmd\":{\"grid\":[");
+    for (int a = 0; a < p->grid_ndim; a++) {
+        if (a)
+            nk__vb_chr(t, ',');
+        nk__vb_i64(t, p->grid[a]);
+    }
+    nk__vb_str(t, "],\"nc\":[");
+    for (int a = 0; a < p->grid_ndim; a++) {
+        if (a)
+            nk__vb_chr(t, ',');
+        nk__vb_i64(t, p->grid_nc[a]);
+    }
+    nk__vb_str(t, "],\"cores\":");
+    nk__vb_u64(t, p->ncores);
+    nk__vb_str(t, ",\"instance_core\":[");
+    for (uint32_t k = 0; k < p->ninst; k++) {
+        if (k)
+            nk__vb_chr(t, ',');
+        nk__vb_u64(t, nk__inst_core(p, k));
+    }
+    nk__vb_str(t, "]}");
 }
 
 /* Every on-chip tile the program uses: where the allocator put it and when
@@ -502,7 +549,7 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
     if (rc)
         goto out;
     const nk_program *p = pr->prog;
-    nk__vb_str(t, "index,start_ns,end_ns,duration_ns,engine,queue,opcode,operands,bytes,file,line,deps\r\n");
+    nk__vb_str(t, "index,start_ns,end_ns,duration_ns,engine,queue,opcode,operands,bytes,file,line,deps,core,instance\r\n");
     char opnd[1024];
     for (uint32_t i = 0; i < p->ninstr; i++) {
         double s, e;
@@ -537,6 +584,10 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         nk__vb_i64(t, line);
         nk__vb_chr(t, ',');
         put_deps(p, i, t, ' ');
+        nk__vb_chr(t, ','); /* SPMD: the NeuronCore and the program instance */
+        nk__vb_u64(t, nk__instr_core(p, in));
+        nk__vb_chr(t, ',');
+        nk__vb_u64(t, in->inst);
         nk__vb_str(t, "\r\n");
     }
     rc = t->oom ? NK_ENOMEM : NK_OK;

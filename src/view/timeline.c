@@ -94,27 +94,27 @@ static double nice_step(double x)
 
 /* Ticks at round times (a 1-2-5 step, at least TICK_EVERY columns apart) with
  * their labels below; a label that would overlap the previous is skipped. */
-static void put_axis(nk_text *t, int cols, double dt)
+static void put_axis(nk_text *t, int lw, int cols, double dt)
 {
     char line[1100], labels[1100];
-    int w = LABEL_W + cols + 2;
+    int w = lw + cols + 2;
     if (w > (int)sizeof line - 1)
         w = (int)sizeof line - 1;
     memset(line, ' ', (size_t)w);
     memset(labels, ' ', (size_t)w);
-    line[LABEL_W] = '+';
+    line[lw] = '+';
     for (int c = 1; c <= cols; c++)
-        line[LABEL_W + c] = '-';
+        line[lw + c] = '-';
     double step = nice_step(dt * TICK_EVERY);
     int next_free = 0;
     for (int k = 0;; k++) {
         int c = (int)floor(k * step / dt + 0.5);
         if (c > cols)
             break;
-        line[LABEL_W + c] = '+';
+        line[lw + c] = '+';
         char lab[32];
         fmt_time(lab, sizeof lab, k * step);
-        int pos = LABEL_W + c, len = (int)strlen(lab);
+        int pos = lw + c, len = (int)strlen(lab);
         if (pos < next_free || pos + len > w)
             continue;
         memcpy(labels + pos, lab, (size_t)len);
@@ -151,10 +151,11 @@ int nk_view_timeline(const nk_profile *pr, int width, nk_text *t)
         return t->oom ? NK_ENOMEM : NK_OK;
     }
     nk_view_rows rows;
-    int rc = nk_view_rows_build(tl, &rows);
+    int rc = nk_view_rows_build(pr->prog, tl, &rows);
     if (rc)
         return rc;
-    int cols = width - LABEL_W - 2 - PCT_W;
+    int lw = rows.ncores > 1 ? LABEL_W + 3 : LABEL_W; /* "NC1 Vector" */
+    int cols = width - lw - 2 - PCT_W;
     double dt = total / cols;
     double *busy = calloc((size_t)rows.n * cols, sizeof *busy);
     double *active = calloc(rows.n, sizeof *active);
@@ -164,8 +165,8 @@ int nk_view_timeline(const nk_profile *pr, int width, nk_text *t)
     }
     fill_busy(tl, &rows, cols, dt, busy, active);
     for (uint32_t r = 0; r < rows.n; r++) {
-        char lab[LABEL_W + 1];
-        snprintf(lab, sizeof lab, "%-*.*s", LABEL_W, LABEL_W - 1, rows.row[r].name);
+        char lab[LABEL_W + 4];
+        snprintf(lab, sizeof lab, "%-*.*s", lw, lw - 1, rows.row[r].name);
         nk__vb_str(t, lab);
         nk__vb_chr(t, '|');
         for (int c = 0; c < cols; c++)
@@ -174,7 +175,7 @@ int nk_view_timeline(const nk_profile *pr, int width, nk_text *t)
         snprintf(pct, sizeof pct, "|%6.1f%%\n", 100.0 * active[r] / total);
         nk__vb_str(t, pct);
     }
-    put_axis(t, cols, dt);
+    put_axis(t, lw, cols, dt);
     nk__vb_str(t, "busy per column: ' ' idle  '.' <20%  ':' <40%  '-' <60%  '=' <80%  '#' >=80%\n");
     rc = t->oom ? NK_ENOMEM : NK_OK;
 out:

@@ -13,20 +13,26 @@
 
 /* ---- rows of the timeline: the five engines, then each DMA queue with events */
 
+/* SPMD programs on more than one NeuronCore get these rows per core, in a
+ * group named for the core ("NC1 Vector", "NC1 DMA q3"). */
 typedef struct nk_view_row {
     uint8_t engine;  /* nk_engine; NK_ENGINE_DMA for a DMA queue */
+    uint8_t core;    /* physical NeuronCore (0 unless the program spans cores) */
     uint16_t queue;  /* DMA queue id (DMA rows) */
-    char name[24];   /* "Tensor", ..., "DMA q3" */
+    char name[24];   /* "Tensor", ..., "DMA q3"; "NC1 Tensor" when the program spans cores */
 } nk_view_row;
 
 typedef struct nk_view_rows {
     nk_view_row *row;
     uint32_t n;
-    uint32_t *queue_row; /* DMA queue id -> row, for ids <= max_queue */
+    const nk_program *p;  /* the program the events' instructions index */
+    uint32_t ncores;
+    uint32_t *engine_row; /* (core, compute engine) -> row: core * NK_ENGINE_DMA + engine */
+    uint32_t *queue_row;  /* (core, DMA queue id) -> row: core * (max_queue + 1) + queue */
     uint32_t max_queue;
 } nk_view_rows;
 
-int nk_view_rows_build(const nk_timeline *tl, nk_view_rows *out);
+int nk_view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows *out);
 uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e);
 void nk_view_rows_free(nk_view_rows *r);
 
@@ -83,7 +89,9 @@ int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *o
 int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
 int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
 
-/* Writes text to path through a temporary file and a rename. */
+/* Writes text to path as every output is written (core/atomicfile.h): a
+ * regular file replaced atomically, a device or FIFO in place; NK_EIO with
+ * errno and nk__file_error() saying why. */
 int nk_view_write_file(const char *path, const nk_text *t);
 
 /* The viewer's sources, embedded at build time (scripts/embed-assets.sh). */

@@ -4,6 +4,7 @@
  * writing an output file.
  */
 #include "view/view.h"
+#include "core/atomicfile.h"
 #include "core/vbuf.h"
 #include "isa/optable.h"
 
@@ -17,40 +18,66 @@ static const char *const engine_title[NK_ENGINE_COUNT] = {"Tensor", "Vector", "S
 
 /* ---- rows */
 
-int nk_view_rows_build(const nk_timeline *tl, nk_view_rows *out)
+static uint32_t event_core(const nk_view_rows *r, const nk_event *e)
+{
+    if (r->ncores < 2 || !r->p || e->instr >= r->p->ninstr)
+        return 0;
+    uint32_t c = nk__instr_core(r->p, &r->p->instrs[e->instr]);
+    return c < r->ncores ? c : 0;
+}
+
+int nk_view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows *out)
 {
     memset(out, 0, sizeof *out);
-    uint32_t maxq = 0;
+    out->p = p;
+    out->ncores = p && p->ncores > 1 && p->ncores <= NK_MAX_CORES ? p->ncores : 1;
+    uint32_t maxq = 0, nc = out->ncores;
     for (uint32_t i = 0; i < tl->nevents; i++)
         if (tl->events[i].engine == NK_ENGINE_DMA && tl->events[i].queue > maxq)
             maxq = tl->events[i].queue;
     out->max_queue = maxq;
-    out->queue_row = calloc(maxq + 1, sizeof *out->queue_row);
-    uint8_t *used = calloc(maxq + 1, 1);
-    if (!out->queue_row || !used)
+    size_t nslot = (size_t)nc * (maxq + 1);
+    out->queue_row = calloc(nslot, sizeof *out->queue_row);
+    out->engine_row = calloc((size_t)nc * NK_ENGINE_DMA, sizeof *out->engine_row);
+    uint8_t *used = calloc(nslot, 1);
+    if (!out->queue_row || !out->engine_row || !used)
         goto oom;
     uint32_t nq = 0;
-    for (uint32_t i = 0; i < tl->nevents; i++)
-        if (tl->events[i].engine == NK_ENGINE_DMA && !used[tl->events[i].queue]) {
-            used[tl->events[i].queue] = 1;
+    for (uint32_t i = 0; i < tl->nevents; i++) {
+        const nk_event *e = &tl->events[i];
+        size_t k = (size_t)event_core(out, e) * (maxq + 1) + e->queue;
+        if (e->engine == NK_ENGINE_DMA && !used[k]) {
+            used[k] = 1;
             nq++;
         }
-    out->row = calloc(NK_ENGINE_DMA + nq, sizeof *out->row);
+    }
+    out->row = calloc((size_t)nc * NK_ENGINE_DMA + nq, sizeof *out->row);
     if (!out->row)
         goto oom;
-    for (int e = 0; e < NK_ENGINE_DMA; e++) {
-        out->row[e].engine = (uint8_t)e;
-        snprintf(out->row[e].name, sizeof out->row[e].name, "%s", engine_title[e]);
-    }
-    out->n = NK_ENGINE_DMA;
-    for (uint32_t q = 0; q <= maxq; q++) {
-        if (!used[q])
-            continue;
-        nk_view_row *r = &out->row[out->n];
-        r->engine = NK_ENGINE_DMA;
-        r->queue = (uint16_t)q;
-        snprintf(r->name, sizeof r->name, "DMA q%u", (unsigned)q);
-        out->queue_row[q] = out->n++;
+    for (uint32_t c = 0; c < nc; c++) { /* per core: its engines, then its DMA queues with events */
+        for (int e = 0; e < NK_ENGINE_DMA; e++) {
+            nk_view_row *r = &out->row[out->n];
+            r->engine = (uint8_t)e;
+            r->core = (uint8_t)c;
+            if (nc > 1)
+                snprintf(r->name, sizeof r->name, "NC%u %s", (unsigned)c, engine_title[e]);
+            else
+                snprintf(r->name, sizeof r->name, "%s", engine_title[e]);
+            out->engine_row[c * NK_ENGINE_DMA + (uint32_t)e] = out->n++;
+        }
+        for (uint32_t q = 0; q <= maxq; q++) {
+            if (!used[(size_t)c * (maxq + 1) + q])
+                continue;
+            nk_view_row *r = &out->row[out->n];
+            r->engine = NK_ENGINE_DMA;
+            r->core = (uint8_t)c;
+            r->queue = (uint16_t)q;
+            if (nc > 1)
+                snprintf(r->name, sizeof r->name, "NC%u DMA q%u", (unsigned)c, (unsigned)q);
+            else
+                snprintf(r->name, sizeof r->name, "DMA q%u", (unsigned)q);
+            out->queue_row[(size_t)c * (maxq + 1) + q] = out->n++;
+        }
     }
     free(used);
     return NK_OK;
@@ -62,15 +89,17 @@ oom:
 
 uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e)
 {
+    uint32_t c = event_core(r, e);
     if (e->engine == NK_ENGINE_DMA)
-        return e->queue <= r->max_queue ? r->queue_row[e->queue] : 0;
-    return e->engine < NK_ENGINE_DMA ? e->engine : 0;
+        return e->queue <= r->max_queue ? r->queue_row[(size_t)c * (r->max_queue + 1) + e->queue] : 0;
+    return e->engine < NK_ENGINE_DMA ? r->engine_row[c * NK_ENGINE_DMA + e->engine] : 0;
 }
 
 void nk_view_rows_free(nk_view_rows *r)
 {
     free(r->row);
     free(r->queue_row);
+    free(r->engine_row);
     memset(r, 0, sizeof *r);
 }
 
@@ -232,26 +261,5 @@ int nk_view_write_file(const char *path, const nk_text *t)
 {
     if (!path || !t || t->oom)
         return NK_EINVAL;
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return NK_ENOMEM;
-    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int rc = NK_OK;
-    if (!f) {
-        rc = NK_EIO;
-        goto out;
-    }
-    if (t->len && fwrite(t->s, 1, t->len, f) != t->len)
-        rc = NK_EIO;
-    if (fclose(f) && !rc)
-        rc = NK_EIO;
-    if (!rc && rename(tmp, path))
-        rc = NK_EIO;
-    if (rc)
-        remove(tmp);
-out:
-    free(tmp);
-    return rc;
+    return nk__file_write_atomic(path, t->s, t->len);
 }

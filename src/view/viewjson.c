@@ -383,7 +383,7 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     nk_view_rows rows;
     nk_view_summary sum;
     strtab st = {0};
-    int rc = nk_view_rows_build(pr->tl, &rows);
+    int rc = nk_view_rows_build(pr->prog, pr->tl, &rows);
     if (rc)
         return rc;
     uint32_t *opnd = malloc((p->ninstr ? p->ninstr : 1) * sizeof *opnd);

@@ -605,7 +605,7 @@ TEST(export_csv_rows_and_quoting)
     CHECK_STR(fields[0][0], "index");
     CHECK_STR(fields[0][7], "operands");
     for (int r = 0; r < rows; r++)
-        CHECK_INT(nf[r], 12);
+        CHECK_INT(nf[r], 14);
     CHECK_STR(fields[2][0], "1");
     CHECK_STR(fields[2][1], "200");
     CHECK_STR(fields[2][3], "1000");
@@ -617,6 +617,9 @@ TEST(export_csv_rows_and_quoting)
     CHECK_STR(fields[3][11], "0 1");
     CHECK_STR(fields[3][9], "tests/kern.c");
     CHECK_STR(fields[3][10], "3");
+    CHECK_STR(fields[0][12], "core");
+    CHECK_STR(fields[3][12], "0");
+    CHECK_STR(fields[3][13], "0");
     CHECK(strstr(t.s, "\"dst=sbuf[0:128]@2048 [128, 512] float32") != NULL);
     nk_text_free(&t);
 }

@@ -8,6 +8,7 @@
 #include "nkint.h"
 #include "profile/profile.h"
 #include "timing/timing.h"
+#include "view/view.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -356,5 +357,60 @@ TEST(spmd_ids_without_a_grid_and_the_cache)
     nk_kernel_cache_stats(k, &compiles, &hits);
     CHECK_INT(compiles, 2);
     CHECK_INT(hits, 1);
+    nk_kernel_free(k);
+}
+
+/* ---- the profile's surfaces: a row group per core */
+
+TEST(spmd_profile_shows_a_row_group_per_core)
+{
+    nk_kernel *k = nk_kernel_new("spmd_tensor_add", nk_kernel_spmd_tensor_add);
+    nk_array a = {NK_F32, 2, {256, 1024}, NULL}, args[2] = {a, a};
+    nk_options o = grid_opts("trn2", 2, 2, 0);
+    const nk_program *p = compile(k, args, 2, &o);
+    nk_profile *pr = NULL;
+    if (!p || nk_profile_capture(p, NULL, &pr)) {
+        CHECK(0);
+        nk_kernel_free(k);
+        return;
+    }
+    nk_view_rows rows;
+    CHECK_INT(nk_view_rows_build(p, pr->tl, &rows), 0);
+    CHECK_INT(rows.ncores, 2);
+    uint32_t per_core[2] = {0, 0};
+    for (uint32_t r = 0; r < rows.n; r++)
+        per_core[rows.row[r].core % 2]++;
+    CHECK(per_core[0] > NK_ENGINE_DMA && per_core[1] > NK_ENGINE_DMA); /* engines and DMA queues each */
+    CHECK_STR(rows.row[per_core[0] + 1].name, "NC1 Vector");
+    /* every event lands in its own core's group */
+    for (uint32_t e = 0; e < pr->tl->nevents; e++) {
+        const nk_event *ev = &pr->tl->events[e];
+        const nk_view_row *r = &rows.row[nk_view_event_row(&rows, ev)];
+        if (r->core != nk__instr_core(p, &p->instrs[ev->instr]) || r->engine != ev->engine) {
+            nk_test_fail(__FILE__, __LINE__, "event %u on row %s", e, r->name);
+            break;
+        }
+    }
+    nk_view_rows_free(&rows);
+    nk_text tx = {0}, pf = {0}, csv = {0}, js = {0};
+    CHECK_INT(nk_view_timeline(pr, 100, &tx), 0);
+    CHECK_CONTAINS(tx.s, "\nNC1 Vector   |");
+    CHECK_INT(nk_export_perfetto(pr, NULL, &pf), 0);
+    CHECK_CONTAINS(pf.s, "\"pid\":2,\"name\":\"process_name\"");
+    CHECK_CONTAINS(pf.s, "{\"ph\":\"X\",\"pid\":2,");
+    CHECK_INT(nk_export_csv(pr, NULL, &csv), 0);
+    CHECK_CONTAINS(csv.s, ",deps,core,instance\r\n");
+    CHECK_INT(nk_export_json(pr, NULL, &js), 0);
+    CHECK_CONTAINS(js.s, "\"spmd\":{\"grid\":[2,2],\"nc\":[0,0],\"cores\":2,\"instance_core\":[0,1,0,1]}");
+    CHECK_CONTAINS(js.s, "\"core\":1,\"instance\":3");
+    char *sum = NULL;
+    CHECK_INT(nk_profile_summary(pr, NULL, 0, &sum), 0);
+    CHECK_CONTAINS(sum, "grid          [2, 2]: 4 program instances on 2 NeuronCores\n  NC0         2 instances, busy");
+    free(sum);
+    nk_text_free(&tx);
+    nk_text_free(&pf);
+    nk_text_free(&csv);
+    nk_text_free(&js);
+    nk_profile_free(pr);
     nk_kernel_free(k);
 }
