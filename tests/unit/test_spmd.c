@@ -414,3 +414,45 @@ TEST(spmd_profile_shows_a_row_group_per_core)
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
+
+/* ---- HBM regions: rows x bytes within a row */
+
+TEST(spmd_hbm_regions_separate_tiles_side_by_side)
+{
+    nk_program p;
+    nk_bufinfo bufs[2];
+    memset(&p, 0, sizeof p);
+    memset(bufs, 0, sizeof bufs);
+    bufs[1].mem = NK_SHARED_HBM;
+    bufs[1].dtype = NK_F32;
+    bufs[1].ndim = 2;
+    bufs[1].shape[0] = 256;
+    bufs[1].shape[1] = 1024;
+    p.bufs = bufs;
+    p.nbufs = 2;
+    nk_tensor left = {0}, right = {0}, wrap = {0}, below = {0};
+    /* out[0:128, 0:512] and out[0:128, 512:1024] */
+    left.buf = right.buf = wrap.buf = below.buf = 1;
+    left.mem = right.mem = wrap.mem = below.mem = NK_SHARED_HBM;
+    left.dtype = right.dtype = wrap.dtype = below.dtype = NK_F32;
+    left.ndim = right.ndim = below.ndim = 2;
+    left.shape[0] = right.shape[0] = below.shape[0] = 128;
+    left.shape[1] = right.shape[1] = below.shape[1] = 512;
+    left.stride[0] = right.stride[0] = below.stride[0] = 1024;
+    left.stride[1] = right.stride[1] = below.stride[1] = 1;
+    right.off = 512;
+    below.off = 128 * 1024;
+    /* a flat view of 1000 elements from column 512 wraps into the next row */
+    wrap.ndim = 1;
+    wrap.shape[0] = 1000;
+    wrap.stride[0] = 1;
+    wrap.off = 512;
+    nk__region l = nk__region_of(&p, &left), r = nk__region_of(&p, &right), w = nk__region_of(&p, &wrap),
+               b = nk__region_of(&p, &below);
+    CHECK(!nk__regions_overlap(&l, &r));
+    CHECK(!nk__regions_overlap(&l, &b) && !nk__regions_overlap(&r, &b));
+    CHECK(l.p0 == 0 && l.p1 == 128 && l.b0 == 0 && l.b1 == 2048);
+    CHECK(r.b0 == 2048 && r.b1 == 4096);
+    CHECK(nk__regions_overlap(&w, &l) && nk__regions_overlap(&w, &r)); /* whole rows 0 and 1 */
+    CHECK(w.p0 == 0 && w.p1 == 2 && w.b0 == 0 && w.b1 == 4096);
+}
