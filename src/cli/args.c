@@ -4,14 +4,19 @@
  */
 #include "args.h"
 
+#include "npy.h"
 #include "userkernel.h"
 #include "arch/arch.h"
+#include "core/atomicfile.h"
 #include "profile/profile.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int nk_cli_optval(int argc, char **argv, int *i, const char *name, const char **val)
 {
@@ -49,13 +54,106 @@ static int add_file(const char *cmd, const char *opt, const char **list, int *n,
 #define NK_DTYPE_LIST "float32, bfloat16, float16, float8_e4m3, float8_e4m3fn, float8_e5m2, int8, int16, " \
                       "int32, uint8, uint16, uint32"
 
+/* Decimal digits [p, end) into *v; 0 when one is not a digit (or none),
+ * *over set when the value exceeds LONG_MAX. */
+static int digits(const char *p, const char *end, unsigned long *v, int *over)
+{
+    *v = 0;
+    *over = 0;
+    if (p >= end)
+        return 0;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        unsigned d = (unsigned)(*p - '0');
+        if (*v > ((unsigned long)LONG_MAX - d) / 10)
+            *over = 1;
+        else
+            *v = *v * 10 + d;
+    }
+    return 1;
+}
+
 int nk_cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(val, &end, 10);
-    if (errno || end == val || *end || v < lo || v > hi) {
+    int neg = val[0] == '-' && lo < 0;
+    unsigned long v;
+    int over;
+    if (!digits(val + neg, val + strlen(val), &v, &over)) {
         nk_cli_error(NK_EXIT_USAGE, "%s '%s': expected an integer from %ld to %ld", opt, val, lo, hi);
+        return -1;
+    }
+    if (!neg && (over || v > (unsigned long)hi)) {
+        nk_cli_error(NK_EXIT_USAGE, "%s '%s': too large (max %ld)", opt, val, hi);
+        return -1;
+    }
+    long x = neg ? -(long)v : (long)v;
+    if (over || x < lo || x > hi) {
+        nk_cli_error(NK_EXIT_USAGE, "%s '%s': expected an integer from %ld to %ld", opt, val, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int nk_cli_parse_dim(const char *what, const char *first, const char *end, long hi, long *out)
+{
+    unsigned long v;
+    int over;
+    int n = (int)(end - first);
+    if (!digits(first, end, &v, &over) || (!over && v == 0)) {
+        nk_cli_error(NK_EXIT_USAGE, "%s: dimension '%.*s' is not a positive integer", what, n, first);
+        return -1;
+    }
+    if (over || v > (unsigned long)hi) {
+        nk_cli_error(NK_EXIT_USAGE, "%s: dimension '%.*s' is too large (max %ld)", what, n, first, hi);
+        return -1;
+    }
+    *out = (long)v;
+    return 0;
+}
+
+/* [-]DIGITS[.DIGITS][e[+-]DIGITS] or [-].DIGITS...: what strtod reads, less
+ * its spaces, '+', hex, inf and nan. */
+static int decimal_syntax(const char *s)
+{
+    int nd = 0;
+    if (*s == '-')
+        s++;
+    for (; *s >= '0' && *s <= '9'; s++)
+        nd++;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            nd++;
+    if (!nd)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '-' || *s == '+')
+            s++;
+        if (*s < '0' || *s > '9')
+            return 0;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    return *s == 0;
+}
+
+int nk_cli_parse_double(const char *opt, const char *val, double lo, double hi, double *out)
+{
+    double v = 0;
+    int ok = decimal_syntax(val) && (val[0] != '-' || lo < 0);
+    if (ok) {
+        errno = 0;
+        v = strtod(val, NULL);
+        ok = isfinite(v) || errno == ERANGE;
+    }
+    if (ok && (v > hi || !isfinite(v))) {
+        nk_cli_error(NK_EXIT_USAGE, "%s '%s': too large (max %g)", opt, val, hi);
+        return -1;
+    }
+    if (!ok || v < lo) {
+        nk_cli_error(NK_EXIT_USAGE, "%s '%s': expected a number from %g to %g", opt, val, lo, hi);
         return -1;
     }
     *out = v;
@@ -101,17 +199,11 @@ static int parse_shape(const char *v, const char *p, const char *end, nk_input_s
         const char *x = memchr(p, 'x', (size_t)(end - p));
         if (!x)
             x = end;
-        int64_t d = 0;
-        int ok = x > p;
-        for (const char *c = p; ok && c < x; c++) {
-            ok = *c >= '0' && *c <= '9' && d < ((int64_t)1 << 31);
-            d = d * 10 + (*c - '0');
-        }
-        if (!ok || d < 1 || d > INT32_MAX) {
-            nk_cli_error(NK_EXIT_USAGE, "--random '%s': dimension '%.*s' is not a positive integer", v,
-                         (int)(x - p), p);
+        char what[512];
+        snprintf(what, sizeof what, "--random '%s'", v);
+        long d;
+        if (nk_cli_parse_dim(what, p, x, INT32_MAX, &d))
             return -1;
-        }
         if (s->ndim == NK_MAXDIM) {
             nk_cli_error(NK_EXIT_USAGE, "--random '%s': at most %d dimensions", v, NK_MAXDIM);
             return -1;
@@ -291,6 +383,9 @@ int nk_cli_profile_given(const char *cmd, const char *in, const char *usage)
 int nk_cli_profile_read(const char *cmd, const char *in, nk_profile **pr)
 {
     char err[256];
+    int code = nk_cli_check_input(cmd, in);
+    if (code)
+        return code;
     if (nk_profile_read(in, pr, err, sizeof err))
         return nk_cli_error(NK_EXIT_FAIL, "%s: %s: %s", cmd, in, err);
     return NK_EXIT_OK;
@@ -313,4 +408,87 @@ int nk_cli_profile_json_args(const char *cmd, int argc, char **argv, const char 
     snprintf(usage, sizeof usage, "nklab %s PROFILE.nkp", cmd);
     int code = nk_cli_profile_given(cmd, *in, usage);
     return code ? code : nk_cli_profile_read(cmd, *in, pr);
+}
+
+/* ---- files */
+
+int nk_cli_is_stdout(const char *path) { return path && !strcmp(path, "-"); }
+
+int nk_cli_check_input(const char *cmd, const char *path)
+{
+    struct stat st;
+    if (!path || stat(path, &st) || S_ISREG(st.st_mode))
+        return NK_EXIT_OK; /* missing: the reader says so */
+    return nk_cli_error(NK_EXIT_FAIL, "%s: %s: not a regular file (%s)", cmd, path, nk_cli_file_type(st.st_mode));
+}
+
+/* Where path is or would be: its directory's device and inode and its last
+ * name. 0 when the directory does not exist. */
+static int locate(const char *path, struct stat *dir, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    char d[PATH_MAX];
+    if (!slash)
+        snprintf(d, sizeof d, ".");
+    else if (slash == path)
+        snprintf(d, sizeof d, "/");
+    else
+        snprintf(d, sizeof d, "%.*s", (int)(slash - path), path);
+    *name = slash ? slash + 1 : path;
+    return stat(d, dir) == 0;
+}
+
+/* Do a and b name the same regular file, or the same name not yet made?
+ * Devices and FIFOs are never the same: two outputs to /dev/null are fine. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ha = stat(a, &sa) == 0, hb = stat(b, &sb) == 0;
+    if (ha && hb)
+        return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ha || hb)
+        return 0;
+    const char *na, *nb;
+    return locate(a, &sa, &na) && locate(b, &sb, &nb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+           !strcmp(na, nb);
+}
+
+int nk_cli_check_outputs(const char *cmd, const char *const *outs, int nout, const char *const *ins, int nin)
+{
+    for (int i = 0; i < nout; i++) {
+        if (!outs[i] || nk_cli_is_stdout(outs[i]))
+            continue;
+        for (int j = 0; j < nin; j++)
+            if (ins[j] && same_file(outs[i], ins[j]))
+                return nk_cli_error(NK_EXIT_USAGE, "%s: the output %s is the input %s: write it elsewhere", cmd,
+                                    outs[i], ins[j]);
+        for (int j = 0; j < i; j++)
+            if (outs[j] && !nk_cli_is_stdout(outs[j]) && same_file(outs[i], outs[j]))
+                return nk_cli_error(NK_EXIT_USAGE, "%s: %s and %s are the same file: give each output its own",
+                                    cmd, outs[j], outs[i]);
+    }
+    return NK_EXIT_OK;
+}
+
+int nk_cli_write_failed(const char *cmd, const char *path, int rc, const char *why)
+{
+    if (!why || !*why)
+        why = rc == NK_EIO && errno ? strerror(errno) : nk_strerror(rc);
+    return nk_cli_error(NK_EXIT_FAIL, "%s: cannot write %s: %s", cmd,
+                        nk_cli_is_stdout(path) ? "standard output" : path, why);
+}
+
+int nk_cli_write_text(const char *cmd, const char *path, const void *data, size_t n)
+{
+    char why[384] = "";
+    int rc;
+    if (nk_cli_is_stdout(path)) {
+        /* what printf already buffered goes first */
+        rc = fflush(stdout) ? NK_EIO : nk__fd_write_all(STDOUT_FILENO, data, n);
+        if (rc)
+            snprintf(why, sizeof why, "%s", strerror(errno));
+    } else {
+        rc = nk__file_write(path, data, n, why, sizeof why);
+    }
+    return rc ? nk_cli_write_failed(cmd, path, rc, why) : NK_EXIT_OK;
 }

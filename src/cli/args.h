@@ -83,7 +83,39 @@ int nk_cli_profile_read(const char *cmd, const char *in, nk_profile **pr);
  * profile's name in *in, --json in *json, the profile read into *pr. */
 int nk_cli_profile_json_args(const char *cmd, int argc, char **argv, const char **in, int *json, nk_profile **pr);
 
-/* Option values shared by the commands that run kernels. */
+/* ---- numbers: one syntax for every option that takes one
+ * Integers are decimal digits alone: no sign (a leading '-' only where lo is
+ * negative), no spaces, no '+', no hex. Numbers (nk_cli_parse_double) are
+ * decimal, optionally with a fraction and an exponent ("1.5", "2e3"), again
+ * without spaces or '+'; nan and inf are refused. Out of range, the message
+ * says which bound: "--iters '0': expected an integer from 1 to 10000000",
+ * "--seed '99999999999999999999': too large (max 9223372036854775807)". Each
+ * prints its usage error and returns -1, else stores *out and returns 0. */
 int nk_cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out);
+int nk_cli_parse_double(const char *opt, const char *val, double lo, double hi, double *out);
+/* The digits of a shape dimension ("250" of "250x512"), [first, end): an
+ * integer from 1 to hi by the same rules; what labels the message. */
+int nk_cli_parse_dim(const char *what, const char *first, const char *end, long hi, long *out);
+
+/* ---- files
+ * Inputs must be regular files: nk_cli_check_input refuses anything else (a
+ * FIFO would block the reader) with "CMD: PATH: not a regular file (a
+ * FIFO)"; a missing file is left to the reader's own message.
+ * nk_cli_check_outputs refuses, before any work, an output that names one of
+ * the inputs or another output (same device and inode when the file exists,
+ * else the same directory and name); devices, FIFOs and "-" (standard
+ * output) are never compared. Both return NK_EXIT_OK or the exit code after
+ * printing. */
+int nk_cli_check_input(const char *cmd, const char *path);
+int nk_cli_check_outputs(const char *cmd, const char *const *outs, int nout, const char *const *ins, int nin);
+/* 1 when path is "-", standard output. */
+int nk_cli_is_stdout(const char *path);
+/* The one message of a failed write: "CMD: cannot write PATH: WHY", WHY
+ * being the writer's reason (nk__file_error()) or nk_strerror(rc).
+ * Returns NK_EXIT_FAIL. */
+int nk_cli_write_failed(const char *cmd, const char *path, int rc, const char *why);
+/* Writes t whole to standard output or, for any other path, to the file
+ * (core/atomicfile.h); prints the failure. */
+int nk_cli_write_text(const char *cmd, const char *path, const void *data, size_t n);
 
 #endif

@@ -199,6 +199,9 @@ int nk_cmd_bench(int argc, char **argv)
     if (rc)
         return rc;
     nk_cli_kernel ck;
+    const char *prof[1] = {o.profile};
+    if ((rc = nk_cli_profile_file("bench", o.profile)) || (rc = nk_cli_kernel_files(&o.kc, prof, o.profile != NULL)))
+        return rc;
     if ((rc = nk_cli_kernel_open(&o.kc, NK_CHECK_EXAMPLES | (o.no_exec ? NK_OPEN_NO_FILL : 0), &ck)))
         return rc;
     rc = bench(&o, &ck);

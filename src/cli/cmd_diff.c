@@ -38,6 +38,8 @@ int nk_cmd_diff(int argc, char **argv)
     int code = NK_EXIT_OK;
     for (int k = 0; k < 2 && code == NK_EXIT_OK; k++) {
         char err[256];
+        if ((code = nk_cli_check_input("diff", path[k])))
+            break;
         if (nk_profile_read(path[k], &pr[k], err, sizeof err))
             code = nk_cli_error(NK_EXIT_FAIL, "diff: %s: %s", path[k], err);
     }

@@ -34,13 +34,10 @@ typedef struct export_opts {
     nk_export_opts o;
 } export_opts;
 
+/* A time in ns from the kernel's start: finite, 0 to 1e18 (31 years). */
 static int parse_ns(const char *opt, const char *s, double *v)
 {
-    char *end;
-    *v = strtod(s, &end);
-    if (*end || *v < 0)
-        return nk_cli_error(NK_EXIT_USAGE, "export: %s needs a time in ns, not '%s'", opt, s);
-    return NK_EXIT_OK;
+    return nk_cli_parse_double(opt, s, 0, 1e18, v) ? NK_EXIT_USAGE : NK_EXIT_OK;
 }
 
 static int parse(int argc, char **argv, export_opts *e)
@@ -85,20 +82,14 @@ static int parse(int argc, char **argv, export_opts *e)
         if (!strcmp(e->format, "perfetto"))
             return nk_cli_error(NK_EXIT_USAGE, "export: --from/--to apply to json and csv only");
     }
-    return NK_EXIT_OK;
+    const char *out[1] = {e->out}, *in[1] = {e->in};
+    return nk_cli_check_outputs("export", out, 1, in, 1);
 }
 
 /* The export to FILE, or to standard output for none or '-'. */
 static int write_out(const char *out, const nk_text *t)
 {
-    int to_stdout = !out || !strcmp(out, "-");
-    errno = 0;
-    int rc = to_stdout ? (fwrite(t->s, 1, t->len, stdout) == t->len ? NK_OK : NK_EIO) : nk_view_write_file(out, t);
-    if (!rc)
-        return NK_EXIT_OK;
-    /* the system's reason, when the failed call left one */
-    return nk_cli_error(NK_EXIT_FAIL, "export: cannot write %s: %s", to_stdout ? "standard output" : out,
-                        rc == NK_EIO && errno ? strerror(errno) : nk_strerror(rc));
+    return nk_cli_write_text("export", out ? out : "-", t->s, t->len);
 }
 
 int nk_cmd_export(int argc, char **argv)
@@ -110,6 +101,8 @@ int nk_cmd_export(int argc, char **argv)
         return code;
     char err[256];
     nk_profile *pr;
+    if ((code = nk_cli_check_input("export", e.in)))
+        return code;
     if (nk_profile_read(e.in, &pr, err, sizeof err))
         return nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.in, err);
     nk_text t = {0};

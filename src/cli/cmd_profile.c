@@ -9,7 +9,9 @@
 #include "kio.h"
 #include "progress.h"
 
+#include "core/atomicfile.h"
 #include "profile/profile.h"
+#include "sched/program_io.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@ void nk_help_profile(void)
            "every engine and DMA queue, and the kernel's source, in one file. Read it with\n"
            "`nklab summary`, `nklab timeline`, `nklab view`, `nklab insights`, `nklab export`.\n\n"
            "  -o, --output FILE   the profile to write (default: KERNEL.nkp, KERNEL being the\n"
-           "                      built-in's or the C function's name)\n"
+           "                      built-in's or the C function's name; '-': standard output)\n"
            "  --in, --random, --seed, --target, --target-file, --schedule\n"
            "                      the kernel's inputs, target and schedule, as for `nklab run`; a\n"
            "                      built-in kernel without inputs runs on its example\n"
@@ -43,24 +45,37 @@ void nk_help_profile(void)
            "does not compile, kernel error, unwritable file), 2 bad command line\n");
 }
 
+int nk_cli_profile_file(const char *cmd, const char *path)
+{
+    if (nk_cli_is_stdout(path))
+        return nk_cli_error(NK_EXIT_USAGE, "%s: --profile '-': the profile goes to a file (`nklab profile -o -` "
+                            "writes one to standard output)", cmd);
+    return NK_EXIT_OK;
+}
+
 int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note)
 {
     nk_profile *pr;
     int st = nk_profile_capture(p, NULL, &pr);
     if (st)
         return nk_cli_error(NK_EXIT_FAIL, "profile: capturing %s failed: %s", path, nk_strerror(st));
-    errno = 0;
-    st = nk_profile_write(pr, path);
-    if (st) {
-        /* the system's reason, when the failed call left one */
-        const char *why = st == NK_EIO && errno ? strerror(errno) : nk_strerror(st);
-        nk_profile_free(pr);
-        return nk_cli_error(NK_EXIT_FAIL, "profile: cannot write %s: %s", path, why);
+    int code;
+    if (nk_cli_is_stdout(path)) {
+        nk_wr w = {0};
+        st = nk__profile_encode(pr, &w);
+        code = st ? nk_cli_write_failed("profile", path, st, NULL) : nk_cli_write_text("profile", path, w.p, w.n);
+        nk__wr_free(&w);
+        note = stderr;
+    } else {
+        st = nk_profile_write(pr, path);
+        code = st ? nk_cli_write_failed("profile", path, st, st == NK_EIO ? nk__file_error() : NULL) : NK_EXIT_OK;
     }
-    fprintf(note, "wrote %s (%zu instructions, device time %.3f us on %s)\n", path, nk_program_num_instructions(p),
-            pr->tl->total_ns * 1e-3, nk_program_target(p));
+    if (!code)
+        fprintf(note, "wrote %s (%zu instructions, device time %.3f us on %s)\n",
+                nk_cli_is_stdout(path) ? "standard output" : path, nk_program_num_instructions(p),
+                pr->tl->total_ns * 1e-3, nk_program_target(p));
     nk_profile_free(pr);
-    return NK_EXIT_OK;
+    return code;
 }
 
 typedef struct profile_opts {
@@ -111,7 +126,7 @@ static int run_once(const profile_opts *o, const nk_cli_kernel *ck, const nk_pro
     if (st)
         rc = nk_cli_error(NK_EXIT_FAIL, "%s: execution failed: %s", nk_cli_kernel_name(ck), nk_strerror(st));
     else if (o->kc.nout)
-        rc = nk_cli_write_outputs(&o->kc, outs, nouts, 0);
+        rc = nk_cli_write_outputs(&o->kc, outs, nouts, nk_cli_is_stdout(o->output) ? stderr : stdout);
     nk_cli_free_arrays(outs, nouts);
     return rc;
 }
@@ -122,14 +137,19 @@ int nk_cmd_profile(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc;
+    /* the default, KERNEL.nkp: the built-in's name or the C function's */
+    char def[160];
+    if (!o.output && o.kc.kernel) {
+        const char *colon = nk_cli_is_user_kernel(o.kc.kernel) ? strrchr(o.kc.kernel, ':') : NULL;
+        snprintf(def, sizeof def, "%s.nkp", colon ? colon + 1 : o.kc.kernel);
+        o.output = def;
+    }
+    const char *outs[1] = {o.output};
+    if ((rc = nk_cli_kernel_files(&o.kc, outs, o.output != NULL)))
+        return rc;
     nk_cli_kernel ck;
     if ((rc = nk_cli_kernel_open(&o.kc, NK_CHECK_EXAMPLES | (o.no_exec ? NK_OPEN_SHAPES_ONLY : 0), &ck)))
         return rc;
-    char def[160];
-    if (!o.output) {
-        snprintf(def, sizeof def, "%s.nkp", nk_cli_kernel_name(&ck));
-        o.output = def;
-    }
     const nk_program *p;
     rc = nk_cli_kernel_compile(&ck, &o.kc, &p);
     if (!rc && !o.no_exec)

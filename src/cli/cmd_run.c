@@ -119,7 +119,7 @@ static int execute(const run_opts *o, const nk_cli_kernel *ck, const nk_program 
     if (st)
         rc = nk_cli_error(NK_EXIT_FAIL, "%s: execution failed: %s", nk_cli_kernel_name(ck), nk_strerror(st));
     else
-        rc = nk_cli_write_outputs(&o->kc, outs, nouts, 0);
+        rc = nk_cli_write_outputs(&o->kc, outs, nouts, stdout);
     nk_cli_free_arrays(outs, nouts);
     return rc;
 }
@@ -129,6 +129,9 @@ int nk_cmd_run(int argc, char **argv)
     run_opts o = {.kc = {.cmd = "run"}};
     int rc = parse(argc, argv, &o);
     if (rc)
+        return rc;
+    const char *prof[1] = {o.profile};
+    if ((rc = nk_cli_profile_file("run", o.profile)) || (rc = nk_cli_kernel_files(&o.kc, prof, o.profile != NULL)))
         return rc;
     nk_cli_kernel ck;
     if ((rc = nk_cli_kernel_open(&o.kc, o.no_exec ? NK_OPEN_SHAPES_ONLY : NK_CHECK_OUTS, &ck)))

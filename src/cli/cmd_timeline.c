@@ -37,12 +37,8 @@ int nk_cmd_timeline(int argc, char **argv)
     if (code)
         return code;
     long width = 100;
-    if (w) {
-        char *end;
-        width = strtol(w, &end, 10);
-        if (*end || width < 40 || width > 1000)
-            return nk_cli_error(NK_EXIT_USAGE, "timeline: --width must be a number from 40 to 1000, not '%s'", w);
-    }
+    if (w && nk_cli_parse_int("--width", w, 40, 1000, &width))
+        return NK_EXIT_USAGE;
     nk_profile *pr;
     if ((code = nk_cli_profile_read("timeline", in, &pr)))
         return code;

@@ -20,7 +20,8 @@ void nk_help_view(void)
            "offline: a timeline per engine and DMA queue with counters, tooltips, search\n"
            "(file:line or /regex/), box selection, the kernel source with per-line time,\n"
            "the summary metrics, an opcode table and the insights. See docs/viewer.md.\n\n"
-           "  -o, --out FILE   the page to write (default: PROFILE with .html for .nkp)\n\n"
+           "  -o, --out FILE   the page to write (default: PROFILE with .html for .nkp;\n"
+           "                   '-': standard output)\n\n"
            "exit codes: 0 success, 1 unreadable profile or unwritable page, 2 bad command line\n");
 }
 
@@ -56,29 +57,27 @@ int nk_cmd_view(int argc, char **argv)
     int code = nk_cli_profile_given("view", in, "nklab view PROFILE.nkp -o OUT.html");
     if (code)
         return code;
-    nk_profile *pr;
-    if ((code = nk_cli_profile_read("view", in, &pr)))
-        return code;
     char *def = out ? NULL : default_out(in);
     if (!out)
         out = def;
+    if (!out)
+        return nk_cli_error(NK_EXIT_FAIL, "view: %s", nk_strerror(NK_ENOMEM));
+    const char *outs[1] = {out}, *inputs[1] = {in};
+    nk_profile *pr;
+    if ((code = nk_cli_check_outputs("view", outs, 1, inputs, 1)) || (code = nk_cli_profile_read("view", in, &pr))) {
+        free(def);
+        return code;
+    }
     nk_text ins = {0}, page = {0};
     /* a profile the insights cannot analyse still gets its page, without them */
     if (nk_insights_view_json(pr, &ins))
         nk_text_free(&ins);
     int rc = nk_view_html(pr, ins.s, &page);
-    if (rc) {
+    if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, nk_strerror(rc));
-    } else if (!out) {
-        code = nk_cli_error(NK_EXIT_FAIL, "view: %s", nk_strerror(NK_ENOMEM));
-    } else {
-        errno = 0;
-        rc = nk_view_write_file(out, &page);
-        if (rc) /* the system's reason, when the failed call left one */
-            code = nk_cli_error(NK_EXIT_FAIL, "view: cannot write %s: %s", out,
-                                rc == NK_EIO && errno ? strerror(errno) : nk_strerror(rc));
-    }
-    if (!code)
+    else
+        code = nk_cli_write_text("view", out, page.s, page.len);
+    if (!code && !nk_cli_is_stdout(out))
         fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
     nk_text_free(&ins);
     nk_text_free(&page);

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void nk_cli_free_arrays(nk_array *a, int n)
 {
@@ -140,6 +141,49 @@ void nk_cli_kernel_close(nk_cli_kernel *ck)
     nk_cli_unload_user_kernel(&ck->user);
 }
 
+/* The C file of a FILE.c:FUNCTION kernel, into buf. */
+static const char *kernel_file(const char *spec, char *buf, size_t n)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || (size_t)(colon - spec) >= n)
+        return NULL;
+    memcpy(buf, spec, (size_t)(colon - spec));
+    buf[colon - spec] = 0;
+    return buf;
+}
+
+int nk_cli_kernel_files(const nk_kernel_cmd *c, const char *const *more_out, int nmore)
+{
+    const char *outs[NK_CLI_MAX_FILES + 4], *ins[NK_CLI_MAX_FILES + 2];
+    int nout = 0, nin = 0;
+    for (int i = 0; i < c->nout; i++) {
+        if (nk_cli_is_stdout(c->out[i]))
+            return nk_cli_error(NK_EXIT_USAGE, "%s: --out '-': outputs are written to .npy files, not to "
+                                "standard output", c->cmd);
+        outs[nout++] = c->out[i];
+    }
+    for (int i = 0; i < nmore && nout < NK_CLI_MAX_FILES + 4; i++)
+        outs[nout++] = more_out[i];
+    char kfile[PATH_MAX];
+    if (c->kernel && nk_cli_is_user_kernel(c->kernel) && kernel_file(c->kernel, kfile, sizeof kfile)) {
+        struct stat st;
+        if (!stat(kfile, &st) && !S_ISREG(st.st_mode)) /* a FIFO would block the compiler */
+            return nk_cli_error(NK_EXIT_FAIL, "cannot read %s: not a regular file (%s)", kfile,
+                                nk_cli_file_type(st.st_mode));
+        ins[nin++] = kfile;
+    }
+    if (c->target_file) {
+        int rc = nk_cli_check_input(c->cmd, c->target_file);
+        if (rc)
+            return rc;
+        ins[nin++] = c->target_file;
+    }
+    for (int i = 0; i < c->nin && nin < NK_CLI_MAX_FILES + 2; i++)
+        if (!c->in[i].random)
+            ins[nin++] = c->in[i].path;
+    return nk_cli_check_outputs(c->cmd, outs, nout, ins, nin);
+}
+
 int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
 {
     memset(ck, 0, sizeof *ck);
@@ -203,19 +247,20 @@ int nk_cli_alloc_outputs(const nk_program *p, nk_array *outs)
     return NK_EXIT_OK;
 }
 
-int nk_cli_write_outputs(const nk_kernel_cmd *c, const nk_array *outs, int n, int quiet)
+int nk_cli_write_outputs(const nk_kernel_cmd *c, const nk_array *outs, int n, FILE *note)
 {
     char err[512];
     for (int i = 0; i < n && i < c->nout; i++) {
-        if (nk_npy_write(c->out[i], &outs[i], err, sizeof err))
-            return nk_cli_error(NK_EXIT_FAIL, "%s", err);
-        if (!quiet) {
+        int rc = nk_npy_write(c->out[i], &outs[i], err, sizeof err);
+        if (rc)
+            return nk_cli_write_failed(c->cmd, c->out[i], rc, err);
+        if (note) {
             char sh[96];
             shape_text(sh, sizeof sh, outs[i].shape, outs[i].ndim);
-            printf("wrote %s %s float32", c->out[i], sh);
+            fprintf(note, "wrote %s %s float32", c->out[i], sh);
             if (outs[i].dtype != NK_F32)
-                printf(" (from %s)", nk_dtype_name(outs[i].dtype));
-            printf("\n");
+                fprintf(note, " (from %s)", nk_dtype_name(outs[i].dtype));
+            fprintf(note, "\n");
         }
     }
     return NK_EXIT_OK;

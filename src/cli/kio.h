@@ -22,6 +22,13 @@ typedef struct nk_cli_kernel {
     int nargs;
 } nk_cli_kernel;
 
+/* Before any work: the kernel's C file and the target file are regular files
+ * (not a FIFO that would block their reader); no --out is "-"; no output
+ * (--out, and more_out: the profile) names an input (--in, the C file, the
+ * target file) or another output. Returns NK_EXIT_OK or the exit code after
+ * printing. */
+int nk_cli_kernel_files(const nk_kernel_cmd *c, const char *const *more_out, int nmore);
+
 /* Checks the command (nk_cli_kernel_check with flags), loads the target file
  * (its loader's "PATH:LINE: message" printed as is on failure), compiles and
  * loads a user kernel's C file, then reads or generates the inputs:
@@ -57,14 +64,19 @@ void nk_cli_random_range(const nk_kernel_info *ki, int i, nk_dtype dt, double *l
 int nk_cli_alloc_outputs(const nk_program *p, nk_array *outs);
 
 /* Writes outs[i] to c->out[i] as float32 .npy, printing "wrote PATH [shape]"
- * on stdout unless quiet. Returns NK_EXIT_OK or NK_EXIT_FAIL after printing. */
-int nk_cli_write_outputs(const nk_kernel_cmd *c, const nk_array *outs, int n, int quiet);
+ * on note (NULL: nothing). Returns NK_EXIT_OK or NK_EXIT_FAIL after printing
+ * "CMD: cannot write PATH: why". */
+int nk_cli_write_outputs(const nk_kernel_cmd *c, const nk_array *outs, int n, FILE *note);
 
 void nk_cli_free_arrays(nk_array *a, int n);
 
-/* Captures the profile of p (timed on its target) and writes it to path,
- * then prints "wrote PATH (...)" on note. Returns NK_EXIT_OK or NK_EXIT_FAIL
- * after printing. (cmd_profile.c) */
+/* Captures the profile of p (timed on its target) and writes it to path
+ * ("-": standard output, the note then on stderr), then prints "wrote PATH
+ * (...)" on note. Returns NK_EXIT_OK or NK_EXIT_FAIL after printing.
+ * (cmd_profile.c) */
 int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note);
+/* run|bench --profile: a file, not "-" (their standard output is the
+ * command's report). NK_EXIT_OK or NK_EXIT_USAGE after printing. */
+int nk_cli_profile_file(const char *cmd, const char *path);
 
 #endif

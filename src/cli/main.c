@@ -3,7 +3,10 @@
  */
 #include "cli.h"
 
+#include "core/atomicfile.h"
+
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,8 +70,32 @@ static int finish(int code)
     return nk_cli_error(NK_EXIT_FAIL, "cannot write standard output: %s", errno ? strerror(errno) : "write error");
 }
 
+/* SIGINT, SIGTERM, SIGHUP, SIGQUIT: the temporary file of an output being
+ * written is removed, then the signal does what it would have done. */
+static void on_fatal_signal(int sig)
+{
+    nk__tmpfiles_remove();
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns */
+}
+
+static void remove_temporaries_on_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa, old;
+        if (sigaction(sigs[i], NULL, &old) || old.sa_handler == SIG_IGN) /* nohup's SIGHUP stays ignored */
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    remove_temporaries_on_signals();
     /* profiles of built-in kernels hold their source from any directory */
     nk_builtin_kernel_sources_register();
     if (argc < 2) {

@@ -15,13 +15,17 @@
  */
 #include "npy.h"
 
+#include "core/atomicfile.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define CHUNK 1024 /* elements converted per step */
 
@@ -227,6 +231,11 @@ static int parse_dict(const char *name, const char *text, size_t n, nk_npy_info 
 {
     hparse h = {text, n, 0, name, err, errlen};
     char descr[32] = {0};
+    /* the header is text: a NUL would end a key or the descr early ('<f4\0x' read as '<f4') */
+    const char *nul = memchr(text, 0, n);
+    if (nul)
+        return fail(err, errlen, NK_EFORMAT, name, "malformed header: a NUL byte at byte %zu",
+                    (size_t)(nul - text));
     int seen_descr = 0, seen_fortran = 0, seen_shape = 0, fortran = 0;
     if (expect(&h, '{', "'{'"))
         return NK_EFORMAT;
@@ -537,21 +546,39 @@ int nk_npy_read(const char *path, nk_dtype want, nk_array *out, nk_npy_info *inf
     memset(out, 0, sizeof *out);
     if (check_want(path, want, err, errlen))
         return NK_EINVAL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: a FIFO or a device is refused below, never waited on */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
         return fail(err, errlen, NK_EIO, path, "cannot open: %s", strerror(errno));
     struct stat st;
-    int rc;
-    if (fstat(fileno(f), &st))
-        rc = fail(err, errlen, NK_EIO, path, "cannot stat: %s", strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        rc = fail(err, errlen, NK_EIO, path, "not a regular file");
-    else
-        rc = read_file(f, path, (uint64_t)st.st_size, want, out, info, err, errlen);
+    if (fstat(fd, &st)) {
+        int e = errno;
+        close(fd);
+        return fail(err, errlen, NK_EIO, path, "cannot stat: %s", strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(err, errlen, NK_EIO, path, "not a regular file (%s)", nk_cli_file_type(st.st_mode));
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return fail(err, errlen, NK_ENOMEM, path, "cannot open: %s", strerror(e));
+    }
+    int rc = read_file(f, path, (uint64_t)st.st_size, want, out, info, err, errlen);
     fclose(f);
     if (rc)
         nk_array_free(out);
     return rc;
+}
+
+const char *nk_cli_file_type(unsigned mode)
+{
+    mode_t m = (mode_t)mode;
+    return S_ISREG(m) ? "a regular file" : S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket"
+         : S_ISLNK(m) ? "a symbolic link" : "an unknown kind of file";
 }
 
 /* ---- writing */
@@ -585,11 +612,11 @@ static size_t make_header(char *buf, size_t cap, const nk_array *a)
 }
 
 /* Writes the values of a as little-endian float32. */
-static int write_data(FILE *f, const nk_array *a)
+static int write_data(nk__afile *f, const nk_array *a)
 {
     size_t n = nk_array_numel(a), esz = (size_t)nk_dtype_size(a->dtype);
     if (a->dtype == NK_F32 && host_le())
-        return fwrite(a->data, 4, n, f) == n ? 0 : -1;
+        return nk__afile_write(f, a->data, 4 * n);
     float tmp[CHUNK];
     uint8_t le[CHUNK * 4];
     for (size_t i = 0; i < n; i += CHUNK) {
@@ -601,8 +628,8 @@ static int write_data(FILE *f, const nk_array *a)
             for (int k = 0; k < 4; k++)
                 le[4 * j + (size_t)k] = (uint8_t)(b >> (8 * k));
         }
-        if (fwrite(le, 4, m, f) != m)
-            return -1;
+        if (nk__afile_write(f, le, 4 * m))
+            return NK_EIO;
     }
     return 0;
 }
@@ -612,25 +639,20 @@ int nk_npy_write(const char *path, const nk_array *a, char *err, size_t errlen)
     int ok = a && a->data && a->ndim >= 1 && a->ndim <= NK_MAXDIM && nk_dtype_size(a->dtype);
     for (int i = 0; ok && i < a->ndim; i++)
         ok = a->shape[i] >= 1;
-    if (!ok)
-        return fail(err, errlen, NK_EINVAL, path, "cannot write: not a valid array");
+    if (!ok) {
+        if (err && errlen)
+            snprintf(err, errlen, "not a valid array");
+        return NK_EINVAL;
+    }
     char hdr[256];
     size_t hl = make_header(hdr, sizeof hdr, a);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return fail(err, errlen, NK_EIO, path, "cannot open for writing: %s", strerror(errno));
-    struct stat st;
-    int regular = !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
-    int bad = fwrite(hdr, 1, hl, f) != hl || write_data(f, a);
-    int e = errno;
-    if (fclose(f) && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        if (regular) /* never a device or fifo the user named */
-            remove(path);
-        return fail(err, errlen, NK_EIO, path, "write error: %s", strerror(e));
-    }
-    return 0;
+    nk__afile f;
+    int rc = nk__afile_open(&f, path);
+    if (!rc && !(rc = nk__afile_write(&f, hdr, hl)) && !(rc = write_data(&f, a)))
+        rc = nk__afile_commit(&f);
+    else
+        nk__afile_abort(&f);
+    if (rc && err && errlen)
+        snprintf(err, errlen, "%s", f.msg);
+    return rc;
 }

@@ -38,13 +38,20 @@ typedef struct nk_npy_info {
  * and saturating (NaN to 0); bools as 0 and 1. info may be NULL. */
 int nk_npy_read(const char *path, nk_dtype want, nk_array *out, nk_npy_info *info, char *err, size_t errlen);
 
+/* "a FIFO", "a directory", ... for a st_mode (messages). */
+const char *nk_cli_file_type(unsigned mode);
+
 /* As nk_npy_read on the len bytes at buf; name labels the errors. */
 int nk_npy_decode(const char *name, const void *buf, size_t len, nk_dtype want, nk_array *out,
                   nk_npy_info *info, char *err, size_t errlen);
 
 /* Writes a as a float32 .npy file (version 1.0, C order), converting from its
  * dtype exactly (every nklab dtype widens to float32 except int32/uint32
- * beyond 2^24, which round to nearest). A failed write removes the file. */
+ * beyond 2^24, which round to nearest). The file is written as every output
+ * is (core/atomicfile.h): a regular file is replaced atomically, so a failed
+ * write or a kill leaves the old file as it was; a device or FIFO is written
+ * in place. On failure err holds the reason alone, without the path ("No
+ * space left on device"), for the caller's "cannot write PATH: ..." line. */
 int nk_npy_write(const char *path, const nk_array *a, char *err, size_t errlen);
 
 #endif

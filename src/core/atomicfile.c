@@ -239,6 +239,7 @@ int nk__afile_open(nk__afile *f, const char *path)
     memset(f, 0, sizeof *f);
     f->fd = -1;
     f->slot = -1;
+    last_error[0] = 0;
     if (!path || !*path) {
         failf(f, EINVAL, "no file name");
         return NK_EINVAL;

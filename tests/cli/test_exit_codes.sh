@@ -46,7 +46,7 @@ for c in summary timeline insights; do
     expect_fail "$c with two profiles" 2 "nklab: $c: one profile at a time ('$P' and '$P')" "$c" "$P" "$P"
     expect_fail "$c with an unknown option" 2 "nklab: $c: unknown option '--bogus' (see nklab $c --help)" "$c" "$P" --bogus
 done
-expect_fail "timeline --width 39" 2 "nklab: timeline: --width must be a number from 40 to 1000, not '39'" \
+expect_fail "timeline --width 39" 2 "nklab: --width '39': expected an integer from 40 to 1000" \
     timeline "$P" --width 39
 expect_fail "view without a profile" 2 "nklab: view: which profile? (nklab view PROFILE.nkp -o OUT.html)" view
 expect_fail "export without --format" 2 "nklab: export: --format perfetto, json or csv is required" export "$P"
@@ -62,7 +62,7 @@ expect_fail "diff with three" 2 "nklab: diff: compares two profiles, got a third
 # ---- 1: the operation failed
 expect_fail "run: missing --in file" 1 "nklab: $N: cannot open: No such file or directory" \
     run tensor_exp --in "$N" --out "$W/y.npy"
-expect_fail "run: unwritable --out" 1 "nklab: $X: cannot open for writing: No such file or directory" \
+expect_fail "run: unwritable --out" 1 "nklab: run: cannot write $X: No such file or directory" \
     run tensor_exp --random in=4x4 --out "$X"
 expect_fail "bench: missing C file" 1 "nklab: cannot read $W/k.c: No such file or directory" bench "$W/k.c:k" --random x=4x4
 expect_fail "profile: unwritable profile" 1 "nklab: profile: cannot write $X: No such file or directory" \

@@ -117,7 +117,7 @@ else
     bad "kernel error is printed with the kernel's file:line" "exit $rc" "$(cat "$W/err")"
 fi
 
-expect_fail "unwritable output" 1 "nklab: $W/nodir/y.npy: cannot open for writing: No such file or directory" \
+expect_fail "unwritable output" 1 "nklab: run: cannot write $W/nodir/y.npy: No such file or directory" \
     run tensor_exp --in "$W/x.npy" --out "$W/nodir/y.npy"
 
 finish

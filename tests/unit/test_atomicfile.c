@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -231,21 +232,36 @@ TEST(afile_refuses_directory_and_socket)
     teardown();
 }
 
-/* Character devices are written in place: /dev/null takes the bytes,
- * /dev/full reports its ENOSPC, and both stay the devices they are. */
+/* Character devices are written in place: a null device takes the bytes, a
+ * full one reports its ENOSPC, and both stay the devices they are. As root
+ * the nodes are made in the scratch directory (1,3 and 1,7: what /dev/null
+ * and /dev/full are), so that a regression that renames over its target
+ * replaces those and not the system's; otherwise /dev/null and /dev/full,
+ * which a user cannot replace. */
 TEST(afile_char_devices_written_in_place)
 {
+    setup();
     struct stat st;
     char err[256];
-    CHECK_INT(nk__file_write("/dev/null", "abc", 3, err, sizeof err), NK_OK);
-    CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
-    if (stat("/dev/full", &st) == 0) {
-        CHECK_INT(nk__file_write("/dev/full", "abc", 3, err, sizeof err), NK_EIO);
+    const char *null = "/dev/null", *full = "/dev/full";
+    if (geteuid() == 0 && !mknod(at("null"), S_IFCHR | 0666, makedev(1, 3)) &&
+        !mknod(at("full"), S_IFCHR | 0666, makedev(1, 7))) {
+        null = at("null");
+        full = at("full");
+    }
+    CHECK_INT(nk__file_write(null, "abc", 3, err, sizeof err), NK_OK);
+    CHECK(stat(null, &st) == 0 && S_ISCHR(st.st_mode));
+    if (stat(full, &st) == 0) {
+        CHECK_INT(nk__file_write(full, "abc", 3, err, sizeof err), NK_EIO);
         CHECK_STR(err, "No space left on device");
         CHECK_INT(errno, ENOSPC);
-        CHECK(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
+        CHECK(stat(full, &st) == 0 && S_ISCHR(st.st_mode));
     }
     CHECK_INT(nk__tmpfiles_count(), 0);
+    unlink(at("null"));
+    unlink(at("full"));
+    CHECK_INT(entries(), 0);
+    teardown();
 }
 
 /* A FIFO with a reader receives the bytes and stays a FIFO. */
