@@ -136,6 +136,8 @@ static void put_rows(const nk_view_rows *rows, nk_text *t)
         nk__vb_u64(t, rows->row[r].engine);
         nk__vb_str(t, ",\"queue\":");
         nk__vb_i64(t, rows->row[r].engine == NK_ENGINE_DMA ? rows->row[r].queue : -1);
+        nk__vb_str(t, ",\"core\":");
+        nk__vb_u64(t, rows->row[r].core);
         nk__vb_chr(t, '}');
     }
     nk__vb_chr(t, ']');
@@ -172,6 +174,8 @@ typedef uint64_t (*col_fn)(const nk_program *p, uint32_t i);
 static uint64_t col_op(const nk_program *p, uint32_t i) { return p->instrs[i].op; }
 static uint64_t col_engine(const nk_program *p, uint32_t i) { return p->instrs[i].engine; }
 static uint64_t col_queue(const nk_program *p, uint32_t i) { return p->instrs[i].queue; }
+static uint64_t col_core(const nk_program *p, uint32_t i) { return nk__instr_core(p, &p->instrs[i]); }
+static uint64_t col_inst(const nk_program *p, uint32_t i) { return p->instrs[i].inst; }
 static uint64_t col_loc(const nk_program *p, uint32_t i) { return p->instrs[i].loc; }
 static uint64_t col_ndep(const nk_program *p, uint32_t i) { return p->instrs[i].ndep; }
 
@@ -248,6 +252,8 @@ static int put_instrs(const nk_program *p, nk_text *t, strtab *st, uint32_t *opn
     put_col(p, "op", col_op, t);
     put_col(p, "engine", col_engine, t);
     put_col(p, "queue", col_queue, t);
+    put_col(p, "core", col_core, t); /* SPMD: NeuronCore and program instance */
+    put_col(p, "inst", col_inst, t);
     put_col(p, "loc", col_loc, t);
     nk__vb_str(t, ",\"opnd\":[");
     for (uint32_t i = 0; i < p->ninstr; i++) {

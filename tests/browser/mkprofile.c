@@ -76,7 +76,9 @@ static int kernel_page(const char *name, const char *out, const char *facts_path
             return 1;
     nk_kernel *k = nk_kernel_new(name, ki->fn);
     const nk_program *prog;
-    int rc = nk_kernel_compile(k, args, ki->nargs, NULL, &prog);
+    nk_options o = {getenv("NK_TARGET") ? getenv("NK_TARGET") : "trn1", 0};
+    memcpy(o.grid, ki->grid, sizeof o.grid); /* SPMD kernels on their example grid */
+    int rc = nk_kernel_compile(k, args, ki->nargs, &o, &prog);
     if (rc) {
         fprintf(stderr, "mkprofile: %s\n", nk_kernel_error(k));
         return 1;

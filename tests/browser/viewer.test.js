@@ -3,6 +3,7 @@
  * playwright-core. Usage: node viewer.test.js DIR, where DIR holds the pages
  * written by mkprofile (see run.sh):
  *   te.html, te.json   tensor_exp [250, 512] and the facts counted from its program
+ *   spmd.html           spmd_tensor_add on a 2 x 2 grid over trn2's two NeuronCores
  *   big.html            a synthetic profile of 1,000,000 instructions
  * Prints "N passed, N failed" last; screenshots go to DIR.
  */
@@ -195,6 +196,26 @@ test('screenshot of the tensor_exp timeline', async (page) => {
   await page.waitForSelector('#tip:not([hidden])');
   await page.screenshot({ path: path.join(DIR, 'viewer.png') });
   assert(fs.statSync(path.join(DIR, 'viewer.png')).size > 10000, 'screenshot too small');
+});
+
+test('an SPMD profile shows a row group per NeuronCore', async () => {
+  const page = await open('spmd.html');
+  const rows = await page.evaluate(() => nkview.rows.map((r) => r.name + '@' + r.core));
+  for (const c of [0, 1])
+    for (const n of ['Tensor', 'Vector', 'Scalar', 'GpSimd', 'Sync'])
+      assert(rows.includes('NC' + c + ' ' + n + '@' + c), 'row NC' + c + ' ' + n + ' missing: ' + rows);
+  assert(rows.some((r) => /^NC1 DMA q\d+@1$/.test(r)), 'no DMA queue row of core 1: ' + rows);
+  /* the groups are contiguous: core 0's rows, then core 1's */
+  const cores = await page.evaluate(() => nkview.rows.map((r) => r.core));
+  eq(cores.join(''), cores.slice().sort().join(''), 'row order by core');
+  /* every event is drawn on a row of its instruction's core */
+  const bad = await page.evaluate(() => {
+    let n = 0;
+    for (let e = 0; e < nkview.eventCount; e++) { const ev = nkview.event(e); if (nkview.rows[ev.row].core !== nkview.data.instr.core[ev.instr]) n++; }
+    return n;
+  });
+  eq(bad, 0, 'events on another core\'s row');
+  await page.close();
 });
 
 test('1,000,000 instructions render within bounds', async () => {

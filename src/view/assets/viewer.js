@@ -382,6 +382,10 @@ function draw() {
   ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#1d232b';
   for (let r = 0; r < NR; r++) ctx.fillText(ROWS[r].name, 6, rowY(r) + rowH(r) / 2);
   ctx.strokeStyle = '#c9ced6'; ctx.beginPath(); ctx.moveTo(LABEL_W - 0.5, AXIS_H); ctx.lineTo(LABEL_W - 0.5, H); ctx.stroke();
+  /* SPMD: a heavier rule between the row groups of two NeuronCores */
+  ctx.strokeStyle = '#5b6675';
+  for (let r = 1; r < NR; r++)
+    if (ROWS[r].core !== ROWS[r - 1].core) { const y = rowY(r) - 0.5; ctx.beginPath(); ctx.moveTo(0, y); ctx.lineTo(W, y); ctx.stroke(); }
   for (let c = 0; c < counters.length; c++) drawCounter(c, counterY(c));
   if (selInstr >= 0) {
     for (const j of predecessors(selInstr)) outlineInstr(j, '#f0962b', 2);
@@ -484,6 +488,7 @@ function selectInstr(i, reveal) {
     '</span><span>duration</span><span>' + fmtNs(iEnd[i] - iStart[i]) + '</span></div>' + evs +
     '<h4>Ids</h4><div class="kv"><span>instruction</span><span>' + i + '</span><span>engine</span><span>' + esc(D.engines[iEngine[i]] || '?') +
     (D.engines[iEngine[i]] === 'dma' ? '</span><span>queue</span><span>' + iQueue[i] : '') +
+    (D.instr.core && ROWS.some((r) => r.core) ? '</span><span>core / instance</span><span>NC' + D.instr.core[i] + ' / ' + D.instr.inst[i] : '') +
     '</span><span>bytes</span><span>' + fmtBytes(iBytes[i]) + '</span></div>' +
     '<h4>Operands</h4><div class="mono">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
     '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' +
