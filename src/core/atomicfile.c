@@ -371,9 +371,7 @@ int nk__afile_commit(nk__afile *f)
 {
     if (f->fd < 0)
         return f->msg[0] ? NK_EIO : failf(f, EBADF, "not open");
-    int rc = flush_buf(f);
-    if (!rc && f->failed)
-        rc = NK_EIO;
+    int rc = f->failed ? NK_EIO : flush_buf(f);
     if (f->through) {
         int e = close(f->fd) ? errno : 0;
         f->fd = -1;

@@ -72,6 +72,7 @@ typedef struct sim {
     uint32_t *inst_left;/* per instance: instructions not committed yet */
     uint32_t *inst_next;/* per instance: the next instance on its core + 1 (0: none) */
     double *inst_end;   /* per instance: latest completion so far */
+    uint8_t *inst_gated;/* per instance: waits for an earlier instance on its core */
     uint32_t *rem;      /* dependencies not yet resolved */
     uint32_t *succ_off, *succ;
     uint32_t *stream;   /* instruction ids grouped by engine */
@@ -474,8 +475,10 @@ static int build_graph(sim *s)
             s->inst_left[k] = s->inst_off[k + 1];
             s->inst_off[k + 1] += s->inst_off[k];
             uint32_t c = nk__inst_core(p, k);
-            if (last[c])
+            if (last[c]) {
                 s->inst_next[last[c] - 1] = k + 1;
+                s->inst_gated[k] = 1;
+            }
             last[c] = k + 1;
         }
         for (uint32_t k = 0; k < p->ninst; k++) {
@@ -565,6 +568,12 @@ static int run(sim *s)
     for (uint32_t i = 0; i < s->n && !s->rc; i++)
         if (s->rem[i] == 0)
             on_resolved(s, i);
+    /* SPMD: a core whose first instance has no instruction starts its next one at once */
+    for (uint32_t k = 0; s->inst_left && k < s->p->ninst && !s->rc; k++)
+        if (!s->inst_gated[k] && s->inst_off[k] == s->inst_off[k + 1]) {
+            s->inst_left[k] = 1;
+            instance_step(s, k, 0);
+        }
     while (s->nheap && !s->rc) {
         hent h = heap_pop(s);
         if (h.id < s->ncomp)
@@ -800,7 +809,8 @@ static int alloc_sim(sim *s)
         s->inst_left = calloc(ni, sizeof *s->inst_left);
         s->inst_next = calloc(ni, sizeof *s->inst_next);
         s->inst_end = calloc(ni, sizeof *s->inst_end);
-        if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end)
+        s->inst_gated = calloc(ni, 1);
+        if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end || !s->inst_gated)
             return NK_ENOMEM;
     }
     tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
@@ -834,6 +844,7 @@ static void free_sim(sim *s)
     free(s->inst_left);
     free(s->inst_next);
     free(s->inst_end);
+    free(s->inst_gated);
 }
 
 int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
