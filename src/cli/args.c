@@ -96,6 +96,66 @@ int nk_cli_parse_int(const char *opt, const char *val, long lo, long hi, long *o
     return 0;
 }
 
+/* --grid: "none", or up to three axes separated by ',' or 'x', each N, or
+ * nc(K)*M / M*nc(K) (NKI's nl.spmd_dim(nl.nc(K), M) / spmd_dim(M, nl.nc(K)):
+ * K cores, the axis K * M instances; "nc(K)" alone is K instances, one per
+ * core). The tracer checks the grid against the target. */
+static int grid_factor(nk_kernel_cmd *c, const char *s, const char *e, long *n, int *is_nc)
+{
+    *is_nc = 0;
+    if (e - s > 3 && !strncmp(s, "nc(", 3) && e[-1] == ')') {
+        *is_nc = 1;
+        s += 3;
+        e--;
+    }
+    unsigned long v;
+    int over;
+    if (!digits(s, e, &v, &over) || over || v < 1 || v > NK_MAX_INSTANCES) {
+        nk_cli_error(NK_EXIT_USAGE, "%s: --grid axis '%.*s' is not an integer from 1 to %d (or nc(K))", c->cmd,
+                     (int)(e - s), s, NK_MAX_INSTANCES);
+        return -1;
+    }
+    *n = (long)v;
+    return 0;
+}
+
+static int parse_grid(nk_kernel_cmd *c, const char *v)
+{
+    memset(c->grid, 0, sizeof c->grid);
+    memset(c->grid_nc, 0, sizeof c->grid_nc);
+    c->has_grid = 1;
+    if (!strcmp(v, "none"))
+        return 0;
+    const char *p = v;
+    for (int a = 0;; a++) {
+        const char *e = p + strcspn(p, ",x");
+        if (a >= NK_MAX_GRID) {
+            nk_cli_error(NK_EXIT_USAGE, "%s: --grid '%s': at most %d axes", c->cmd, v, NK_MAX_GRID);
+            return -1;
+        }
+        const char *star = memchr(p, '*', (size_t)(e - p));
+        long f0, f1 = 1;
+        int nc0, nc1 = 0;
+        if (grid_factor(c, p, star ? star : e, &f0, &nc0) || (star && grid_factor(c, star + 1, e, &f1, &nc1)))
+            return -1;
+        if (star && nc0 == nc1) {
+            nk_cli_error(NK_EXIT_USAGE, "%s: --grid axis '%.*s': one factor is nc(K), the other a count", c->cmd,
+                         (int)(e - p), p);
+            return -1;
+        }
+        if (f0 * f1 > NK_MAX_INSTANCES) {
+            nk_cli_error(NK_EXIT_USAGE, "%s: --grid axis '%.*s': more than %d instances", c->cmd, (int)(e - p), p,
+                         NK_MAX_INSTANCES);
+            return -1;
+        }
+        c->grid[a] = (int)(f0 * f1);
+        c->grid_nc[a] = nc0 ? (int)f0 : nc1 ? -(int)f1 : 0;
+        if (!*e)
+            return 0;
+        p = e + 1;
+    }
+}
+
 int nk_cli_parse_dim(const char *what, const char *first, const char *end, long hi, long *out)
 {
     unsigned long v;
@@ -286,6 +346,11 @@ int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c)
         if (r > 0)
             c->target_file = v;
         return r;
+    }
+    if ((r = nk_cli_optval(argc, argv, i, "--grid", &v))) {
+        if (r < 0 || parse_grid(c, v))
+            return -1;
+        return 1;
     }
     if ((r = nk_cli_optval(argc, argv, i, "--schedule", &v))) {
         if (r < 0)

@@ -45,6 +45,8 @@ typedef struct nk_kernel_cmd {
     const char *target_file; /* --target-file: a modified target (exclusive with --target) */
     int schedule;       /* --schedule list|trace: NK_SCHED_LIST (default) or NK_SCHED_TRACE_ORDER */
     uint64_t seed;      /* --seed: generated inputs (default 0) */
+    int has_grid;       /* --grid given (else a built-in kernel's example grid) */
+    int grid[NK_MAX_GRID], grid_nc[NK_MAX_GRID]; /* --grid: the SPMD launch grid (nk_options.grid) */
 } nk_kernel_cmd;
 
 /* Consumes argv[*i] if it is one of the shared options (--in, --random,

@@ -45,7 +45,7 @@ void nk_help_bench(void)
            "           user/system split\n\n"
            "The host simulation itself is in no latency: it stands in for the device.\n"
            "Percentiles interpolate linearly between the closest ranks (numpy's default).\n\n"
-           "  --in, --random, --seed, --target, --target-file, --schedule\n"
+           "  --in, --random, --seed, --target, --target-file, --schedule, --grid\n"
            "                 the kernel's inputs, target and schedule, as for `nklab run`; a built-in\n"
            "                 kernel without inputs runs on its example arguments\n"
            "  --warmup N     untimed iterations first (default 10)\n"

@@ -28,6 +28,8 @@ int nk_cmd_kernels(int argc, char **argv)
                 printf("%s%lld", d ? "," : "", (long long)s->shape[d]);
             printf("]:%s", nk_dtype_name(s->dtype));
         }
+        for (int g = 0; g < NK_MAX_GRID && k->grid[g] > 0; g++) /* an SPMD kernel's example grid */
+            printf("%s%d", g ? "x" : ", grid ", k->grid[g]);
         printf("\n    %s\n", k->summary);
     }
     return NK_EXIT_OK;

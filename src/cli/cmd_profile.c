@@ -29,7 +29,7 @@ void nk_help_profile(void)
            "`nklab summary`, `nklab timeline`, `nklab view`, `nklab insights`, `nklab export`.\n\n"
            "  -o, --output FILE   the profile to write (default: KERNEL.nkp, KERNEL being the\n"
            "                      built-in's or the C function's name; '-': standard output)\n"
-           "  --in, --random, --seed, --target, --target-file, --schedule\n"
+           "  --in, --random, --seed, --target, --target-file, --schedule, --grid\n"
            "                      the kernel's inputs, target and schedule, as for `nklab run`; a\n"
            "                      built-in kernel without inputs runs on its example\n"
            "                      arguments (`nklab kernels`)\n"

@@ -219,6 +219,12 @@ int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
 nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c)
 {
     nk_options opts = {c->target, 0, ck->table, c->schedule};
+    if (c->has_grid) {
+        memcpy(opts.grid, c->grid, sizeof opts.grid);
+        memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
+    } else if (ck->info) { /* a built-in kernel's example grid */
+        memcpy(opts.grid, ck->info->grid, sizeof opts.grid);
+    }
     return opts;
 }
 

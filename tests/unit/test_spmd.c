@@ -456,3 +456,36 @@ TEST(spmd_hbm_regions_separate_tiles_side_by_side)
     CHECK(nk__regions_overlap(&w, &l) && nk__regions_overlap(&w, &r)); /* whole rows 0 and 1 */
     CHECK(w.p0 == 0 && w.p1 == 2 && w.b0 == 0 && w.b1 == 4096);
 }
+
+/* Instances with nothing to do (more instances than tiles) finish at once,
+ * also when one is the first on its core. */
+TEST(spmd_idle_instances_do_not_stall_their_core)
+{
+    nk_kernel *k = nk_kernel_new("spmd_matmul", nk_kernel_spmd_matmul);
+    nk_array l = {NK_BF16, 2, {1024, 256}, NULL}, r = {NK_BF16, 2, {1024, 1024}, NULL}, args[2] = {l, r};
+    int ncs[3] = {0, 2, -2};
+    double t22 = -1;
+    nk_options o22 = grid_opts("trn2", 2, 2, 0);
+    const nk_program *p22 = compile(k, args, 2, &o22);
+    if (p22)
+        t22 = device_ns(p22);
+    for (int c = 0; c < 3; c++) {
+        nk_options o = grid_opts("trn2", 4, 2, ncs[c]); /* instances [0, *] and [2, *] have no rows */
+        const nk_program *p = compile(k, args, 2, &o);
+        if (!p)
+            continue;
+        uint32_t n0 = 0;
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            n0 += p->instrs[i].inst == 0;
+        CHECK_INT(n0, 0);
+        double t = device_ns(p);
+        CHECK(t > 0);
+        /* the working instances are [1, *] and [3, *]: two per core, except with nl.nc minor
+           (core = row index % 2), which puts all four on core 1 */
+        if (ncs[c] != -2)
+            CHECK_NEAR(t, t22, 1e-9, 0);
+        else
+            CHECK_NEAR(t, 2 * t22, 1e-9, 0);
+    }
+    nk_kernel_free(k);
+}
