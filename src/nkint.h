@@ -225,6 +225,19 @@ static inline int nk__regions_overlap(const nk__region *a, const nk__region *b)
 {
     return a->key == b->key && a->p0 < b->p1 && b->p0 < a->p1 && a->b0 < b->b1 && b->b0 < a->b1;
 }
+/* Operand matching, by memory region: does instruction w write memory that
+ * t covers, does r read anything w writes? The timing model decides with
+ * them which operand a dependency feeds (a matmul's LoadStationary waits
+ * only for writes into src[0], its stationary operand); the exports draw
+ * dependency arrows to the part that consumes them. */
+int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t);
+int nk__reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w);
+/* Does r's LoadStationary (rather than its MultiplyMoving) wait for w? Only
+ * for a Tensor-engine r, w on another engine, w writing r's src[0]. */
+static inline int nk__feeds_stationary(const nk_program *p, const nk_instr *r, const nk_instr *w)
+{
+    return r->engine == NK_ENGINE_TENSOR && w->engine != r->engine && nk__writes_into(p, w, &r->src[0]);
+}
 /* snprintf into a growing buffer. */
 typedef struct nk_sbuf_text {
     char *s;

@@ -221,6 +221,25 @@ nk__region nk__region_of(const nk_program *p, const nk_tensor *t)
     return r;
 }
 
+int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t)
+{
+    nk__region r = nk__region_of(p, t), d = nk__region_of(p, &w->dst);
+    if (nk__regions_overlap(&d, &r))
+        return 1;
+    if (!w->dst2.buf)
+        return 0;
+    d = nk__region_of(p, &w->dst2);
+    return nk__regions_overlap(&d, &r);
+}
+
+int nk__reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w)
+{
+    for (int k = 0; k < r->nsrc && k < 3; k++)
+        if (r->src[k].buf && nk__writes_into(p, w, &r->src[k]))
+            return 1;
+    return 0;
+}
+
 void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim)
 {
     size_t k = 0;

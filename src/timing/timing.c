@@ -142,29 +142,6 @@ static hent heap_pop(sim *s)
     return top;
 }
 
-/* ---- memory regions (nk__region_of), to tell which dependency feeds which operand */
-
-/* Does instruction w write memory that t covers? */
-static int writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t)
-{
-    nk__region r = nk__region_of(p, t), d = nk__region_of(p, &w->dst);
-    if (nk__regions_overlap(&d, &r))
-        return 1;
-    if (!w->dst2.buf)
-        return 0;
-    d = nk__region_of(p, &w->dst2);
-    return nk__regions_overlap(&d, &r);
-}
-
-/* Does instruction r read anything instruction w writes? */
-static int reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w)
-{
-    for (int k = 0; k < r->nsrc && k < 3; k++)
-        if (r->src[k].buf && writes_into(p, w, &r->src[k]))
-            return 1;
-    return 0;
-}
-
 /* ---- events */
 
 static void add_event(sim *s, uint32_t i, int kind, double start, double end)
@@ -214,12 +191,12 @@ static void propagate(sim *s, uint32_t j)
         } else if (pi->engine == pj->engine) {
             /* in order on one engine: only a read of the output waits for its write;
                the Tensor engine's PSUM writes are ordered by its pipeline */
-            if (pi->engine != NK_ENGINE_TENSOR && reads_output(p, pi, pj))
+            if (pi->engine != NK_ENGINE_TENSOR && nk__reads_output(p, pi, pj))
                 s->ready[i] = dmax(s->ready[i], s->done[j]);
         } else {
             double t = s->done[j] + s->a->sem_latency_ns;
             s->ready[i] = dmax(s->ready[i], t);
-            if (pi->engine == NK_ENGINE_TENSOR && writes_into(p, pj, &pi->src[0]))
+            if (nk__feeds_stationary(p, pi, pj))
                 s->aux[i] = dmax(s->aux[i], t);
         }
         if (--s->rem[i] == 0)

@@ -232,7 +232,8 @@ static void put_counter_events(const nk_timeline *tl, nk_text *t)
 }
 
 /* A flow arrow from the middle of the predecessor's last slice to the middle
- * of the successor's first slice (each end binds to its enclosing slice). */
+ * of the successor's slice that consumes it (each end binds to its
+ * enclosing slice). */
 static void put_flow(const nk_profile *pr, const nk_view_rows *rows, const lanes *L, uint32_t e, int start,
                      uint64_t id, nk_text *t)
 {
@@ -251,6 +252,19 @@ static void put_flow(const nk_profile *pr, const nk_view_rows *rows, const lanes
     nk__vb_str(t, "}");
 }
 
+/* The event of instruction i that waits for its dependency j, as the timing
+ * model has it: a matmul's LoadStationary waits only for writes into its
+ * stationary operand, its MultiplyMoving for everything else. */
+static uint32_t consumer_event(const nk_profile *pr, const instr_ev *ie, uint32_t i, uint32_t j)
+{
+    const nk_program *p = pr->prog;
+    const nk_event *ev = pr->tl->events;
+    uint32_t f = ie->first[i], l = ie->last[i];
+    if (f == l || ev[l].kind != NK_EV_MULTIPLY_MOVING)
+        return f;
+    return nk__feeds_stationary(p, &p->instrs[i], &p->instrs[j]) ? f : l;
+}
+
 static void put_flows(const nk_profile *pr, const nk_view_rows *rows, const lanes *L, const instr_ev *ie,
                       nk_text *t)
 {
@@ -265,7 +279,7 @@ static void put_flows(const nk_profile *pr, const nk_view_rows *rows, const lane
             if (j >= p->ninstr || ie->last[j] == UINT32_MAX)
                 continue;
             put_flow(pr, rows, L, ie->last[j], 1, id, t);
-            put_flow(pr, rows, L, ie->first[i], 0, id, t);
+            put_flow(pr, rows, L, consumer_event(pr, ie, i, j), 0, id, t);
             id++;
         }
     }

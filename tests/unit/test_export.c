@@ -65,7 +65,10 @@ static char *jstring(jp *p)
 {
     if (*p->s != '"') { p->err = 1; return NULL; }
     p->s++;
-    char *out = malloc(strlen(p->s) + 1), *o = out;
+    size_t len = 0; /* the decoded string is no longer than its source up to the closing quote */
+    while (p->s[len] && p->s[len] != '"')
+        len += p->s[len] == '\\' && p->s[len + 1] ? 2 : 1;
+    char *out = malloc(len + 1), *o = out;
     while (*p->s && *p->s != '"') {
         unsigned char c = (unsigned char)*p->s;
         if (c < 0x20) { p->err = 1; break; } /* raw control characters are not JSON */
@@ -102,8 +105,11 @@ static jv *jnew(int type) { jv *v = calloc(1, sizeof *v); v->type = type; return
 
 static void jpush(jv *v, char *key, jv *item)
 {
-    v->item = realloc(v->item, (size_t)(v->n + 1) * sizeof *v->item);
-    v->key = realloc(v->key, (size_t)(v->n + 1) * sizeof *v->key);
+    if (!(v->n & (v->n - 1))) { /* at 0, 1, 2, 4, ...: double, so long arrays parse in linear time */
+        size_t cap = v->n ? 2 * (size_t)v->n : 1;
+        v->item = realloc(v->item, cap * sizeof *v->item);
+        v->key = realloc(v->key, cap * sizeof *v->key);
+    }
     v->item[v->n] = item;
     v->key[v->n] = key;
     v->n++;
@@ -466,6 +472,25 @@ TEST(export_perfetto_flows_bind_inside_slices)
         }
         CHECK_INT(from, edge[k][0]);
         CHECK_INT(to, edge[k][1]);
+        CHECK(jnum(fl, "ts") >= jnum(s, "ts")); /* never back in time */
+    }
+    /* into the matmul (#2): load #0 filled its stationary operand (src[0],
+     * sbuf@0), load #1 its moving one (src[1], sbuf@2048) */
+    static const char *const into_mm[2] = {"LoadStationary", "MultiplyMoving"};
+    for (int k = 0; k < 2; k++) {
+        const jv *fl = NULL, *slice = NULL;
+        for (int i = 0; i < evs->n; i++)
+            if (jnum(evs->item[i], "id") == k + 1 && !strcmp(jstr(evs->item[i], "ph"), "f"))
+                fl = evs->item[i];
+        for (int i = 0; fl && i < evs->n; i++) {
+            const jv *e = evs->item[i];
+            double ts = jnum(e, "ts");
+            if (!strcmp(jstr(e, "ph"), "X") && jnum(e, "tid") == jnum(fl, "tid") && jnum(fl, "ts") > ts &&
+                jnum(fl, "ts") < ts + jnum(e, "dur"))
+                slice = e;
+        }
+        CHECK(slice != NULL);
+        CHECK_STR(slice ? jstr(slice, "name") : NULL, into_mm[k]);
     }
     jfree(doc);
     nk_text_free(&t);
@@ -772,6 +797,147 @@ TEST(view_html_of_a_real_kernel)
     nk_profile_free(pr);
     nk_kernel_free(k);
     nk_array_free(&in);
+}
+
+/* Every flow of every built-in kernel's profile, on trn1 and trn2 (the SPMD
+ * kernels on their launch grid): it starts inside a slice of the
+ * predecessor, ends inside the slice of a successor that consumes it (a
+ * matmul's LoadStationary only for its stationary operand) and never ends
+ * before it starts. */
+typedef struct fslice {
+    double pid, tid, ts, te;
+    int instr, mm; /* mm: 0 other, 1 LoadStationary, 2 MultiplyMoving */
+} fslice;
+
+static int cmp_fslice(const void *x, const void *y)
+{
+    const fslice *a = x, *b = y;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    return (a->ts > b->ts) - (a->ts < b->ts);
+}
+
+/* The slices of (pid, tid) that contain ts: [*lo, *hi) of the sorted array. */
+static void slices_at(const fslice *s, int n, double pid, double tid, double ts, int *lo, int *hi)
+{
+    int a = 0, b = n;
+    fslice key = {pid, tid, ts, 0, 0, 0};
+    while (a < b) { /* first slice starting after ts */
+        int m = (a + b) / 2;
+        fslice k2 = key;
+        k2.ts = ts;
+        if (cmp_fslice(&s[m], &k2) <= 0) a = m + 1; else b = m;
+    }
+    *hi = a;
+    int k = a - 1;
+    while (k >= 0 && s[k].pid == pid && s[k].tid == tid && s[k].te >= ts)
+        k--;
+    *lo = k + 1;
+}
+
+static int depends_on(const nk_program *p, int i, int j)
+{
+    const nk_instr *in = &p->instrs[i];
+    for (uint32_t d = 0; d < in->ndep; d++)
+        if ((int)p->deps[in->dep_off + d] == j)
+            return 1;
+    return 0;
+}
+
+static void check_flows_of(const nk_profile *pr, const char *what, int *nflows, int *nmoving)
+{
+    const nk_program *p = pr->prog;
+    nk_text t = {0};
+    CHECK_INT(nk_export_perfetto(pr, NULL, &t), NK_OK);
+    jv *doc = jdoc(t.s);
+    jv *evs = jget(doc, "traceEvents");
+    CHECK(evs != NULL);
+    if (!evs) { jfree(doc); nk_text_free(&t); return; }
+    fslice *sl = calloc((size_t)evs->n + 1, sizeof *sl);
+    const jv **start = calloc((size_t)2 * evs->n + 2, sizeof *start), **fin = start + evs->n + 1;
+    int n = 0, bad = 0;
+    for (int i = 0; i < evs->n; i++) {
+        const jv *e = evs->item[i];
+        const char *ph = jstr(e, "ph"), *name = jstr(e, "name");
+        if (!strcmp(ph, "X")) {
+            double ts = jnum(e, "ts");
+            sl[n++] = (fslice){jnum(e, "pid"), jnum(e, "tid"), ts, ts + jnum(e, "dur"),
+                               (int)jnum(jget(e, "args"), "instr"),
+                               !strcmp(name, "LoadStationary") ? 1 : !strcmp(name, "MultiplyMoving") ? 2 : 0};
+        } else if (!strcmp(ph, "s") || !strcmp(ph, "f")) {
+            double id = jnum(e, "id");
+            if (!(id >= 1 && id <= evs->n)) { bad++; continue; }
+            (ph[0] == 's' ? start : fin)[(int)id] = e;
+        }
+    }
+    qsort(sl, (size_t)n, sizeof *sl, cmp_fslice);
+    for (int id = 1; id <= evs->n; id++) {
+        const jv *s = start[id], *f = fin[id];
+        if (!s && !f)
+            continue;
+        if (!s || !f) { bad++; continue; }
+        ++*nflows;
+        double t0 = jnum(s, "ts"), t1 = jnum(f, "ts");
+        if (!(t1 >= t0)) {
+            if (bad++ < 3)
+                nk_test_fail(__FILE__, __LINE__, "%s: flow %d ends at %.6f us, before its start at %.6f us", what, id, t1, t0);
+            continue;
+        }
+        int a0, a1, b0, b1, ok = 0;
+        slices_at(sl, n, jnum(s, "pid"), jnum(s, "tid"), t0, &a0, &a1);
+        slices_at(sl, n, jnum(f, "pid"), jnum(f, "tid"), t1, &b0, &b1);
+        for (int a = a0; a < a1 && !ok; a++)
+            for (int b = b0; b < b1 && !ok; b++) {
+                int i = sl[b].instr, j = sl[a].instr;
+                if (i < 0 || i >= (int)p->ninstr || j < 0 || j >= (int)p->ninstr || !depends_on(p, i, j))
+                    continue;
+                int stat = nk__feeds_stationary(p, &p->instrs[i], &p->instrs[j]);
+                ok = sl[b].mm == 0 || sl[b].mm == (stat ? 1 : 2);
+                *nmoving += ok && sl[b].mm == 2;
+            }
+        if (!ok && bad++ < 3)
+            nk_test_fail(__FILE__, __LINE__, "%s: flow %d (%.6f -> %.6f us) does not join a dependency to the slice "
+                         "that consumes it", what, id, t0, t1);
+    }
+    CHECK_INT(bad, 0);
+    free(start);
+    free(sl);
+    jfree(doc);
+    nk_text_free(&t);
+}
+
+TEST(export_perfetto_flows_of_every_builtin_point_forward)
+{
+    static const char *const targets[2] = {"trn1", "trn2"};
+    int nflows = 0, nmoving = 0;
+    for (int ti = 0; ti < 2; ti++)
+        for (int ki = 0; ki < nk_builtin_kernel_count; ki++) {
+            const nk_kernel_info *info = &nk_builtin_kernels[ki];
+            nk_array args[NK_KERNEL_MAX_ARGS];
+            for (int a = 0; a < info->nargs; a++) {
+                args[a] = (nk_array){info->args[a].dtype, info->args[a].ndim, {0}, NULL};
+                memcpy(args[a].shape, info->args[a].shape, sizeof args[a].shape);
+            }
+            nk_options o = {.target = targets[ti]};
+            memcpy(o.grid, info->grid, sizeof o.grid);
+            nk_kernel *k = nk_kernel_new(info->name, info->fn);
+            const nk_program *p = NULL;
+            nk_profile *pr = NULL;
+            CHECK_INT(nk_kernel_compile(k, args, info->nargs, &o, &p), 0);
+            if (p)
+                CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+            if (pr) {
+                char what[96];
+                snprintf(what, sizeof what, "%s on %s", info->name, targets[ti]);
+                int before = nflows;
+                check_flows_of(pr, what, &nflows, &nmoving);
+                CHECK(nflows - before == (int)p->ndeps);
+            }
+            nk_profile_free(pr);
+            nk_kernel_free(k);
+        }
+    CHECK(nflows > 10000);
+    CHECK(nmoving > 100); /* the matmul kernels' moving operands do arrive last */
 }
 
 /* ---------------------------------------------------------------- terminal timeline */
