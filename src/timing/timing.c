@@ -616,49 +616,6 @@ static int new_counter(nk_counter *c, const char *name, const char *unit, uint32
     return c->t && c->value ? 0 : NK_ENOMEM;
 }
 
-/* DMA throughput averaged over equal bins; its integral is the bytes moved. */
-static int dma_throughput(nk_timeline *tl, nk_counter *c)
-{
-    enum { NBINS = 2000 };
-    if (!(tl->total_ns > 0) || !tl->nxfers) { /* nothing moves: zero from the start */
-        if (new_counter(c, "dma_throughput", "GB/s", 1))
-            return NK_ENOMEM;
-        c->t[0] = c->value[0] = 0;
-        c->n = 1;
-        return 0;
-    }
-    uint32_t nb = NBINS;
-    if (new_counter(c, "dma_throughput", "GB/s", nb + 1))
-        return NK_ENOMEM;
-    double w = tl->total_ns / nb;
-    memset(c->value, 0, (nb + 1) * sizeof *c->value);
-    for (uint32_t k = 0; k < tl->nxfers; k++) {
-        const nk_dma_xfer *x = &tl->xfers[k];
-        double len = x->end - x->start;
-        if (len <= 0)
-            continue;
-        double rate = (double)x->bytes / len;
-        uint32_t b0 = (uint32_t)(x->start / w), b1 = (uint32_t)(x->end / w);
-        if (b1 >= nb)
-            b1 = nb - 1;
-        if (b0 > b1)
-            b0 = b1;
-        for (uint32_t b = b0; b <= b1; b++) {
-            double lo = dmax(x->start, b * w), hi = b == nb - 1 ? x->end : fmin(x->end, (b + 1) * w);
-            if (hi > lo)
-                c->value[b] += rate * (hi - lo);
-        }
-    }
-    for (uint32_t b = 0; b < nb; b++) {
-        c->t[b] = b * w;
-        c->value[b] /= w; /* bytes per ns = GB/s */
-    }
-    c->t[nb] = tl->total_ns;
-    c->value[nb] = 0;
-    c->n = nb + 1;
-    return 0;
-}
-
 typedef struct mpoint {
     double t, delta;
 } mpoint;
@@ -669,6 +626,52 @@ static int cmp_mpoint(const void *x, const void *y)
     if (a->t != b->t)
         return a->t < b->t ? -1 : 1;
     return (a->delta > b->delta) - (a->delta < b->delta); /* frees first */
+}
+
+/* DMA throughput as a step function that changes exactly where transfers
+ * start and end: the sum of the rates (bytes / duration) of the transfers in
+ * flight, so its integral is the bytes moved. At most 2 samples per transfer
+ * plus the first; equal neighbouring values (to 1e-12, as one transfer
+ * hands over to another of the same rate) are one sample. */
+static int dma_throughput(nk_timeline *tl, nk_counter *c)
+{
+    size_t np = 0;
+    mpoint *pt = malloc(((size_t)tl->nxfers * 2 + 1) * sizeof *pt);
+    if (!pt || new_counter(c, "dma_throughput", "GB/s", tl->nxfers * 2 + 1)) {
+        free(pt);
+        return NK_ENOMEM;
+    }
+    for (uint32_t k = 0; k < tl->nxfers; k++) {
+        const nk_dma_xfer *x = &tl->xfers[k];
+        if (!(x->end > x->start))
+            continue;
+        double rate = (double)x->bytes / (x->end - x->start); /* bytes per ns = GB/s */
+        pt[np++] = (mpoint){x->start, rate};
+        pt[np++] = (mpoint){x->end, -rate};
+    }
+    qsort(pt, np, sizeof *pt, cmp_mpoint);
+    c->t[0] = c->value[0] = 0;
+    c->n = 1;
+    double v = 0;
+    long active = 0; /* transfers in flight */
+    for (size_t k = 0; k < np; k++) {
+        v += pt[k].delta;
+        active += pt[k].delta > 0 ? 1 : -1;
+        if (!active)
+            v = 0; /* nothing in flight: exactly zero, whatever the rounding */
+        if (k + 1 < np && pt[k + 1].t == pt[k].t)
+            continue; /* the value after every change at this time */
+        if (fabs(c->value[c->n - 1] - v) <= 1e-12 * v)
+            continue; /* the same rate, summed in another order */
+        if (c->t[c->n - 1] == pt[k].t)
+            c->value[c->n - 1] = v;
+        else {
+            c->t[c->n] = pt[k].t;
+            c->value[c->n++] = v;
+        }
+    }
+    free(pt);
+    return 0;
 }
 
 /* Bytes of tiles in `mem` alive over time: from first write to last use. */

@@ -807,9 +807,111 @@ TEST(timing_dma_bytes_equal_kernel_tensor_traffic)
         }
         CHECK_NEAR(integral, 2 * 1024.0 * 2048 * 4, 1e-9, 0);
         CHECK(peak <= 16 * DMA_BW1 * (1 + 1e-9)); /* never above the engines' total */
-        CHECK_NEAR(thr->t[thr->n - 1], c.tl->total_ns, 1e-12, 0);
+        CHECK(thr->t[thr->n - 1] <= c.tl->total_ns);
+        CHECK(thr->value[thr->n - 1] == 0); /* after the last transfer */
     }
     end_case(&c);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The DMA throughput counter changes exactly where transfers start or end
+ * (a step function, not a grid): each sample's time is some transfer's
+ * start or end, each value is the sum of the rates of the transfers in
+ * flight right after it, consecutive values differ, no change is left out,
+ * and there are at most 2 samples per transfer plus the first. */
+static void check_throughput(const nk_timeline *tl, const char *what)
+{
+    const nk_dma_xfer *x = tl->xfers;
+    uint32_t nx = tl->nxfers;
+    const nk_counter *thr = &tl->counters[0];
+    CHECK_STR(thr->name, "dma_throughput");
+    CHECK(thr->n <= 2 * nx + 1);
+    CHECK(thr->t[0] == 0);
+    int bad_t = 0, bad_v = 0, repeats = 0;
+    double integral = 0, bytes = 0;
+    for (uint32_t k = 0; k < nx; k++)
+        bytes += (double)x[k].bytes;
+    for (uint32_t s = 0; s < thr->n; s++) {
+        double t = thr->t[s], want = 0;
+        int edge = s == 0;
+        for (uint32_t k = 0; k < nx; k++) {
+            edge |= x[k].start == t || x[k].end == t;
+            if (x[k].start <= t && t < x[k].end)
+                want += (double)x[k].bytes / (x[k].end - x[k].start);
+        }
+        bad_t += !edge;
+        bad_v += !(fabs(thr->value[s] - want) <= 1e-9 * want + 1e-12);
+        repeats += s && thr->value[s] == thr->value[s - 1];
+        if (s + 1 < thr->n)
+            integral += thr->value[s] * (thr->t[s + 1] - thr->t[s]);
+    }
+    double *edges = malloc((2 * (size_t)nx + 1) * sizeof *edges);
+    uint32_t ne = 0, changes = 0;
+    for (uint32_t k = 0; edges && k < nx; k++)
+        if (x[k].end > x[k].start) {
+            edges[ne++] = x[k].start;
+            edges[ne++] = x[k].end;
+        }
+    qsort(edges, ne, sizeof *edges, cmp_double);
+    double prev = 0;
+    for (uint32_t e = 0; e < ne; e++) {
+        if (e && edges[e] == edges[e - 1])
+            continue;
+        double v = 0;
+        for (uint32_t k = 0; k < nx; k++)
+            if (x[k].start <= edges[e] && edges[e] < x[k].end)
+                v += (double)x[k].bytes / (x[k].end - x[k].start);
+        if (fabs(v - prev) > 1e-9 * fmax(v, prev)) {
+            changes++;
+            prev = v;
+        }
+    }
+    if (bad_t || bad_v || repeats || thr->n != changes + (ne && edges[0] > 0))
+        nk_test_fail(__FILE__, __LINE__, "%s: %u samples for %u transfers (%u changes): %d off the edges, %d wrong, "
+                     "%d repeated", what, thr->n, nx, changes, bad_t, bad_v, repeats);
+    CHECK_NEAR(integral, bytes, 1e-9, 0);
+    CHECK(thr->value[thr->n - 1] == 0);
+    free(edges);
+}
+
+TEST(timing_dma_throughput_steps_at_transfer_edges)
+{
+    static const char *const names[] = {"tensor_exp", "softmax", "matmul_tiled", "mamba_v1", "avgpool2d",
+                                        "spmd_tensor_add"};
+    uint32_t samples = 0, xfers = 0;
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        const nk_kernel_info *ki = nk_builtin_kernel(names[n]);
+        CHECK(ki != NULL);
+        if (!ki)
+            continue;
+        nk_array args[NK_KERNEL_MAX_ARGS];
+        for (int a = 0; a < ki->nargs; a++) {
+            args[a] = (nk_array){ki->args[a].dtype, ki->args[a].ndim, {0}, NULL};
+            memcpy(args[a].shape, ki->args[a].shape, sizeof args[a].shape);
+        }
+        nk_options o = {.target = "trn1"};
+        memcpy(o.grid, ki->grid, sizeof o.grid);
+        nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+        const nk_program *p = NULL;
+        nk_timeline *tl = NULL;
+        CHECK_INT(nk_kernel_compile(k, args, ki->nargs, &o, &p), 0);
+        if (p)
+            CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+        if (tl) {
+            check_throughput(tl, ki->name);
+            samples += tl->counters[0].n;
+            xfers += tl->nxfers;
+        }
+        nk_timeline_free(tl);
+        nk_kernel_free(k);
+    }
+    CHECK(xfers > 1000);
+    CHECK(samples > 100); /* the counter follows the transfers, not a grid */
 }
 
 TEST(timing_never_depends_on_input_values)
