@@ -113,6 +113,8 @@ int nk_cmd_export(int argc, char **argv)
         code = nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.in, nk_strerror(rc));
     else
         code = write_out(e.out, &t);
+    if (!code && e.out && !nk_cli_is_stdout(e.out)) /* as view and profile say what they wrote */
+        fprintf(stderr, "wrote %s (%s, %.1f MB)\n", e.out, e.format, (double)t.len / 1e6);
     nk_text_free(&t);
     nk_profile_free(pr);
     return code;

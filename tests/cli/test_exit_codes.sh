@@ -111,4 +111,12 @@ for args in "kernels" "summary $P" "timeline $P" "insights $P" "export $P --form
     if [ "$rc" -eq 0 ] && [ -s "$W/out" ] && [ ! -s "$W/err" ]; then ok; else bad "nklab $args exits 0" "exit $rc" "$(cat "$W/err")"; fi
 done
 
+# ---- a file written says so on stderr, as view and profile do
+for f in perfetto json csv; do
+    run "$NK" export "$P" --format "$f" -o "$W/e.$f"
+    mb=$(awk -v n="$(wc -c <"$W/e.$f")" 'BEGIN { printf "%.1f", n / 1e6 }')
+    if [ "$rc" -eq 0 ] && [ -s "$W/e.$f" ] && [ ! -s "$W/out" ] && [ "$(cat "$W/err")" = "wrote $W/e.$f ($f, $mb MB)" ]
+    then ok; else bad "export --format $f -o FILE says what it wrote" "exit $rc" "$(cat "$W/err")"; fi
+done
+
 finish
