@@ -290,8 +290,8 @@ TEST(spmd_errors_name_the_line_and_the_instance)
         "nk_program_id: axis 1 is not an axis of the launch grid (1 axis) (program instance [0])",
         "nk_ndarray: HBM tensor 0 of this instance is [128, 64] float32, but instance 0's",
         "uses a tile",
-        "this instance returned 0 outputs, instance 0 returned 1: every instance of a launch grid returns the same "
-        "tensors (program instance [1])",
+        ("this instance returned 0 outputs, instance 0 returned 1: every instance of a launch grid returns the same "
+         "tensors (program instance [1])"),
     };
     for (g_case = 0; g_case < 4; g_case++) {
         nk_kernel *k = nk_kernel_new("spmd_bad", k_spmd_bad);
