@@ -14,7 +14,8 @@ CPPFLAGS = -std=c11 -D_DEFAULT_SOURCE -Iinclude -Isrc -Ikernels
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 BLAS_DIR ?= /usr/lib/$(MULTIARCH)/openblas-serial
 CPPFLAGS += -I/usr/include/$(MULTIARCH)/openblas-serial
-LDLIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -lpthread
+# SLEEF (libsleef-dev): the executor's vectorised exp, log, tanh, sin, cos, arctan.
+LDLIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lsleef -lm -lpthread
 BUILD ?= build
 
 LIB_SRC = $(wildcard src/core/*.c src/isa/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/exec/*.c src/rt/*.c \
@@ -133,3 +134,11 @@ clean:
 
 # The Python front-end: the extension and its package (python/python.mk).
 include python/python.mk
+
+# `make bench` also sets elementwise @nki.jit kernels against numpy.
+BENCH_BIN += $(BUILD)/bench/python_elementwise
+bench: $(BUILD)/bench/python_elementwise
+$(BUILD)/bench/python_elementwise: bench/python_elementwise.py $(BUILD)/nklab python
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s/nklab" python "%s/bench/python_elementwise.py" "$$@"\n' "$(abspath $(BUILD))" "$(CURDIR)" >$@
+	chmod +x $@

@@ -5,7 +5,7 @@
 # The Python front-end builds against Debian's python3 (python3-dev, numpy);
 # its tests also pass torch CPU tensors (python3-torch).
 set -euo pipefail
-want=(libopenblas-dev libopenblas-serial-dev python3-dev python3-numpy)
+want=(libopenblas-dev libopenblas-serial-dev libsleef-dev python3-dev python3-numpy)
 if [ "${1:-build}" = test ]; then
     want+=(libclang-rt-14-dev clang pkg-config python3-torch)
 fi

@@ -14,15 +14,17 @@
  *   - tensor_copy on the Vector or GpSimd engine is bit-accurate when source
  *     and destination dtypes match, an fp32 cast otherwise; the Scalar engine
  *     always goes through fp32;
- *   - activation functions are evaluated to within about one fp32 ulp
- *     (exp, log, sin, cos through the fp32 libm routines, the composite
- *     functions in double), then rounded once to fp32;
+ *   - activation functions are evaluated to within about one fp32 ulp:
+ *     exp, log, tanh, sin, cos and arctan by SLEEF's vectorised fp32
+ *     functions (at most 1.0 ulp, exec/vmath.c), erf and the composite
+ *     functions in double, rounded once to fp32;
  *   - PSUM accumulates in fp32; matmul goes through BLAS (sgemm),
  *     single-threaded for bit-identical results from run to run.
  * Dispatch on the operator or function happens once per row or per
  * instruction, never per element, so the inner loops vectorize.
  */
 #include "exec/exec.h"
+#include "exec/vmath.h"
 #include "isa/optable.h"
 
 #include <cblas.h>
@@ -40,6 +42,8 @@ typedef struct bview {
     int64_t bstride[NK_MAXDIM];
     int es;
     nk_dtype dt;
+    const uint8_t *mem; /* tiles: their memory's first byte (NULL in HBM) */
+    int64_t pb;         /* tiles: the partition stride; dims of that stride are partitions */
 } bview;
 
 typedef struct nk__exec {
@@ -155,6 +159,8 @@ static bview view_of(const exec *x, const nk_tensor *t)
         }
     } else {
         const nk_bufinfo *b = &x->p->bufs[t->buf];
+        v.mem = x->mem[t->mem];
+        v.pb = x->pbytes[t->mem];
         v.base = x->mem[t->mem] + (int64_t)t->part0 * x->pbytes[t->mem] + b->addr + t->off * v.es;
         v.shape[pad] = t->shape[0];
         v.bstride[pad] = x->pbytes[t->mem];
@@ -437,6 +443,60 @@ static int same_shape(const bview *a, const bview *b)
     return 1;
 }
 
+/* The bytes a view spans, [lo, hi), offsets from its base; with part, only
+ * along its dims that are not partitions (a tile's bytes within each of its
+ * partitions). */
+static void byte_span(const bview *v, int part, int64_t *lo, int64_t *hi)
+{
+    int64_t a = 0, b = v->es;
+    for (int d = 0; d < NK_MAXDIM; d++) {
+        if (part && v->mem && v->bstride[d] == v->pb)
+            continue;
+        int64_t e = (v->shape[d] - 1) * v->bstride[d];
+        if (e < 0)
+            a += e;
+        else
+            b += e;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+/* Can an elementwise instruction read s and write d row by row, without
+ * staging s? When they are the same view, or touch no common byte: their
+ * spans are apart, or (tiles of one memory) their bytes within a partition. */
+static int no_hazard(const bview *d, const bview *s)
+{
+    if (d->base == s->base && !memcmp(d->bstride, s->bstride, sizeof d->bstride) && same_shape(d, s))
+        return 1;
+    int64_t dl, dh, sl, sh;
+    byte_span(d, 0, &dl, &dh);
+    byte_span(s, 0, &sl, &sh);
+    if (d->base + dh <= s->base + sl || s->base + sh <= d->base + dl)
+        return 1;
+    if (!d->mem || d->mem != s->mem || d->pb != s->pb)
+        return 0;
+    /* offsets within a partition, from the partition's first byte */
+    int64_t doff = (d->base - d->mem) % d->pb, soff = (s->base - s->mem) % s->pb;
+    byte_span(d, 1, &dl, &dh);
+    byte_span(s, 1, &sl, &sh);
+    dl += doff, dh += doff, sl += soff, sh += soff;
+    return dl >= 0 && sl >= 0 && dh <= d->pb && sh <= s->pb && (dh <= sl || sh <= dl);
+}
+
+/* fp32 with contiguous rows, aligned: the views elementwise loops read and
+ * write in place. */
+static int f32_rows(const bview *v) { return v->dt == NK_F32 && v->bstride[3] == 4 && !((uintptr_t)v->base % 4); }
+
+/* The first byte of innermost row r (row-major over dims 0..2) of a view. */
+static uint8_t *row_ptr(const bview *v, int64_t r)
+{
+    int64_t c = r % v->shape[2], q = r / v->shape[2];
+    return v->base + (q / v->shape[1]) * v->bstride[0] + (q % v->shape[1]) * v->bstride[1] + c * v->bstride[2];
+}
+
+static int64_t nrows(const bview *v) { return v->shape[0] * v->shape[1] * v->shape[2]; }
+
 /* DMA: byte copy between two views of the same element count and dtype. The
  * source is staged so overlapping views copy as if read before written. */
 static int copy_bytes(const bview *dst, const bview *src)
@@ -546,6 +606,91 @@ static void alu_vs(nk_alu op, float *a, float s, int rev, int64_t n)
     }
 #undef VS
 #undef SV
+}
+
+/* ---- row loops on fp32 vectors of 4 (GCC/clang vector extensions: SIMD at
+ * -O2 on any x86-64). Each vector operation is the IEEE operation of its
+ * lanes, so results are those of the element-by-element loops above. */
+
+typedef float v4f __attribute__((vector_size(16)));
+
+static inline v4f ld4(const float *p)
+{
+    v4f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void st4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+
+/* o[i] = a[i] op b[i]; o may be a or b */
+static void alu_row3(nk_alu op, float *o, const float *a, const float *b, int64_t n)
+{
+    int64_t i = 0;
+#define V3(e)                                                                                   \
+    for (; i + 8 <= n; i += 8) {                                                                \
+        v4f x = ld4(a + i), y = ld4(b + i), r0 = (e);                                           \
+        x = ld4(a + i + 4), y = ld4(b + i + 4);                                                 \
+        v4f r1 = (e);                                                                           \
+        st4(o + i, r0);                                                                         \
+        st4(o + i + 4, r1);                                                                     \
+    }
+    switch (op) {
+    case NK_ALU_ADD: V3(x + y); break;
+    case NK_ALU_SUBTRACT: V3(x - y); break;
+    case NK_ALU_MULTIPLY: V3(x * y); break;
+    case NK_ALU_DIVIDE: V3(x / y); break;
+    default: break;
+    }
+#undef V3
+#define S3(e) for (; i < n; i++) { float x = a[i], y = b[i]; (void)x; (void)y; o[i] = (e); }
+    switch (op) { ALU_CASES(S3) }
+#undef S3
+}
+
+/* o[i] = a[i] op s, or s op a[i] when rev; o may be a */
+static void alu_row_s(nk_alu op, float *o, const float *a, float s, int rev, int64_t n)
+{
+    int64_t i = 0;
+    const v4f sv = {s, s, s, s};
+#define VS(e)                                                                                   \
+    for (; i + 8 <= n; i += 8) {                                                                \
+        v4f x = rev ? sv : ld4(a + i), y = rev ? ld4(a + i) : sv, r0 = (e);                     \
+        x = rev ? sv : ld4(a + i + 4), y = rev ? ld4(a + i + 4) : sv;                           \
+        v4f r1 = (e);                                                                           \
+        st4(o + i, r0);                                                                         \
+        st4(o + i + 4, r1);                                                                     \
+    }
+    switch (op) {
+    case NK_ALU_BYPASS: if (o != a) memcpy(o, a, (size_t)n * sizeof *o); return;
+    case NK_ALU_ADD: VS(x + y); break;
+    case NK_ALU_SUBTRACT: VS(x - y); break;
+    case NK_ALU_MULTIPLY: VS(x * y); break;
+    case NK_ALU_DIVIDE: VS(x / y); break;
+    default: break;
+    }
+#undef VS
+    if (i < n) {
+        if (o != a)
+            memcpy(o + i, a + i, (size_t)(n - i) * sizeof *o);
+        alu_vs(op, o + i, s, rev, n - i);
+    }
+}
+
+/* o[i] = a[i] * scale + bias, the product rounded before the sum (as the
+ * activation functions' affine step); o may be a */
+static void affine_row(float *o, const float *a, int64_t n, float scale, float bias)
+{
+    int64_t i = 0;
+    const v4f sv = {scale, scale, scale, scale}, bv = {bias, bias, bias, bias};
+    for (; i + 4 <= n; i += 4) {
+        v4f t = ld4(a + i) * sv;
+        st4(o + i, t + bv);
+    }
+    for (; i < n; i++) {
+        float t = a[i] * scale;
+        o[i] = t + bias;
+    }
 }
 
 static int is_bitvec(nk_alu op)
@@ -709,21 +854,74 @@ int nk__exec_transpose(exec *x, const nk_instr *in)
     return 0;
 }
 
+/* One partition's values of an activation, in place: the affine step, then
+ * the function (vectorised where vmath has it). */
+static void act_row(int func, act_fn f, nk__vfn vf, float *v, int64_t n, float scale, float bias)
+{
+    if (func == NK_ACT_COPY) {
+        affine_row(v, v, n, scale, bias);
+    } else if (vf) {
+        affine_row(v, v, n, scale, bias);
+        vf(v, v, n);
+    } else {
+        f(v, n, scale, bias);
+    }
+}
+
+/* fp32 source and destination with contiguous rows: each row computed from
+ * the source straight into the destination, the reduction (fp32 values as
+ * stored) summed from there. */
+static int activation_f32(exec *x, const nk_instr *in, const bview *s, const bview *d, int64_t P, act_fn f,
+                          nk__vfn vf, const float *bias, const float *scale)
+{
+    int64_t n = s->shape[3], rows = nrows(s), rpp = rows / P;
+    for (int64_t r = 0; r < rows; r++) {
+        float *o = (float *)(void *)row_ptr(d, r);
+        const float *a = (const float *)(const void *)row_ptr(s, r);
+        if (o != a)
+            memcpy(o, a, (size_t)n * sizeof *o);
+        act_row(in->func, f, vf, o, n, scale[r / rpp], bias[r / rpp]);
+    }
+    if (in->flags & NK_IF_REDUCE) {
+        float *red = scratch(3, (size_t)P);
+        if (!red)
+            return NK_ENOMEM;
+        for (int64_t p = 0; p < P; p++) {
+            float acc = 0.0f;
+            for (int64_t r = p * rpp; r < (p + 1) * rpp; r++) {
+                const float *o = (const float *)(const void *)row_ptr(d, r);
+                for (int64_t i = 0; i < n; i++)
+                    acc += o[i];
+            }
+            red[p] = acc;
+        }
+        bview rd = view_of(x, &in->dst2);
+        scatter(&rd, red);
+    }
+    return 0;
+}
+
 int nk__exec_activation(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
-    float *a = scratch(0, (size_t)(P * F));
     const float *bias, *scale;
-    if (!a || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &bias) ||
+    if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &bias) ||
         column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &scale))
         return NK_ENOMEM;
-    gather(&s, a);
     act_fn f = in->func < NK_ACT_COUNT ? act_table[in->func] : NULL;
     if (!f)
         return NK_EINVAL;
+    nk__vfn vf = nk__vmath_f32(in->func);
+    if (f32_rows(&s) && f32_rows(&d) && same_shape(&s, &d) && no_hazard(&d, &s) &&
+        (!(in->flags & NK_IF_REDUCE) || in->dst2.mem != in->dst.mem || in->dst2.buf != in->dst.buf))
+        return activation_f32(x, in, &s, &d, P, f, vf, bias, scale);
+    float *a = scratch(0, (size_t)(P * F));
+    if (!a)
+        return NK_ENOMEM;
+    gather(&s, a);
     for (int64_t p = 0; p < P; p++)
-        f(a + p * F, F, scale[p], bias[p]);
+        act_row(in->func, f, vf, a + p * F, F, scale[p], bias[p]);
     scatter(&d, a);
     if (in->flags & NK_IF_REDUCE) {
         /* add-reduction of the fp32 function values, before the output cast */
@@ -757,12 +955,19 @@ int nk__exec_tensor_tensor(exec *x, const nk_instr *in)
         scatter_i64(&d, a, 1);
         return 0;
     }
+    if (f32_rows(&va) && f32_rows(&vb) && f32_rows(&d) && same_shape(&va, &d) && same_shape(&vb, &d) &&
+        no_hazard(&d, &va) && no_hazard(&d, &vb)) { /* row by row in place, no staging */
+        for (int64_t r = 0, rows = nrows(&d); r < rows; r++)
+            alu_row3(op, (float *)(void *)row_ptr(&d, r), (const float *)(const void *)row_ptr(&va, r),
+                     (const float *)(const void *)row_ptr(&vb, r), d.shape[3]);
+        return 0;
+    }
     float *a = scratch(0, (size_t)n), *b = scratch(1, (size_t)n);
     if (!a || !b)
         return NK_ENOMEM;
     gather(&va, a);
     gather(&vb, b);
-    alu_vv(op, a, b, n);
+    alu_row3(op, a, a, b, n);
     scatter(&d, a);
     return 0;
 }
@@ -793,17 +998,29 @@ int nk__exec_tensor_scalar(exec *x, const nk_instr *in)
     if (is_bitvec(op0) || is_bitvec(op1))
         return run_tensor_scalar_int(x, in, P, F);
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    float *a = scratch(0, (size_t)(P * F));
     const float *o0, *o1;
-    if (!a || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
+    if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
         column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &o1))
         return NK_ENOMEM;
-    gather(&s, a);
     int r0 = in->flags & NK_IF_REV0, r1 = in->flags & NK_IF_REV1;
+    if (f32_rows(&s) && f32_rows(&d) && same_shape(&s, &d) && no_hazard(&d, &s)) { /* in place */
+        int64_t rows = nrows(&d), rpp = rows / P;
+        for (int64_t r = 0; r < rows; r++) {
+            float *o = (float *)(void *)row_ptr(&d, r);
+            alu_row_s(op0, o, (const float *)(const void *)row_ptr(&s, r), o0[r / rpp], r0, d.shape[3]);
+            if (op1 != NK_ALU_BYPASS)
+                alu_row_s(op1, o, o, o1[r / rpp], r1, d.shape[3]);
+        }
+        return 0;
+    }
+    float *a = scratch(0, (size_t)(P * F));
+    if (!a)
+        return NK_ENOMEM;
+    gather(&s, a);
     for (int64_t p = 0; p < P; p++) {
-        alu_vs(op0, a + p * F, o0[p], r0, F);
+        alu_row_s(op0, a + p * F, a + p * F, o0[p], r0, F);
         if (op1 != NK_ALU_BYPASS)
-            alu_vs(op1, a + p * F, o1[p], r1, F);
+            alu_row_s(op1, a + p * F, a + p * F, o1[p], r1, F);
     }
     scatter(&d, a);
     return 0;
@@ -916,8 +1133,13 @@ int nk__exec_tensor_reduce(exec *x, const nk_instr *in)
 int nk__exec_tensor_copy(exec *x, const nk_instr *in)
 {
     bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    if (s.dt == d.dt && in->engine != NK_ENGINE_SCALAR)
+    if (s.dt == d.dt && in->engine != NK_ENGINE_SCALAR) {
+        if (same_shape(&s, &d) && no_hazard(&d, &s)) {
+            copy_direct(&d, &s);
+            return 0;
+        }
         return copy_bytes(&d, &s);
+    }
     float *a = scratch(0, (size_t)vnumel(&s));
     if (!a)
         return NK_ENOMEM;

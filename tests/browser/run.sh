@@ -20,7 +20,7 @@ make -s BUILD="$BUILD" "$BUILD/nklab" "$BUILD/libnklab.a" "$BUILD/libnklab_kerne
 mkdir -p "$OUT"
 ${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Iinclude -Isrc -Ikernels -Wall -Wextra -Wno-missing-field-initializers \
     -o "$OUT/mkprofile" tests/browser/mkprofile.c "$BUILD/libnklab_kernels.a" "$BUILD/libnklab.a" \
-    -lopenblas -lm -lpthread || fail "mkprofile did not build"
+    -lopenblas -lsleef -lm -lpthread || fail "mkprofile did not build"
 "$OUT/mkprofile" kernel tensor_exp "$OUT/te.nkp" "$OUT/te.json" || fail "tensor_exp profile"
 "$BUILD/nklab" view "$OUT/te.nkp" -o "$OUT/te.html" 2>/dev/null || fail "nklab view"
 NK_TARGET=trn2 "$OUT/mkprofile" kernel spmd_tensor_add "$OUT/spmd.nkp" "$OUT/spmd.json" || fail "spmd profile"

@@ -14,7 +14,7 @@ RUNS=${FUZZ_RUNS:-30000}
 TIME=${FUZZ_TIME:-20}
 SAN="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 INC="-std=c11 -D_DEFAULT_SOURCE -Iinclude -Isrc -Ikernels"
-LIBS="$B/libnklab_kernels.a $B/libnklab.a -lopenblas -lm -lpthread"
+LIBS="$B/libnklab_kernels.a $B/libnklab.a -lopenblas -lsleef -lm -lpthread"
 pass=0; fail=0; skip=0
 ok() { echo "ok   $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }

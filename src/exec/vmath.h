@@ -1,0 +1,27 @@
+/*
+ * vmath.h - vectorised fp32 math for the executor's activation functions
+ * (src/exec/vmath.c): SLEEF's 1.0-ulp functions on the widest vectors the
+ * machine runs (AVX-512F, AVX2 + FMA, else SSE2), chosen once per process.
+ */
+#ifndef NK_VMATH_H
+#define NK_VMATH_H
+
+#include <stdint.h>
+
+/* y[i] = f(x[i]) for i < n; y may be x (not a partial overlap). */
+typedef void (*nk__vfn)(float *y, const float *x, int64_t n);
+
+/* The vectorised fp32 function of activation func (an nk_act): exp, log,
+ * tanh, sin, cos, arctan; NULL for the others (and on machines without
+ * SLEEF's x86-64 entry points), which the executor evaluates itself. Every
+ * one is within 1.0 ulp of the exact value (SLEEF's u10 bound; the sweep in
+ * tests/unit/test_exec_vmath.c measures it: exp 0.94, log 0.58, tanh 1.0,
+ * sin 0.78, cos 0.93, arctan 0.84 on AVX-512). SLEEF's erff reaches 1.07
+ * ulp near FLT_MIN, so erf stays in double. */
+nk__vfn nk__vmath_f32(int func);
+
+/* Which vectors nk__vmath_f32's functions use: "avx512f", "avx2", "sse2", or
+ * "none". */
+const char *nk__vmath_isa(void);
+
+#endif
