@@ -349,6 +349,7 @@ static int spill_one(ascan *a)
     st.loc = after->loc;
     st.loop = after->loop;
     st.iter = after->iter;
+    st.inst = after->inst; /* SPMD: the victim's instance */
     st.dst = whole(p, h);
     st.src[0] = whole(p, victim);
     st.nsrc = 1;
@@ -357,6 +358,7 @@ static int spill_one(ascan *a)
     ld.loc = before->loc;
     ld.loop = before->loop;
     ld.iter = before->iter;
+    ld.inst = before->inst;
     ld.dst = whole(p, v2);
     ld.src[0] = whole(p, h);
     if (insert_instr(a, vprev + 1, &st, 0) || insert_instr(a, vnext + 1, &ld, 1))
