@@ -152,11 +152,14 @@ static nk_tensor cast(nk_ctx *nc, nk_loc loc, nk_tensor t, PyObject *dtype)
     return nk_copy_at(nc, loc, t, dt);
 }
 
+/* The context and the kernel's location, which carries the call's name
+ * (op) for messages: "nl.matmul (nc_matmul): ..." */
 #define NC(op)                                                                                                    \
     nk_ctx *nc = pynk_nc(op);                                                                                     \
     if (!nc)                                                                                                      \
         return NULL;                                                                                              \
-    nk_loc loc = pynk_loc()
+    nk_loc loc = pynk_loc();                                                                                      \
+    loc.call = (op)
 
 /* ---- ops given as functions (activation functions, ALU operators) */
 

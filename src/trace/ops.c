@@ -12,6 +12,30 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ---- names in messages: the call the kernel wrote (loc.call: "nk_matmul",
+ * "nl.matmul", "nisa.nc_matmul"), with the instruction it lowered to in
+ * parentheses when that is another name: "nk_matmul (nc_matmul): ...". */
+
+static const char *isa_label(char *buf, size_t n, nk_loc loc, const char *instr)
+{
+    const char *c = loc.call;
+    if (!c || !c[0])
+        return instr;
+    size_t lc = strlen(c), li = strlen(instr);
+    if (lc >= li && !strcmp(c + lc - li, instr) && (lc == li || c[lc - li - 1] == '_' || c[lc - li - 1] == '.'))
+        return c; /* the instruction itself: nk_isa_nc_matmul, nisa.nc_matmul */
+    snprintf(buf, n, "%s (%s)", c, instr);
+    return buf;
+}
+
+/* A language-level op: the call's own name, else the op's. */
+static const char *lang_label(nk_loc loc, const char *name) { return loc.call && loc.call[0] ? loc.call : name; }
+
+#define ISA_OP(instr)                                                                                               \
+    char op_buf_[160];                                                                                             \
+    const char *op = isa_label(op_buf_, sizeof op_buf_, loc, (instr))
+#define LANG_OP(name) const char *op = lang_label(loc, (name))
+
 /* ---- checks */
 
 static int ok_tensor(nk_ctx *nc, nk_loc loc, const char *op, const char *what, nk_tensor t)
@@ -213,7 +237,7 @@ static int ok_engine_operands(nk_ctx *nc, nk_loc loc, const char *op, int eng, c
 
 void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk_tensor mv, int accumulate)
 {
-    const char *op = "nc_matmul";
+    ISA_OP("nc_matmul");
     if (!ok_onchip(nc, loc, op, "stationary", st, 0, "nc_matmul (operands come from SBUF)") ||
         !ok_onchip(nc, loc, op, "moving", mv, 0, "nc_matmul (operands come from SBUF)") ||
         !ok_onchip(nc, loc, op, "dst", dst, 1, ""))
@@ -302,7 +326,7 @@ void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk
 
 void nk_isa_nc_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng)
 {
-    const char *op = "nc_transpose";
+    ISA_OP("nc_transpose");
     int e = pick_engine(nc, loc, op, NK_OP_TRANSPOSE, eng);
     if (e < 0 || !ok_onchip(nc, loc, op, "src", src, e != NK_ENGINE_TENSOR, "the Tensor engine") ||
         !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_read(nc, loc, op, "src", src))
@@ -409,7 +433,8 @@ static void activation(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk
 void nk_isa_activation_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src, nk_operand bias,
                           nk_operand scale, nk_tensor reduce_dst)
 {
-    activation(nc, loc, "activation", dst, f, src, bias, scale, reduce_dst);
+    ISA_OP("activation");
+    activation(nc, loc, op, dst, f, src, bias, scale, reduce_dst);
 }
 
 /* nisa.activation_reduce: activation with reduce_cmd reset_reduce and a
@@ -417,7 +442,7 @@ void nk_isa_activation_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_te
 void nk_isa_activation_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f, nk_tensor src, nk_alu reduce_op,
                                  nk_tensor reduce_res, nk_operand bias, nk_operand scale)
 {
-    const char *op = "activation_reduce";
+    ISA_OP("activation_reduce");
     if (nc->status)
         return;
     if (reduce_op != NK_ALU_ADD) {
@@ -436,7 +461,7 @@ void nk_isa_activation_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_act f
 void nk_isa_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor a, nk_tensor b, nk_alu alu,
                              nk_engine eng)
 {
-    const char *op = "tensor_tensor";
+    ISA_OP("tensor_tensor");
     int e = pick_engine(nc, loc, op, NK_OP_TENSOR_TENSOR, eng);
     nk_tensor ts[3] = {dst, a, b};
     if (e < 0 || !ok_onchip(nc, loc, op, "in0", a, 1, "") || !ok_onchip(nc, loc, op, "in1", b, 1, "") ||
@@ -465,7 +490,7 @@ void nk_isa_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor a,
 void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_alu op0, nk_operand o0,
                              int rev0, nk_alu op1, nk_operand o1, int rev1, nk_engine eng)
 {
-    const char *op = "tensor_scalar";
+    ISA_OP("tensor_scalar");
     int e = pick_engine(nc, loc, op, NK_OP_TENSOR_SCALAR, eng);
     nk_tensor ts[4] = {dst, src, o0.is_tensor ? o0.t : NK_NONE, o1.is_tensor ? o1.t : NK_NONE};
     if (e < 0 || !ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
@@ -505,7 +530,7 @@ void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
 void nk_isa_tensor_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_alu alu, int axis,
                              int keepdims)
 {
-    const char *op = "tensor_reduce";
+    ISA_OP("tensor_reduce");
     nk_tensor ts[2] = {dst, src};
     if (!ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
         !ok_read(nc, loc, op, "src", src) || !ok_alu(nc, loc, op, alu, ts, 2, 0) ||
@@ -549,7 +574,7 @@ void nk_isa_tensor_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
 
 void nk_isa_tensor_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src, nk_engine eng)
 {
-    const char *op = "tensor_copy";
+    ISA_OP("tensor_copy");
     int e = pick_engine(nc, loc, op, NK_OP_TENSOR_COPY, eng);
     nk_tensor ts[2] = {dst, src};
     if (e < 0 || !ok_onchip(nc, loc, op, "src", src, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
@@ -569,7 +594,7 @@ void nk_isa_tensor_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src,
 
 void nk_isa_memset_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, double value, nk_engine eng)
 {
-    const char *op = "memset";
+    ISA_OP("memset");
     int e = pick_engine(nc, loc, op, NK_OP_MEMSET, eng);
     if (e < 0 || !ok_onchip(nc, loc, op, "dst", dst, 1, "") || !ok_engine_operands(nc, loc, op, e, &dst, 1))
         return;
@@ -587,7 +612,7 @@ void nk_isa_memset_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, double value, nk_en
 
 void nk_isa_iota_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine expr)
 {
-    const char *op = "iota";
+    ISA_OP("iota");
     if (!ok_onchip(nc, loc, op, "dst", dst, 0, "the GpSimd engine"))
         return;
     if (nk__numel(&dst) == 0) {
@@ -605,7 +630,7 @@ void nk_isa_iota_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine expr)
 void nk_isa_affine_select_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine pred, nk_cmp cmp, nk_tensor on_true,
                              float on_false)
 {
-    const char *op = "affine_select";
+    ISA_OP("affine_select");
     if (!ok_onchip(nc, loc, op, "on_true", on_true, 0, "the GpSimd engine") ||
         !ok_onchip(nc, loc, op, "dst", dst, 0, "the GpSimd engine") || !ok_read(nc, loc, op, "on_true", on_true) ||
         !ok_same_size(nc, loc, op, "dst", dst, "on_true", on_true))
@@ -656,7 +681,7 @@ static int ok_per_partition(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor ds
 
 void nk_isa_bn_stats_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
 {
-    const char *op = "bn_stats";
+    ISA_OP("bn_stats");
     if (!ok_vector_io(nc, loc, op, "dst", dst, "data", data))
         return;
     int64_t F = nk__free_size(&data), fmax = nc->arch->bn_stats_fmax;
@@ -684,7 +709,7 @@ void nk_isa_bn_stats_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
 
 void nk_isa_bn_aggr_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
 {
-    const char *op = "bn_aggr";
+    ISA_OP("bn_aggr");
     if (!ok_vector_io(nc, loc, op, "dst", dst, "data", data))
         return;
     int64_t F = nk__free_size(&data);
@@ -771,7 +796,7 @@ static int ok_two_inputs(nk_ctx *nc, nk_loc loc, const char *op, const char *na,
 void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data0, nk_tensor data1,
                                   nk_operand initial, nk_alu op0, nk_alu op1, int reverse0, int reverse1)
 {
-    const char *op = "tensor_tensor_scan";
+    ISA_OP("tensor_tensor_scan");
     if (!ok_two_inputs(nc, loc, op, "data0", data0, "data1", data1, dst, "initial", initial, op0, op1, 0))
         return;
     if (nk__numel(&dst) == 0)
@@ -799,7 +824,7 @@ void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tens
 void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_alu op0,
                                     nk_operand operand0, nk_alu op1, nk_tensor operand1, int reverse0, int reverse1)
 {
-    const char *op = "scalar_tensor_tensor";
+    ISA_OP("scalar_tensor_tensor");
     if (!ok_two_inputs(nc, loc, op, "data", data, "operand1", operand1, dst, "operand0", operand0, op0, op1, 1))
         return;
     if (nk__numel(&dst) == 0)
@@ -826,7 +851,7 @@ void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
 void nk_isa_tensor_scalar_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk_alu op0,
                                     nk_operand operand0, nk_alu reduce_op, nk_tensor reduce_res)
 {
-    const char *op = "tensor_scalar_reduce";
+    ISA_OP("tensor_scalar_reduce");
     nk_tensor ts[4] = {data, dst, reduce_res, operand0.is_tensor ? operand0.t : NK_NONE};
     if (!ok_onchip(nc, loc, op, "data", data, 1, "") || !ok_onchip(nc, loc, op, "dst", dst, 1, "") ||
         !ok_read(nc, loc, op, "data", data) || !ok_same_size(nc, loc, op, "dst", dst, "data", data) ||
@@ -888,17 +913,18 @@ nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dt
     if (nc->status)
         return NK_NONE;
     if (mem != NK_SBUF && mem != NK_PSUM) {
-        nk__fail(nc, loc, NK_EMEMORY, "nk_full: fills SBUF or PSUM tiles; create HBM tensors with nk_ndarray");
+        nk__fail(nc, loc, NK_EMEMORY, "%s: fills SBUF or PSUM tiles; create HBM tensors with nk_ndarray",
+                 lang_label(loc, "nk_full"));
         return NK_NONE;
     }
     if (shape.n < 1 || shape.n > NK_MAXDIM) {
-        nk__fail(nc, loc, NK_ESHAPE, "nk_full: 1 to %d dims, got %d", NK_MAXDIM, shape.n);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: 1 to %d dims, got %d", lang_label(loc, "nk_full"), NK_MAXDIM, shape.n);
         return NK_NONE;
     }
     int pdim = nk__parse_pdim(nc, loc, "nk_full", &shape, mem);
     if (pdim < 0)
         return NK_NONE;
-    nk_tensor t = nk__tile_array(nc, loc, "nk_full", mem, shape.d, shape.n, dt, pdim);
+    nk_tensor t = nk__tile_array(nc, loc, lang_label(loc, "nk_full"), mem, shape.d, shape.n, dt, pdim);
     /* a tile array: each block is its own tile, filled by its own memset */
     int64_t nblocks = nk__dims_product(shape.d, pdim);
     for (int64_t k = 0; k < nblocks && !nc->status; k++) {
@@ -917,7 +943,7 @@ nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dt
 
 nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
 {
-    const char *op = "nk_load";
+    LANG_OP("nk_load");
     if (!ok_tensor(nc, loc, op, "source", src))
         return NK_NONE;
     if (src.mem != NK_SHARED_HBM) {
@@ -930,8 +956,8 @@ nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
     if (src.shape[0] > nc->arch->partitions) {
         char s[64];
         shape_str(s, sizeof s, src);
-        nk__fail(nc, loc, NK_EPARTITION, "%s: partition dimension %d of %s exceeds %d; load tiles of at most %d rows",
-                 op, src.shape[0], s, nc->arch->partitions, nc->arch->partitions);
+        nk__fail(nc, loc, NK_EPARTITION, "%s: the source %s has partition dimension %d, which exceeds %d; load tiles of at "
+                 "most %d rows", op, s, src.shape[0], nc->arch->partitions, nc->arch->partitions);
         return NK_NONE;
     }
     nk_tensor t = tile_like(nc, loc, op, src, (nk_dtype)src.dtype, NK_SBUF);
@@ -951,7 +977,7 @@ nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
 
 void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
 {
-    const char *op = "nk_store";
+    LANG_OP("nk_store");
     if (!ok_tensor(nc, loc, op, "destination", dst) || !ok_tensor(nc, loc, op, "value", value))
         return;
     if (dst.mem == NK_SHARED_HBM && nc->p->bufs[dst.buf].role == NK_ROLE_CONSTANT) {
@@ -1044,7 +1070,7 @@ static void emit_dma(nk_ctx *nc, nk_loc loc, const char *op, int opcode, nk_tens
  * SBUF or within HBM, into an existing destination; bytes move unconverted. */
 void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src)
 {
-    const char *op = "nk_dma_copy";
+    LANG_OP("nk_dma_copy");
     if (!ok_tensor(nc, loc, op, "dst", dst) || !ok_tensor(nc, loc, op, "src", src))
         return;
     if (src.mem == NK_PSUM || dst.mem == NK_PSUM) {
@@ -1071,9 +1097,9 @@ void nk_dma_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src)
 
 nk_tensor nk_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_dtype dt)
 {
-    if (!ok_tile_in(nc, loc, "nk_copy", "input", x))
+    if (!ok_tile_in(nc, loc, lang_label(loc, "nk_copy"), "input", x))
         return NK_NONE;
-    nk_tensor t = tile_like(nc, loc, "nk_copy", x, dt, NK_SBUF);
+    nk_tensor t = tile_like(nc, loc, lang_label(loc, "nk_copy"), x, dt, NK_SBUF);
     nk_isa_tensor_copy_at(nc, loc, t, x, NK_ENGINE_VECTOR);
     return nc->status ? NK_NONE : t;
 }
@@ -1082,7 +1108,7 @@ nk_tensor nk_unary_at(nk_ctx *nc, nk_loc loc, nk_act f, nk_tensor x)
 {
     if (!ok_tile_in(nc, loc, nk_act_name(f), "input", x))
         return NK_NONE;
-    nk_tensor t = tile_like(nc, loc, nk_act_name(f), x, (nk_dtype)x.dtype, NK_SBUF);
+    nk_tensor t = tile_like(nc, loc, lang_label(loc, nk_act_name(f)), x, (nk_dtype)x.dtype, NK_SBUF);
     nk_isa_activation_at(nc, loc, t, f, x, nk_imm(0.0f), nk_imm(1.0f), NK_NONE);
     return nc->status ? NK_NONE : t;
 }
@@ -1116,7 +1142,7 @@ static int is_column(nk_tensor t) { return t.ndim >= 1 && nk__free_size(&t) == 1
 
 nk_tensor nk_binary_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, nk_tensor b)
 {
-    const char *op = nk_alu_name(alu);
+    LANG_OP(nk_alu_name(alu));
     if (!ok_tile_in(nc, loc, op, "in0", a) || !ok_tile_in(nc, loc, op, "in1", b))
         return NK_NONE;
     nk_dtype dt = promote((nk_dtype)a.dtype, (nk_dtype)b.dtype);
@@ -1146,7 +1172,7 @@ nk_tensor nk_binary_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, nk_tenso
 
 nk_tensor nk_binary_scalar_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor a, float s, int reverse)
 {
-    const char *op = nk_alu_name(alu);
+    LANG_OP(nk_alu_name(alu));
     if (!ok_tile_in(nc, loc, op, "input", a))
         return NK_NONE;
     nk_tensor t = tile_like(nc, loc, op, a, (nk_dtype)a.dtype, NK_SBUF);
@@ -1173,7 +1199,7 @@ static nk_tensor reduce_tile(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor x
 
 nk_tensor nk_reduce_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor x, int axis, int keepdims)
 {
-    const char *op = "nk_reduce";
+    LANG_OP("nk_reduce");
     if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
@@ -1188,7 +1214,7 @@ nk_tensor nk_reduce_at(nk_ctx *nc, nk_loc loc, nk_alu alu, nk_tensor x, int axis
 
 nk_tensor nk_mean_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis, int keepdims)
 {
-    const char *op = "nk_mean";
+    LANG_OP("nk_mean");
     if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
@@ -1206,7 +1232,7 @@ nk_tensor nk_mean_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis, int keepdims
 
 nk_tensor nk_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor x)
 {
-    const char *op = "nk_transpose";
+    LANG_OP("nk_transpose");
     if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (x.ndim != 2) {
@@ -1226,7 +1252,7 @@ static nk_tensor stationary_of(nk_ctx *nc, nk_loc loc, nk_tensor x, int transpos
     if (transpose_x || nc->status)
         return x;
     if (x.ndim != 2) {
-        nk__fail(nc, loc, NK_ESHAPE, "nk_matmul: x must be 2-D, got %d dims", x.ndim);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: x must be 2-D, got %d dims", lang_label(loc, "nk_matmul"), x.ndim);
         return NK_NONE;
     }
     return nk_transpose_at(nc, loc, x);
@@ -1234,7 +1260,7 @@ static nk_tensor stationary_of(nk_ctx *nc, nk_loc loc, nk_tensor x, int transpos
 
 nk_tensor nk_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_tensor y, int transpose_x)
 {
-    const char *op = "nk_matmul";
+    LANG_OP("nk_matmul");
     if (!ok_tile_in(nc, loc, op, "x", x) || !ok_tile_in(nc, loc, op, "y", y))
         return NK_NONE;
     nk_tensor st = stationary_of(nc, loc, x, transpose_x);
@@ -1247,7 +1273,8 @@ nk_tensor nk_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_tensor y, int tra
 
 void nk_matmul_acc_at(nk_ctx *nc, nk_loc loc, nk_tensor acc, nk_tensor x, nk_tensor y, int transpose_x)
 {
-    if (!ok_tile_in(nc, loc, "nk_matmul_acc", "x", x) || !ok_tile_in(nc, loc, "nk_matmul_acc", "y", y))
+    if (!ok_tile_in(nc, loc, lang_label(loc, "nk_matmul_acc"), "x", x) ||
+        !ok_tile_in(nc, loc, lang_label(loc, "nk_matmul_acc"), "y", y))
         return;
     nk_tensor st = stationary_of(nc, loc, x, transpose_x);
     nk_isa_nc_matmul_at(nc, loc, acc, st, y, 1);
@@ -1267,7 +1294,7 @@ static int free_contiguous(nk_tensor t)
 
 nk_tensor nk_broadcast_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_shape shape)
 {
-    const char *op = "nk_broadcast";
+    LANG_OP("nk_broadcast");
     if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (shape.n < 2 || shape.n > NK_MAXDIM) {
@@ -1327,10 +1354,10 @@ nk_tensor nk_iota_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_affine expr, nk_
     if (nc->status)
         return NK_NONE;
     if (shape.n < 1 || shape.n > NK_MAXDIM) {
-        nk__fail(nc, loc, NK_ESHAPE, "nk_iota: 1 to %d dims, got %d", NK_MAXDIM, shape.n);
+        nk__fail(nc, loc, NK_ESHAPE, "%s: 1 to %d dims, got %d", lang_label(loc, "nk_iota"), NK_MAXDIM, shape.n);
         return NK_NONE;
     }
-    nk_tensor t = nk__tile(nc, loc, "nk_iota", NK_SBUF, shape.d, shape.n, dt);
+    nk_tensor t = nk__tile(nc, loc, lang_label(loc, "nk_iota"), NK_SBUF, shape.d, shape.n, dt);
     nk_isa_iota_at(nc, loc, t, expr);
     return nc->status ? NK_NONE : t;
 }
@@ -1389,7 +1416,7 @@ nk_tensor nk_where_s_at(nk_ctx *nc, nk_loc loc, nk_tensor cond, nk_tensor x, flo
  * instructions). */
 nk_tensor nk_all_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis)
 {
-    const char *op = "nk_all";
+    LANG_OP("nk_all");
     if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     if (axis != -1 && (axis < 1 || axis >= x.ndim)) {
@@ -1409,7 +1436,7 @@ nk_tensor nk_all_at(nk_ctx *nc, nk_loc loc, nk_tensor x, int axis)
 
 void nk_random_seed_at(nk_ctx *nc, nk_loc loc, nk_tensor seed)
 {
-    const char *op = "nk_random_seed";
+    LANG_OP("nk_random_seed");
     if (!ok_onchip(nc, loc, op, "seed", seed, 1, "") || !ok_read(nc, loc, op, "seed", seed))
         return;
     if (nk__numel(&seed) != 1) {
@@ -1481,7 +1508,7 @@ void nk_isa_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data, nk
 
 nk_tensor nk_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_operand rate)
 {
-    const char *op = "nk_dropout";
+    LANG_OP("nk_dropout");
     if (!ok_tile_in(nc, loc, op, "input", x))
         return NK_NONE;
     nk_tensor t = tile_like(nc, loc, op, x, (nk_dtype)x.dtype, NK_SBUF);
@@ -1495,7 +1522,7 @@ nk_tensor nk_dropout_at(nk_ctx *nc, nk_loc loc, nk_tensor x, nk_operand rate)
  * transposes [NL][PG]. */
 nk_tensor nk_load_transpose2d_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
 {
-    const char *op = "nk_load_transpose2d";
+    LANG_OP("nk_load_transpose2d");
     if (!ok_tensor(nc, loc, op, "source", src))
         return NK_NONE;
     if (src.mem != NK_SHARED_HBM) {

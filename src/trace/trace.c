@@ -241,8 +241,8 @@ static uint32_t new_tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer m
         return 0;
     }
     if (shape[0] > nc->arch->partitions) {
-        nk__fail(nc, loc, NK_EPARTITION, "%s: partition dimension %lld exceeds %d", opname,
-                 (long long)shape[0], nc->arch->partitions);
+        nk__fail(nc, loc, NK_EPARTITION, "%s: the new %s tile's partition dimension %lld exceeds %d", opname,
+                 mem_name(mem), (long long)shape[0], nc->arch->partitions);
         return 0;
     }
     int64_t bytes = fsz * nk_dtype_size(dt);
@@ -409,7 +409,7 @@ nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_
     if (pdim < 0)
         return bad;
     if (mem == NK_SBUF || mem == NK_PSUM)
-        return nk__tile_array(nc, loc, "nk_ndarray", mem, shape.d, shape.n, dt, pdim);
+        return nk__tile_array(nc, loc, loc.call ? loc.call : "nk_ndarray", mem, shape.d, shape.n, dt, pdim);
     if (mem != NK_SHARED_HBM) {
         nk__fail(nc, loc, NK_EINVAL, "nk_ndarray: unknown buffer %d", (int)mem);
         return bad;

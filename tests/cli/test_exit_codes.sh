@@ -69,7 +69,7 @@ expect_fail "profile: unwritable profile" 1 "nklab: profile: cannot write $X: No
     profile tensor_exp --no-exec -o "$X"
 run "$NK" run matmul_basic --random lhsT=200x128 --random rhs=200x512 --out "$W/y.npy"
 if [ "$rc" -eq 1 ] && [ ! -s "$W/out" ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
-    grep -Eq '^kernels/matmul_basic\.c:[0-9]+: nk_load: partition dimension 200 ' "$W/err"; then ok; else
+    grep -Eq '^kernels/matmul_basic\.c:[0-9]+: nk_load: the source \[200, 128\] has partition dimension 200, ' "$W/err"; then ok; else
     bad "a kernel error: file:line: message, exit 1" "exit $rc" "$(cat "$W/err")"
 fi
 for c in summary timeline insights view; do

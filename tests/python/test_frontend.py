@@ -374,7 +374,7 @@ def tracer_errors_name_the_py_line():
         k_too_many_partitions(rand(256, 32))
     except nklab.KernelError as e:
         msg = str(e)
-        want = f"{HERE}:{line_of('ERROR-LINE-200')}: nk_load: partition dimension 200"
+        want = f"{HERE}:{line_of('ERROR-LINE-200')}: nl.load: the source [200, 32] has partition dimension 200"
         assert msg.startswith(want), msg
     else:
         raise AssertionError("no KernelError")
@@ -385,6 +385,29 @@ def tracer_errors_name_the_py_line():
         pass
     else:
         raise AssertionError("no KernelError the second time")
+
+
+@nki.jit
+def k_bad_matmul(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    z = nl.matmul(x, y, transpose_x=True)  # MATMUL-K-LINE
+    nl.store(out, value=z)
+    return out
+
+
+@test
+def tracer_errors_name_the_call_and_its_instruction():
+    try:
+        k_bad_matmul(rand(128, 128), rand(64, 512))
+    except nklab.KernelError as e:
+        msg = str(e)
+        want = (f"{HERE}:{line_of('MATMUL-K-LINE')}: nl.matmul (nc_matmul): contraction (partition) sizes "
+                "differ: stationary K=128, moving K=64")
+        assert msg == want, msg
+    else:
+        raise AssertionError("no KernelError")
 
 
 @nki.jit

@@ -195,7 +195,7 @@ TEST(cache_kernel_error_is_reported_again)
     nk_array wide = arr2(NK_F32, 200, 8), ok = arr2(NK_F32, 100, 8);
     const nk_program *p = NULL;
     char want[128];
-    snprintf(want, sizeof want, "%s:%d: nk_load: partition dimension 200", __FILE__, (int)WIDE_LOAD_LINE);
+    snprintf(want, sizeof want, "%s:%d: nk_load: the source [200, 8] has partition dimension 200", __FILE__, (int)WIDE_LOAD_LINE);
     for (int round = 0; round < 2; round++) {
         CHECK_INT(nk_kernel_compile(k, &wide, 1, NULL, &p), NK_EPARTITION);
         CHECK_INT(strncmp(nk_kernel_error(k), want, strlen(want)), 0);

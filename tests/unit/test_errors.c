@@ -622,12 +622,12 @@ static void expect(const char *name, int status, const char *const *values)
 
 TEST(err_load_of_200_rows)
 {
-    expect("load_200_rows", NK_EPARTITION, V("nk_load:", "partition dimension 200", "[200, 4]", "exceeds 128"));
+    expect("load_200_rows", NK_EPARTITION, V("nk_load: the source [200, 4] has partition dimension 200, which exceeds 128"));
 }
 
 TEST(err_sbuf_tile_of_200_partitions)
 {
-    expect("sbuf_tile_200_partitions", NK_EPARTITION, V("nk_ndarray:", "partition dimension 200 exceeds 128"));
+    expect("sbuf_tile_200_partitions", NK_EPARTITION, V("nk_ndarray: the new SBUF tile's partition dimension 200 exceeds 128"));
 }
 
 TEST(err_sbuf_capacity)
@@ -689,7 +689,7 @@ TEST(err_hbm_index_past_the_end)
 
 TEST(err_read_of_unwritten_tile)
 {
-    expect("read_unwritten_tile", NK_EUNINIT, V("activation: src is an SBUF tile [128, 64]", "@2", "never written"));
+    expect("read_unwritten_tile", NK_EUNINIT, V("nk_exp (activation): src is an SBUF tile [128, 64]", "@2", "never written"));
 }
 
 TEST(err_accumulate_into_unwritten_psum)
@@ -795,7 +795,7 @@ TEST(tile_used_after_its_loop_holds_the_last_iteration)
 TEST(err_engine_limits)
 {
     expect("vector_transpose_64", NK_ELIMIT, V("nc_transpose:", "vector engine", "32x32", "[64, 64]"));
-    expect("vector_free_size_psum", NK_ELIMIT, V("tensor_copy:", "free size 5000", "4096", "from PSUM"));
+    expect("vector_free_size_psum", NK_ELIMIT, V("nk_copy (tensor_copy):", "free size 5000", "4096", "from PSUM"));
 }
 
 TEST(err_vector_both_inputs_in_psum)
@@ -805,7 +805,7 @@ TEST(err_vector_both_inputs_in_psum)
 
 TEST(err_reduction_axis_and_operator)
 {
-    expect("reduce_partition_axis", NK_EINVAL, V("nk_reduce:", "axis 0 is not a free axis", "transpose"));
+    expect("reduce_partition_axis", NK_EINVAL, V("nk_sum: axis 0 is not a free axis", "transpose"));
     expect("reduce_with_subtract", NK_EINVAL, V("tensor_reduce:", "subtract is not a reduction operator"));
 }
 

@@ -63,6 +63,6 @@ TEST(review_self_plus_equals_on_psum_names_the_psum_rule)
     nk_kernel *k = nk_kernel_new("self_add", k_self_add);
     const nk_program *p = NULL;
     CHECK_INT(nk_kernel_compile(k, in, 2, NULL, &p), NK_EMEMORY);
-    CHECK_CONTAINS(nk_kernel_error(k), "test_review.c:55: tensor_tensor: both inputs are in PSUM");
+    CHECK_CONTAINS(nk_kernel_error(k), "test_review.c:55: nk_assign_add (tensor_tensor): both inputs are in PSUM");
     nk_kernel_free(k);
 }
