@@ -50,6 +50,9 @@ typedef struct nk_kernel_info {
 extern const nk_kernel_info nk_builtin_kernels[];
 extern const int nk_builtin_kernel_count;
 const nk_kernel_info *nk_builtin_kernel(const char *name);
+/* The built-in kernel whose name is nearest to a misspelt one (edit
+ * distance at most 2, or a third of its length), or NULL: "did you mean". */
+const nk_kernel_info *nk_builtin_kernel_nearest(const char *name);
 
 /* Allocates the kernel's example arguments (args[0..k->nargs-1]) and fills
  * them with reproducible values for seed, uniform in each spec's range and

@@ -73,6 +73,45 @@ const nk_kernel_info *nk_builtin_kernel(const char *name)
     return NULL;
 }
 
+/* Levenshtein distance, for names of at most 63 bytes (longer: a large value). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 1 << 20;
+    int row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+const nk_kernel_info *nk_builtin_kernel_nearest(const char *name)
+{
+    const nk_kernel_info *best = NULL;
+    int bd = 0, limit = (int)strlen(name) / 3 > 2 ? (int)strlen(name) / 3 : 2;
+    for (int i = 0; i < nk_builtin_kernel_count; i++) {
+        int d = edit_distance(name, nk_builtin_kernels[i].name);
+        if (d <= limit && (!best || d < bd)) {
+            best = &nk_builtin_kernels[i];
+            bd = d;
+        }
+    }
+    return best;
+}
+
 #define U32 0x1.0p-24
 
 /* batch 1, channels 256, seq_len 512, state 16: the tutorial's toy size */

@@ -418,6 +418,10 @@ int nk_cli_kernel_check(const nk_kernel_cmd *c, int flags, const nk_kernel_info 
         if (strchr(c->kernel, ':') || strstr(c->kernel, ".c"))
             return nk_cli_error(NK_EXIT_USAGE, "'%s' is neither a built-in kernel nor FILE.c:FUNCTION",
                                 c->kernel);
+        const nk_kernel_info *near = nk_builtin_kernel_nearest(c->kernel);
+        if (near)
+            return nk_cli_error(NK_EXIT_USAGE, "unknown kernel '%s'; did you mean '%s'? (`nklab kernels` lists them)",
+                                c->kernel, near->name);
         return nk_cli_error(NK_EXIT_USAGE, "unknown kernel '%s' (`nklab kernels` lists them)", c->kernel);
     }
     int rc = check_builtin_inputs(c, flags, k);

@@ -70,6 +70,12 @@ expect_match "nklab --help lists run" "$W/out" '^  run +'
 # ---- bad command lines: exit 2
 expect_fail "unknown kernel" 2 "nklab: unknown kernel 'nope' (\`nklab kernels\` lists them)" \
     run nope --in "$W/x.npy" --out "$W/o.npy"
+expect_fail "misspelt kernel: did you mean" 2 \
+    "nklab: unknown kernel 'tensr_exp'; did you mean 'tensor_exp'? (\`nklab kernels\` lists them)" \
+    run tensr_exp --in "$W/x.npy" --out "$W/o.npy"
+expect_fail "misspelt kernel: the nearest name" 2 \
+    "nklab: unknown kernel 'mamba_v4'; did you mean 'mamba_v1'? (\`nklab kernels\` lists them)" \
+    run mamba_v4 --in "$W/x.npy" --out "$W/o.npy"
 expect_fail "missing kernel" 2 "nklab: run: missing KERNEL (see nklab run --help)" \
     run --in "$W/x.npy" --out "$W/o.npy"
 expect_fail "no --in" 2 "nklab: tensor_exp takes 1 input (one --in or --random per argument), got 0" \
