@@ -13,6 +13,9 @@
  *   [TS]     NKI tiling overview, tile-size constraints (nl.tile_size)
  *   [ISA]    nki.isa docstrings (nc_transpose tile sizes)
  *   [LNC]    Logical NeuronCore configuration; NKI's LNC overview (SPMD launches)
+ *   [DGE]    NKI descriptor generation (DGE) reference
+ *   [NRT]    Neuron runtime: device memory (DMA rings, instruction-fetch DMAs)
+ *   [NEFF]   Neuron runtime: NEFF files (queue sets and the engine that triggers them)
  * A value marked "assumed" has no published figure; the comment says why it
  * was chosen. Loading a target from a file lives in arch_file.c.
  */
@@ -70,6 +73,7 @@ static const nk_arch targets[] = {
         .dma_queues = 16,                     /* [DMA] 16 queues per engine */
         .dma_engine_gbps = 17.0,              /* [DMAbw] 17 B/ns per engine, 272 GB/s per core */
         .dma_latency_ns = 1300.0,             /* [DMAbw] semaphore to DMA start ~1300 ns */
+        .dma_trigger_ns = 8.0, /* assumed as trn2 ([DMA]'s trn2 profile), no v2 figure */
         .dma_eff_half_bytes = 256.0, /* assumed: [DMAbw] calls < 256 B per partition severely
                                         overhead-bound and >= 4 KiB saturating; 256 B as the
                                         50% point gives 89% at 2 KiB and 94% at 4 KiB */
@@ -78,6 +82,13 @@ static const nk_arch targets[] = {
                                           element, "much lower DMA bandwidth" [PG] */
         .hbm_gbps = 410.0,                    /* [A2] 820 GB/s per device of 2 cores (derived) */
         .host_gbps = 16.0,                    /* [PM] host link about 16 GB/s */
+        .launch_startup_ns = 1300.0, /* assumed: the engines fetch their instructions by DMA [NRT], so
+                                        the first instruction issues no earlier than one DMA
+                                        trigger-to-start latency [DMAbw] after the start; the
+                                        runtime's own set-up has no published figure */
+        .launch_teardown_ns = 1300.0, /* assumed: after the final DMA completion semaphore [DMA] the
+                                         stop notification is written to memory, taken as one more
+                                         DMA latency [DMAbw]; no published figure */
     },
     {
         .name = "trn2",
@@ -126,10 +137,16 @@ static const nk_arch targets[] = {
         .dma_queues = 16,                     /* [DMA] */
         .dma_engine_gbps = 23.0,              /* [DMAbw] 23 B/ns per engine, 368 GB/s per core */
         .dma_latency_ns = 1300.0,             /* [DMAbw] */
+        .dma_trigger_ns = 8.0, /* [DMA] a trn2 profile's DMA trigger instruction (DMA_DIRECT2D) takes
+                                  8 ns on its engine; assumed the same for the Sync engine's triggers
+                                  of precomputed descriptors [NEFF]. Hardware DGE takes ~600 ns per
+                                  DMA instruction [A3][DGE]: set 600 to model it */
         .dma_eff_half_bytes = 256.0,          /* assumed, as trn1 */
         .dma_transpose_efficiency = 0.9,      /* [A3] HBM-to-SBUF DMA transpose: up to 90% of a copy */
         .hbm_gbps = 375.0,                    /* [A3] 3 TB/s per device of 8 cores (derived) */
         .host_gbps = 16.0,                    /* [PM] assumed unchanged */
+        .launch_startup_ns = 1300.0,          /* assumed, as trn1 */
+        .launch_teardown_ns = 1300.0,         /* assumed, as trn1 */
     },
 };
 

@@ -65,10 +65,16 @@ typedef struct nk_arch {
     int dma_queues;            /* per DMA engine */
     double dma_engine_gbps;    /* GB/s (bytes per ns) per engine with large buffers */
     double dma_latency_ns;     /* trigger (semaphore) to the DMA starting */
+    double dma_trigger_ns;     /* the issuing engine (Sync) busy per DMA trigger instruction;
+                                  part of dma_latency_ns, not added to it */
     double dma_eff_half_bytes; /* contiguous bytes per DMA buffer at 50% efficiency */
     double dma_transpose_efficiency; /* DMA transpose unit: share of the bandwidth (0: none) */
     double hbm_gbps;           /* HBM bandwidth available to one NeuronCore */
     double host_gbps;          /* host <-> device link */
+
+    /* kernel launch, per NeuronCore */
+    double launch_startup_ns;  /* start notification to the first instruction */
+    double launch_teardown_ns; /* last completion to the stop notification */
 } nk_arch;
 
 /* The built-in target of that name ("" or NULL: trn1), or NULL. */

@@ -74,11 +74,14 @@ static const key keys[] = {
     {"dma_queues", K_INT, F(dma_queues), 1, NK_ARCH_MAX_DMA_QUEUES, "queues per DMA engine"},
     {"dma_engine_gbps", K_DBL, F(dma_engine_gbps), 1e-3, 1e6, "bandwidth per DMA engine, GB/s"},
     {"dma_latency_ns", K_DBL, F(dma_latency_ns), 0, 1e9, "DMA trigger-to-start latency, ns"},
+    {"dma_trigger_ns", K_DBL, F(dma_trigger_ns), 0, 1e9, "issuing engine busy per DMA trigger, ns"},
     {"dma_eff_half_bytes", K_DBL, F(dma_eff_half_bytes), 0, 1e9, "contiguous bytes at 50% DMA efficiency"},
     {"dma_transpose_efficiency", K_DBL, F(dma_transpose_efficiency), 0, 1,
      "DMA transpose unit's share of the DMA bandwidth (0: none, element by element)"},
     {"hbm_gbps", K_DBL, F(hbm_gbps), 1e-3, 1e7, "HBM bandwidth per core, GB/s"},
     {"host_gbps", K_DBL, F(host_gbps), 1e-3, 1e7, "host link bandwidth, GB/s"},
+    {"launch_startup_ns", K_DBL, F(launch_startup_ns), 0, 1e9, "kernel start-up before the first instruction, ns"},
+    {"launch_teardown_ns", K_DBL, F(launch_teardown_ns), 0, 1e9, "kernel tear-down after the last completion, ns"},
 };
 
 #undef F

@@ -252,7 +252,8 @@ static uint32_t releaser(const nk_program *p, const nk_timeline *tl, const nk_in
 
 /* Walks back from the last instruction to finish. Each step covers the time
  * from its releaser's end (or its own start, if later) to its end, so the
- * steps and the waits between them add up to the total time. */
+ * steps and the waits between them add up to the total time without the
+ * launch (from the end of the start-up to the last completion). */
 static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
 {
     const nk_program *p = pr->prog;
@@ -271,11 +272,15 @@ static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
         return NK_ENOMEM;
     a->npath = n;
     uint32_t k = n;
+    double t0 = 0; /* the path starts when the kernel's start-up ends */
+    for (uint32_t g = 0; g < tl->nregions; g++)
+        if (tl->regions[g].kind == NK_REGION_STARTUP)
+            t0 = fmax(t0, tl->regions[g].end);
     for (uint32_t c = last; c != NONE;) {
         uint32_t r = releaser(p, tl, a, c);
         const nk_instr *in = &p->instrs[c];
         double s = tl->instr_start[c], e = tl->instr_end[c];
-        double rend = r == NONE ? 0.0 : tl->instr_end[r];
+        double rend = r == NONE ? t0 : tl->instr_end[r];
         double seg = fmax(s, rend), wait = fmax(0, s - rend);
         a->path[--k] = (nk_ins_step){c, in->engine, in->queue, seg, e, wait};
         a->path_ns[c] = e - seg;
@@ -513,7 +518,7 @@ int nk__ins_analyze(const nk_profile *pr, nk_ins_analysis *a)
     if (!arch)
         return NK_ENOTFOUND;
     size_t n = p->ninstr ? p->ninstr : 1;
-    a->total_ns = tl->total_ns;
+    a->total_ns = tl->total_ns - nk_timeline_launch_ns(tl); /* the kernel's own time, as the rules judge it */
     a->dma_latency_ns = arch->dma_latency_ns;
     a->busy = calloc(n, sizeof *a->busy);
     a->prev_same = calloc(n, sizeof *a->prev_same);

@@ -126,7 +126,7 @@ static void diff_overview(nk_text *out, const dside *A, const dside *B)
 {
     const nk_ins_analysis *a = &A->ins->a, *b = &B->ins->a;
     nk_text_printf(out, "  %-22s %12s %12s   %s\n", "", "a", "b", "delta (b - a)");
-    row_ns(out, "total time", a->total_ns, b->total_ns);
+    row_ns(out, "time without launch", a->total_ns, b->total_ns);
     for (int e = 0; e < NK_INS_ROWS; e++) {
         if (!a->ninstr[e] && !b->ninstr[e])
             continue;

@@ -35,6 +35,8 @@ static const struct {
     const char *unit;
 } table[] = {
     M(total_time, NK_MK_TIME, "s"),
+    M(launch_time, NK_MK_TIME, "s"),
+    M(total_time_without_launch, NK_MK_TIME, "s"),
     M(event_count, NK_MK_COUNT, "count"),
     M(total_active_time_percent, NK_MK_PERCENT, "%"),
     ENGINE_METRICS(tensor),
@@ -226,6 +228,9 @@ int nk_profile_metrics(const nk_profile *pr, nk_metrics *m)
         *eng[e][2] = pct(act.active_ns[e], T);
     }
     m->total_time = T * 1e-9;
+    double launch = nk_timeline_launch_ns(tl);
+    m->launch_time = launch * 1e-9;
+    m->total_time_without_launch = (T > launch ? T - launch : 0) * 1e-9;
     m->event_count = tl->nevents;
     m->total_active_time_percent = pct(act.any_ns, T);
     m->dma_active_time_percent = pct(act.active_ns[NK_ENGINE_DMA], T);

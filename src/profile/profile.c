@@ -220,6 +220,17 @@ static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
             nk__wr_fx(w, c->value[k], k ? c->value[k - 1] : 0);
         }
     }
+    /* version 5: the launch regions */
+    nk__wr_u32(w, tl->nregions);
+    double rs = 0;
+    for (uint32_t i = 0; i < tl->nregions; i++) {
+        const nk_region *g = &tl->regions[i];
+        nk__wr_u8(w, g->kind);
+        nk__wr_u8(w, g->core);
+        nk__wr_fx(w, g->start, rs);
+        nk__wr_fx(w, g->end, g->start);
+        rs = g->start;
+    }
 }
 
 /* Bytes the file will take, about (most fields are variable-length): to
@@ -439,6 +450,29 @@ static void get_counters(nk_rd *s, nk_timeline *tl)
     }
 }
 
+/* Version 5: the launch regions (none before). */
+static void get_regions(nk_rd *s, nk_timeline *tl)
+{
+    if (s->version < 5)
+        return;
+    uint32_t n = nk__rd_count(s, 4, "launch regions");
+    if (s->rc)
+        return;
+    if (!(tl->regions = calloc(n ? n : 1, sizeof *tl->regions))) {
+        nk__rd_fail(s, NK_ENOMEM, "out of memory");
+        return;
+    }
+    tl->nregions = n;
+    double start = 0;
+    for (uint32_t i = 0; i < n && !s->rc; i++) {
+        nk_region *g = &tl->regions[i];
+        g->kind = nk__rd_u8(s);
+        g->core = nk__rd_u8(s);
+        g->start = start = nk__rd_vfx(s, start);
+        g->end = nk__rd_vfx(s, g->start);
+    }
+}
+
 static int get_time(nk_rd *r, nk_profile *pr)
 {
     nk_rd s;
@@ -464,6 +498,8 @@ static int get_time(nk_rd *r, nk_profile *pr)
         get_spans(&s, tl, pr->prog->ninstr);
     if (!s.rc)
         get_counters(&s, tl);
+    if (!s.rc)
+        get_regions(&s, tl);
     if (nk__rd_end(&s))
         return r->rc = s.rc;
     char msg[256];
@@ -596,6 +632,23 @@ static int check_xfers(const nk_timeline *tl, const nk_program *p, const nk_arch
     return 0;
 }
 
+/* Launch regions of the program's cores, by start, inside the kernel. */
+static int check_regions(const nk_timeline *tl, const nk_program *p, char *err, size_t errlen)
+{
+    uint32_t ncores = p->ncores ? p->ncores : 1;
+    for (uint32_t i = 0; i < tl->nregions; i++) {
+        const nk_region *g = &tl->regions[i];
+        if (g->kind >= NK_REGION_KIND_COUNT || g->core >= ncores)
+            return tbad(err, errlen, "launch region %u: kind %u or core %u out of range", i, g->kind, g->core);
+        if (!in_kernel(g->start, tl->total_ns) || !in_kernel(g->end, tl->total_ns) || g->end < g->start)
+            return tbad(err, errlen, "launch region %u: times %g..%g outside 0..%g ns", i, g->start, g->end,
+                        tl->total_ns);
+        if (i && g->start < tl->regions[i - 1].start)
+            return tbad(err, errlen, "launch region %u: not sorted by start", i);
+    }
+    return 0;
+}
+
 static int check_counters(const nk_timeline *tl, char *err, size_t errlen)
 {
     for (uint32_t i = 0; i < tl->ncounters; i++) {
@@ -634,5 +687,7 @@ int nk__timeline_check(const nk_timeline *tl, const nk_program *p, const nk_arch
                       tl->instr_end[i], T);
     if (!rc)
         rc = check_counters(tl, err, errlen);
+    if (!rc)
+        rc = check_regions(tl, p, err, errlen);
     return rc;
 }

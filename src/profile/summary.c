@@ -71,6 +71,28 @@ static const char *heading(const char *name)
     return NULL;
 }
 
+/* The device time and the launch within it: the start-up and tear-down of
+ * the core that ends last (a profile of format version 4 or older has no
+ * launch regions). */
+static void device_time(nk_text *t, const nk_timeline *tl)
+{
+    const nk_region *up = NULL, *down = NULL;
+    for (uint32_t k = 0; k < tl->nregions; k++)
+        if (tl->regions[k].kind == NK_REGION_TEARDOWN && (!down || tl->regions[k].end > down->end))
+            down = &tl->regions[k];
+    for (uint32_t k = 0; down && k < tl->nregions; k++)
+        if (tl->regions[k].kind == NK_REGION_STARTUP && tl->regions[k].core == down->core)
+            up = &tl->regions[k];
+    nk_text_printf(t, "device time   %.3f us", tl->total_ns / 1000);
+    if (!down) {
+        nk_text_printf(t, " (no launch regions recorded)\n");
+        return;
+    }
+    double a = up ? up->end - up->start : 0, b = down->end - down->start;
+    nk_text_printf(t, ", of which launch %.3f us (start-up %.3f, tear-down %.3f); %.3f us without\n",
+                   (a + b) / 1000, a / 1000, b / 1000, (tl->total_ns - a - b) / 1000);
+}
+
 static void summary_text(nk_text *t, const nk_profile *pr, const char *label, const nk_metrics *m)
 {
     const nk_program *p = pr->prog;
@@ -122,6 +144,8 @@ static void summary_text(nk_text *t, const nk_profile *pr, const char *label, co
                                c0[c] / 1000, c1[c] / 1000);
             }
     }
+    if (pr->tl)
+        device_time(t, pr->tl);
     nk_text_printf(t, "captured      %s by nklab %s\n", when, pr->nklab_version);
     double s;
     for (int i = 0; i < nk_metrics_count(); i++) {

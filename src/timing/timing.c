@@ -11,12 +11,19 @@
  * the next weights loading in the background. On targets that have them,
  * Vector/GpSimd SBUF and Vector/Scalar PSUM accesses take turns.
  *
- * A DMA instruction (load, store, dma_copy, load_transpose2d) splits into
- * one descriptor per DMA engine (partitions spread evenly), each put on the
- * instruction's queue of that engine. An engine moves one descriptor at a
+ * A DMA instruction (load, store, dma_copy, load_transpose2d) is triggered
+ * by an instruction on the Sync engine, which runs triggers one at a time in
+ * the order their dependencies are met; its transfers may start the DMA
+ * latency after the trigger starts. It splits into one descriptor per DMA
+ * engine (partitions spread evenly), each put on the instruction's queue of
+ * that engine. An engine moves one descriptor at a
  * time, in order within a queue, serving its queues round-robin; all
  * engines together share the HBM bandwidth, which a descriptor uses once
  * per HBM end (none within SBUF, twice HBM to HBM).
+ *
+ * Each core's instructions start after the kernel's start-up; its tear-down
+ * follows its last completion, and the device time ends with the latest
+ * tear-down.
  *
  * The simulation pops the earliest ready engine from a heap; every decision
  * is made in time order, so shared resources are granted first come, first
@@ -32,7 +39,7 @@
 
 typedef struct hent {
     double t;
-    uint32_t id; /* compute engine, or NK_ENGINE_COUNT + DMA engine */
+    uint32_t id; /* compute engine, DMA engine (from ncomp), DMA trigger (from trig0) */
 } hent;
 
 /* A load/store as the DMA engines see it: one descriptor per engine used,
@@ -83,6 +90,8 @@ typedef struct sim {
     engine e[NK_MAX_CORES][NK_ENGINE_DMA];
     double lock_sbuf[NK_MAX_CORES], lock_psum[NK_MAX_CORES];
     uint32_t ncomp;     /* heap ids below this are compute engines (core * NK_ENGINE_DMA + engine) */
+    uint32_t trig0;     /* heap id of instruction i's DMA trigger: trig0 + i */
+    double sync_free[NK_MAX_CORES]; /* each core's Sync engine: free for the next trigger */
     uint32_t ne, nq;
     dmainfo *dma;       /* per instruction (DMA ones) */
     uint32_t *fifo, *fifo_off, *fifo_cur; /* instruction ids by (core's DMA engine, queue) */
@@ -144,11 +153,16 @@ static hent heap_pop(sim *s)
 
 /* ---- events */
 
-static void add_event(sim *s, uint32_t i, int kind, double start, double end)
+static void add_event_on(sim *s, uint32_t i, int engine, int kind, double start, double end)
 {
     const nk_instr *in = &s->p->instrs[i];
     nk_timeline *tl = s->tl;
-    tl->events[tl->nevents++] = (nk_event){i, in->engine, (uint8_t)kind, in->queue, start, end};
+    tl->events[tl->nevents++] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, in->queue, start, end};
+}
+
+static void add_event(sim *s, uint32_t i, int kind, double start, double end)
+{
+    add_event_on(s, i, s->p->instrs[i].engine, kind, start, end);
 }
 
 static void on_resolved(sim *s, uint32_t i);
@@ -300,10 +314,13 @@ static void commit_dma(sim *s, uint32_t i)
     propagate(s, i);
 }
 
-static void dma_resolved(sim *s, uint32_t i)
+/* DMA instruction i is triggered at t: its transfers may start the DMA
+ * latency later (semaphore to start [DMAbw], which includes the trigger
+ * instruction itself: not added to it). */
+static void dma_triggered(sim *s, uint32_t i, double t)
 {
-    s->aux[i] = s->ready[i];
-    s->ready[i] += s->a->dma_latency_ns;
+    s->aux[i] = t;
+    s->ready[i] = t + dmax(s->a->dma_latency_ns, s->a->dma_trigger_ns);
     if (s->left[i] == 0) {
         s->done[i] = s->ready[i];
         commit_dma(s, i);
@@ -312,6 +329,18 @@ static void dma_resolved(sim *s, uint32_t i)
     uint32_t g0 = s->core[i] * s->ne;
     for (uint32_t k = 0, e = s->dma[i].e0; k < s->dma[i].neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
         wake(s, g0 + e, s->ready[i]);
+}
+
+/* The trigger of DMA instruction i, popped at its readiness t: it runs on
+ * its core's Sync engine when that is free, triggers first come first
+ * served (the order the compile step would give the Sync queue, assumed). */
+static void trigger_dma(sim *s, uint32_t i, double t)
+{
+    uint32_t c = s->core[i];
+    double ts = dmax(t, s->sync_free[c]), te = ts + s->a->dma_trigger_ns;
+    s->sync_free[c] = te;
+    add_event_on(s, i, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, ts, te);
+    dma_triggered(s, i, ts);
 }
 
 /* Starts the descriptor of DMA instruction i on DMA engine g (core * ne +
@@ -380,9 +409,10 @@ static void dma_event(sim *s, uint32_t e, double t)
 static void on_resolved(sim *s, uint32_t i)
 {
     int e = s->p->instrs[i].engine;
-    if (e == NK_ENGINE_DMA)
-        dma_resolved(s, i);
-    else
+    if (e == NK_ENGINE_DMA) {
+        heap_push(s, s->ready[i], s->trig0 + i);
+        s->ready[i] = INFINITY; /* no transfer before the trigger */
+    } else
         push_engine(s, s->core[i], e);
 }
 
@@ -542,6 +572,8 @@ static int run(sim *s)
 {
     for (uint32_t g = 0; g < s->ncores * s->ne; g++)
         s->d[g].next_ev = INFINITY;
+    for (uint32_t i = 0; i < s->n; i++) /* nothing before the kernel's start-up */
+        s->ready[i] = s->aux[i] = s->a->launch_startup_ns;
     for (uint32_t i = 0; i < s->n && !s->rc; i++)
         if (s->rem[i] == 0)
             on_resolved(s, i);
@@ -555,8 +587,10 @@ static int run(sim *s)
         hent h = heap_pop(s);
         if (h.id < s->ncomp)
             commit_compute(s, h.id);
-        else
+        else if (h.id < s->trig0)
             dma_event(s, h.id - s->ncomp, h.t);
+        else
+            trigger_dma(s, h.id - s->trig0, h.t);
     }
     if (s->rc)
         return s->rc;
@@ -739,13 +773,62 @@ static double host_ns(const nk_program *p, const uint32_t *ids, int n, double gb
     return bytes / gbps;
 }
 
+static int cmp_region(const void *x, const void *y)
+{
+    const nk_region *a = x, *b = y;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->kind != b->kind)
+        return (int)a->kind - (int)b->kind;
+    return (int)a->core - (int)b->core;
+}
+
+/* Per core: the start-up before its first instruction and the tear-down
+ * after its last completion; the device time ends with the last tear-down. */
+static int launch_regions(sim *s)
+{
+    nk_timeline *tl = s->tl;
+    double last[NK_MAX_CORES];
+    for (uint32_t c = 0; c < s->ncores; c++)
+        last[c] = s->a->launch_startup_ns;
+    for (uint32_t i = 0; i < s->n; i++)
+        last[s->core[i]] = dmax(last[s->core[i]], tl->instr_end[i]);
+    tl->regions = malloc(2 * s->ncores * sizeof *tl->regions);
+    if (!tl->regions)
+        return NK_ENOMEM;
+    for (uint32_t c = 0; c < s->ncores; c++) {
+        double end = last[c] + s->a->launch_teardown_ns;
+        tl->regions[tl->nregions++] = (nk_region){NK_REGION_STARTUP, (uint8_t)c, 0, s->a->launch_startup_ns};
+        tl->regions[tl->nregions++] = (nk_region){NK_REGION_TEARDOWN, (uint8_t)c, last[c], end};
+        tl->total_ns = dmax(tl->total_ns, end);
+    }
+    qsort(tl->regions, tl->nregions, sizeof *tl->regions, cmp_region);
+    return 0;
+}
+
+double nk_timeline_launch_ns(const nk_timeline *tl)
+{
+    const nk_region *down = NULL;
+    for (uint32_t k = 0; tl && k < tl->nregions; k++)
+        if (tl->regions[k].kind == NK_REGION_TEARDOWN && (!down || tl->regions[k].end > down->end))
+            down = &tl->regions[k];
+    if (!down)
+        return 0;
+    double t = down->end - down->start;
+    for (uint32_t k = 0; k < tl->nregions; k++)
+        if (tl->regions[k].kind == NK_REGION_STARTUP && tl->regions[k].core == down->core)
+            t += tl->regions[k].end - tl->regions[k].start;
+    return t;
+}
+
 static int finish(sim *s)
 {
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
     qsort(tl->events, tl->nevents, sizeof *tl->events, cmp_event);
-    for (uint32_t i = 0; i < s->n; i++)
-        tl->total_ns = dmax(tl->total_ns, tl->instr_end[i]);
+    int rc = launch_regions(s);
+    if (rc)
+        return rc;
     tl->host_in_ns = host_ns(p, p->input_buf, p->ninputs, s->a->host_gbps);
     tl->host_out_ns = host_ns(p, p->output_buf, p->noutputs, s->a->host_gbps);
     active_times(tl);
@@ -753,7 +836,7 @@ static int finish(sim *s)
     if (!tl->counters)
         return NK_ENOMEM;
     tl->ncounters = 3;
-    int rc = dma_throughput(tl, &tl->counters[0]);
+    rc = dma_throughput(tl, &tl->counters[0]);
     if (!rc)
         rc = tile_bytes(p, tl, NK_SBUF, "sbuf_bytes", &tl->counters[1]);
     if (!rc)
@@ -767,7 +850,7 @@ static int alloc_sim(sim *s)
     nk_timeline *tl = s->tl;
     uint32_t nev = 0;
     for (uint32_t i = 0; i < s->n; i++)
-        nev += s->p->instrs[i].engine == NK_ENGINE_TENSOR ? 2 : 1;
+        nev += s->p->instrs[i].engine == NK_ENGINE_TENSOR || s->p->instrs[i].engine == NK_ENGINE_DMA ? 2 : 1;
     s->rem = malloc(n * sizeof *s->rem);
     s->succ_off = calloc(n + 1, sizeof *s->succ_off);
     s->stream = malloc(n * sizeof *s->stream);
@@ -855,6 +938,9 @@ int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
     if (s.ncores > NK_MAX_CORES)
         return NK_EINVAL;
     s.ncomp = s.ncores * NK_ENGINE_DMA;
+    s.trig0 = s.ncomp + s.ncores * s.ne;
+    if ((uint64_t)s.trig0 + s.n > UINT32_MAX)
+        return NK_ELIMIT;
     s.tl = calloc(1, sizeof *s.tl);
     if (!s.tl)
         return NK_ENOMEM;
@@ -892,5 +978,6 @@ void nk_timeline_free(nk_timeline *tl)
     free(tl->xfers);
     free(tl->instr_start);
     free(tl->instr_end);
+    free(tl->regions);
     free(tl);
 }

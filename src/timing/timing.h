@@ -19,10 +19,28 @@ enum {
     NK_EV_LOAD_STATIONARY,  /* nc_matmul: weight load */
     NK_EV_MULTIPLY_MOVING,  /* nc_matmul: streaming the moving operand */
     NK_EV_DMA_ISSUE,        /* a load/store instruction on its DMA queue row: issue to completion */
+    NK_EV_DMA_TRIGGER,      /* the instruction on the issuing engine (Sync) that triggers a DMA */
     NK_EV_KIND_COUNT
 };
 
-/* One bar on an engine or DMA-queue row. */
+/* The kernel launch around a NeuronCore's instructions, as a real profile
+ * shows it: start-up from the start notification to the first instruction,
+ * tear-down from the last completion to the stop notification. */
+enum {
+    NK_REGION_STARTUP = 0,
+    NK_REGION_TEARDOWN,
+    NK_REGION_KIND_COUNT
+};
+
+typedef struct nk_region {
+    uint8_t kind;     /* NK_REGION_* */
+    uint8_t core;     /* physical NeuronCore */
+    double start, end;
+} nk_region;
+
+/* One bar on an engine or DMA-queue row. A DMA instruction has an
+ * NK_EV_DMA_TRIGGER bar on the Sync row and an NK_EV_DMA_ISSUE bar on its
+ * queue's row. */
 typedef struct nk_event {
     uint32_t instr;   /* index into the program's instrs */
     uint8_t engine;   /* nk_engine (NK_ENGINE_DMA for DMA-queue rows) */
@@ -52,7 +70,7 @@ typedef struct nk_counter {
 } nk_counter;
 
 typedef struct nk_timeline {
-    double total_ns;        /* kernel start to last event end (device time) */
+    double total_ns;        /* device time: start notification to the last tear-down's end */
     double host_in_ns;      /* modelled host->device copy of the inputs */
     double host_out_ns;     /* modelled device->host copy of the outputs */
     nk_event *events;       /* sorted by start */
@@ -67,7 +85,14 @@ typedef struct nk_timeline {
     char target[16];        /* the target table it was timed on */
     double active_ns[NK_ENGINE_COUNT]; /* per engine: union of its event intervals;
                                           NK_ENGINE_DMA: union of the xfers */
+    /* format version 5 */
+    nk_region *regions;     /* launch regions: a start-up and a tear-down per core, by start */
+    uint32_t nregions;      /* 0 in profiles of earlier versions */
 } nk_timeline;
+
+/* Launch time within the device time: the start-up and tear-down of the
+ * core that ends last (0 without launch regions). */
+double nk_timeline_launch_ns(const nk_timeline *tl);
 
 /* Times program p on target arch (NULL: the program's own target). */
 int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out);

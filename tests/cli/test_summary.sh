@@ -73,7 +73,7 @@ if command -v python3 >/dev/null; then
     if python3 - "$W/out" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-want = ["total_time", "event_count", "total_active_time_percent"]
+want = ["total_time", "launch_time", "total_time_without_launch", "event_count", "total_active_time_percent"]
 for e in ["tensor", "vector", "scalar", "gpsimd", "sync"]:
     want += [e + "_engine_instruction_count", e + "_engine_active_time", e + "_engine_active_time_percent"]
 want += ["dma_active_time_percent", "dma_transfer_count", "dma_transfer_total_bytes",

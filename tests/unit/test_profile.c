@@ -13,8 +13,13 @@ static int same_timeline(const nk_timeline *a, const nk_timeline *b, uint32_t ni
 {
     if (strcmp(a->target, b->target) || a->total_ns != b->total_ns || a->host_in_ns != b->host_in_ns ||
         a->host_out_ns != b->host_out_ns || a->nevents != b->nevents || a->nxfers != b->nxfers ||
-        a->ncounters != b->ncounters)
+        a->ncounters != b->ncounters || a->nregions != b->nregions)
         return 0;
+    for (uint32_t i = 0; i < a->nregions; i++) {
+        const nk_region *x = &a->regions[i], *y = &b->regions[i];
+        if (x->kind != y->kind || x->core != y->core || x->start != y->start || x->end != y->end)
+            return 0;
+    }
     for (int e = 0; e < NK_ENGINE_COUNT; e++)
         if (a->active_ns[e] != b->active_ns[e])
             return 0;
@@ -467,16 +472,16 @@ TEST(profile_reader_rejects_foreign_and_future_files)
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "not an nklab profile: this is an nklab program file");
     memcpy(b, w.p, w.n);
-    b[8] = 5;
+    b[8] = 6;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 5 is newer than this nklab reads (4); use a newer nklab");
+    CHECK_STR(err, "format version 6 is newer than this nklab reads (5); use a newer nklab");
     b[8] = 1; /* version 1 is read, with its own checksum (FNV-1a), which this content fails */
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "checksum mismatch: the content is corrupt");
     b[8] = 0;
     b[11] = 1; /* 2^24 */
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (4); use a newer nklab");
+    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (5); use a newer nklab");
     memcpy(b, w.p, w.n);
     b[12] = 1;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
@@ -515,6 +520,15 @@ static void t_span(nk_timeline *tl) { tl->instr_end[4] = tl->instr_start[4] - 1;
 static void t_active(nk_timeline *tl) { tl->active_ns[NK_ENGINE_DMA] = 7000; }
 static void t_kind(nk_timeline *tl) { tl->events[0].kind = NK_EV_KIND_COUNT; }
 static void t_xsort(nk_timeline *tl) { tl->xfers[5].start = 3800; }
+static void t_region(nk_timeline *tl, nk_region g)
+{
+    free(tl->regions);
+    tl->regions = malloc(sizeof *tl->regions);
+    tl->regions[0] = g;
+    tl->nregions = 1;
+}
+static void t_rcore(nk_timeline *tl) { t_region(tl, (nk_region){NK_REGION_TEARDOWN, 1, 5000, 6000}); }
+static void t_rtime(nk_timeline *tl) { t_region(tl, (nk_region){NK_REGION_STARTUP, 0, 0, 6500}); }
 
 TEST(profile_timeline_checks_name_the_problem)
 {
@@ -534,7 +548,9 @@ TEST(profile_timeline_checks_name_the_problem)
         {t_nan, "total nan ns or host copies 1000/2000 ns not finite and non-negative"},
         {t_span, "instruction 4: span 2500..2499 outside 0..6000 ns"},
         {t_active, "active time 7000 ns of engine dma outside 0..6000 ns"},
-        {t_kind, "event 0: instruction 0, engine 5, kind 4 or queue 0 out of range"},
+        {t_kind, "event 0: instruction 0, engine 5, kind 5 or queue 0 out of range"},
+        {t_rcore, "launch region 0: kind 1 or core 1 out of range"},
+        {t_rtime, "launch region 0: times 0..6500 outside 0..6000 ns"},
         {t_xsort, "DMA transfer 5: not sorted by start"},
     };
     for (size_t i = 0; p && i < sizeof cases / sizeof cases[0]; i++) {
@@ -582,7 +598,7 @@ TEST(profile_summary_text_matches_golden)
 TEST(profile_summary_json_has_exactly_the_metric_keys)
 {
     static const char *keys[] = {
-        "total_time", "event_count", "total_active_time_percent",
+        "total_time", "launch_time", "total_time_without_launch", "event_count", "total_active_time_percent",
         "tensor_engine_instruction_count", "tensor_engine_active_time", "tensor_engine_active_time_percent",
         "vector_engine_instruction_count", "vector_engine_active_time", "vector_engine_active_time_percent",
         "scalar_engine_instruction_count", "scalar_engine_active_time", "scalar_engine_active_time_percent",

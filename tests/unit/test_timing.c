@@ -7,7 +7,10 @@
  * GpSimd 1.4 GHz [A2]; MIN_II 64 cycles [ISA-old]; static overhead 100
  * cycles [A2][PG]; SBUF/PSUM access start 60 cycles [A2]; DMA 17 B/ns per
  * engine, 1300 ns from trigger to start [DMAbw]; 50% DMA efficiency at 256 B
- * and 50 ns engine-to-engine semaphores (both assumed by the model).
+ * and 50 ns engine-to-engine semaphores (both assumed by the model); a DMA
+ * trigger takes 8 ns on the Sync engine ([DMA]'s trn2 profile, assumed for
+ * trn1), hardware DGE about 600 ns [A3][DGE]; a kernel launch starts up for
+ * 1300 ns and tears down for 1300 ns (assumed: one DMA latency each).
  */
 #include "test.h"
 #include "nkint.h"
@@ -31,6 +34,10 @@
 #define DMA_LAT 1300.0
 #define EFF_HALF 256.0
 #define SEM 50.0
+#define TRIGGER 8.0
+#define DGE_TRIGGER 600.0
+#define STARTUP 1300.0
+#define TEARDOWN 1300.0
 
 /* ---- helpers */
 
@@ -406,7 +413,7 @@ TEST(timing_load_128x512_f32_is_16_transfers_of_8_partitions)
         CHECK_INT(x->partitions, 8);
         CHECK_INT(x->bytes, 8 * 512 * 4);
         CHECK_INT(x->to_hbm, 0);
-        CHECK_NEAR(x->start, DMA_LAT, 1e-12, 0);
+        CHECK_NEAR(x->start, STARTUP + DMA_LAT, 1e-12, 0);
         CHECK_NEAR(x->end - x->start, dma_ref(DMA_BW1, 8 * 2048, 2048), 1e-12, 0);
         engines |= 1u << x->dma_engine;
         n++;
@@ -414,7 +421,7 @@ TEST(timing_load_128x512_f32_is_16_transfers_of_8_partitions)
     CHECK_INT(n, 16);
     CHECK_INT(engines, 0xffff);
     CHECK_INT(nst, 16);
-    /* the queue row: from the trigger (kernel start) to the last transfer */
+    /* the queue row: from the trigger (the end of the start-up) to the last transfer */
     CHECK_NEAR(dur_of(c.tl, ld, NK_EV_DMA_ISSUE), DMA_LAT + dma_ref(DMA_BW1, 8 * 2048, 2048), 1e-12, 0);
     end_case(&c);
 }
@@ -491,12 +498,12 @@ TEST(timing_hbm_bandwidth_caps_all_dma_engines)
     int ld = nth_instr(c.p, NK_OP_LOAD, 0);
     double end_fast = c.tl->instr_end[ld];
     /* 16 engines x 16 B/ns = 256 GB/s stays under trn1's 410: the engines bound it */
-    CHECK_NEAR(end_fast, DMA_LAT + 2048.0, 1e-12, 0);
+    CHECK_NEAR(end_fast, STARTUP + DMA_LAT + 2048.0, 1e-12, 0);
     nk_timeline *tl;
     CHECK_INT(nk_time_program(c.p, &slow, &tl), 0);
     if (tl) {
         /* 512 KiB through 50 GB/s */
-        CHECK_NEAR(tl->instr_end[ld], DMA_LAT + 128.0 * 4096 / 50, 1e-12, 0);
+        CHECK_NEAR(tl->instr_end[ld], STARTUP + DMA_LAT + 128.0 * 4096 / 50, 1e-12, 0);
         CHECK_STR(tl->target, "trn1");
     }
     nk_timeline_free(tl);
@@ -752,8 +759,9 @@ static void check_active_times(const nk_program *p, const nk_timeline *tl)
         CHECK_NEAR(tl->active_ns[e], u, 1e-12, 1e-9);
         if (e != NK_ENGINE_DMA && e != NK_ENGINE_TENSOR) /* one instruction at a time on the row */
             CHECK_NEAR(sum, u, 1e-12, 1e-9);
-        if (e != NK_ENGINE_DMA && e != NK_ENGINE_TENSOR) {
-            /* ... and the instruction intervals are the same union */
+        if (e != NK_ENGINE_DMA && e != NK_ENGINE_TENSOR && e != NK_ENGINE_SYNC) {
+            /* ... and the instruction intervals are the same union (the Sync
+               row holds DMA instructions' triggers, not whole instructions) */
             n = 0;
             for (uint32_t i = 0; i < p->ninstr; i++)
                 if (p->instrs[i].engine == e)
@@ -965,18 +973,29 @@ TEST(timing_events_sorted_and_instruction_bounds)
     if (!c.tl)
         return end_case(&c);
     const nk_timeline *tl = c.tl;
-    CHECK_INT(tl->nevents, c.p->ninstr); /* no Tensor engine here: one event each */
+    uint32_t ndma = 0;
+    for (uint32_t i = 0; i < c.p->ninstr; i++)
+        ndma += c.p->instrs[i].engine == NK_ENGINE_DMA;
+    /* no Tensor engine here: one event each, and a DMA's trigger on the Sync row */
+    CHECK_INT(tl->nevents, c.p->ninstr + ndma);
     double last = 0, end = 0;
     for (uint32_t k = 0; k < tl->nevents; k++) {
         const nk_event *e = &tl->events[k];
         CHECK(e->start >= last);
         CHECK(e->end >= e->start);
-        CHECK(e->start == tl->instr_start[e->instr] && e->end == tl->instr_end[e->instr]);
-        CHECK_INT(e->engine, c.p->instrs[e->instr].engine);
+        CHECK(e->start == tl->instr_start[e->instr]);
+        if (e->kind == NK_EV_DMA_TRIGGER) {
+            CHECK_INT(e->engine, NK_ENGINE_SYNC);
+            CHECK_INT(c.p->instrs[e->instr].engine, NK_ENGINE_DMA);
+            CHECK_NEAR(e->end - e->start, TRIGGER, 1e-12, 0);
+        } else {
+            CHECK(e->end == tl->instr_end[e->instr]);
+            CHECK_INT(e->engine, c.p->instrs[e->instr].engine);
+        }
         last = e->start;
         end = fmax(end, e->end);
     }
-    CHECK(tl->total_ns == end);
+    CHECK(tl->total_ns == end + TEARDOWN);
     for (uint32_t k = 1; k < tl->nxfers; k++)
         CHECK(tl->xfers[k].start >= tl->xfers[k - 1].start);
     /* every load's transfers lie within its queue-row event */
@@ -998,10 +1017,12 @@ TEST(timing_counters_follow_tile_lifetimes)
         const nk_counter *sb = &c.tl->counters[1];
         CHECK_STR(sb->name, "sbuf_bytes");
         CHECK_STR(sb->unit, "bytes");
-        /* one [128, 512] f32 tile, alive from the load's start to the store's end */
-        CHECK_INT(sb->n, 2);
-        CHECK(sb->t[0] == 0 && sb->value[0] == 128.0 * 2048);
-        CHECK(sb->t[1] == c.tl->total_ns && sb->value[1] == 0);
+        /* one [128, 512] f32 tile, alive from the load's start (the end of the
+           start-up) to the store's end (the start of the tear-down) */
+        CHECK_INT(sb->n, 3);
+        CHECK(sb->t[0] == 0 && sb->value[0] == 0);
+        CHECK(sb->t[1] == STARTUP && sb->value[1] == 128.0 * 2048);
+        CHECK(sb->t[2] == c.tl->total_ns - TEARDOWN && sb->value[2] == 0);
     }
     end_case(&c);
     nk_array mm[2] = {arg2(NK_BF16, 128, 128), arg2(NK_BF16, 128, 512)};
@@ -1150,4 +1171,218 @@ TEST(timing_rejects_malformed_programs)
     nk_timeline_free(tl);
     CHECK_INT(nk_time_program(p, NULL, NULL), NK_EINVAL);
     nk__program_destroy(p);
+}
+
+/* ---- DMA triggers and the kernel launch */
+
+/* Four independent [128, F] loads (rows 128k.. of the input), then their stores. */
+static void k_loads4(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    int64_t F = a[0].shape[1];
+    nk_tensor t[4];
+    for (int k = 0; k < 4; k++)
+        t[k] = nk_load(nc, nk_ix(nc, a[0], nk_r(128 * k, 128 * k + 128), NK_ALL));
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(512, F), a[0].dtype, NK_SHARED_HBM);
+    for (int k = 0; k < 4; k++)
+        nk_store(nc, nk_ix(nc, out, nk_r(128 * k, 128 * k + 128), NK_ALL), t[k]);
+    nk_return(nc, out);
+}
+
+/* The first transfer of instruction i, or NULL. */
+static const nk_dma_xfer *first_xfer(const nk_timeline *tl, uint32_t i)
+{
+    for (uint32_t k = 0; k < tl->nxfers; k++)
+        if (tl->xfers[k].instr == i)
+            return &tl->xfers[k];
+    return NULL;
+}
+
+/* Every DMA is triggered by an instruction on the Sync engine [A2][NEFF]:
+ * a bar of the trigger's cost there, at the DMA's start; its transfers
+ * start the DMA latency after the trigger starts, which includes the
+ * trigger (semaphore to start [DMAbw]), so nothing is counted twice. */
+TEST(timing_dma_triggers_run_on_the_sync_engine)
+{
+    nk_array args[1] = {arg2(NK_F32, 128, 512)};
+    tcase c;
+    CHECK_INT(run_case(&c, "copy", k_copy, args, 1, "trn1"), 0);
+    if (!c.tl)
+        return end_case(&c);
+    int ntrig = 0;
+    for (uint32_t k = 0; k < c.tl->nevents; k++) {
+        const nk_event *e = &c.tl->events[k];
+        if (e->kind != NK_EV_DMA_TRIGGER)
+            continue;
+        ntrig++;
+        CHECK_INT(e->engine, NK_ENGINE_SYNC);
+        CHECK_NEAR(e->end - e->start, TRIGGER, 1e-12, 0);
+        CHECK(e->start == c.tl->instr_start[e->instr]);
+        const nk_dma_xfer *x = first_xfer(c.tl, e->instr);
+        CHECK(x != NULL);
+        if (x)
+            CHECK_NEAR(x->start - e->start, DMA_LAT, 1e-12, 0);
+    }
+    CHECK_INT(ntrig, 2);
+    CHECK_NEAR(c.tl->active_ns[NK_ENGINE_SYNC], 2 * TRIGGER, 1e-12, 0);
+    /* the load's trigger at the end of the start-up; the store's when the load is done */
+    int ld = nth_instr(c.p, NK_OP_LOAD, 0), st = nth_instr(c.p, NK_OP_STORE, 0);
+    CHECK_NEAR(start_of(c.tl, ld, NK_EV_DMA_TRIGGER), STARTUP, 1e-12, 0);
+    CHECK(start_of(c.tl, st, NK_EV_DMA_TRIGGER) == c.tl->instr_end[ld]);
+    /* the summary counts them as the Sync engine's instructions */
+    nk_profile *pr = NULL;
+    nk_metrics m;
+    CHECK_INT(nk_profile_capture(c.p, NULL, &pr), 0);
+    if (pr && !nk_profile_metrics(pr, &m)) {
+        CHECK(m.sync_engine_instruction_count == 2);
+        CHECK_NEAR(m.sync_engine_active_time, 2 * TRIGGER * 1e-9, 1e-12, 0);
+    }
+    nk_profile_free(pr);
+    end_case(&c);
+}
+
+/* Triggers share their engine: with hardware DGE's ~600 ns per DMA
+ * instruction [A3][DGE] four loads ready at once are triggered 600 ns
+ * apart, and each starts the DMA latency after its trigger; a trigger
+ * longer than that latency delays its transfers to the trigger's end. */
+TEST(timing_hardware_dge_triggers_serialize_on_the_sync_engine)
+{
+    /* 64 B per partition: a descriptor (150 ns) ends before the next trigger's transfers may start */
+    nk_array args[1] = {arg2(NK_F32, 512, 16)};
+    tcase c;
+    CHECK_INT(run_case(&c, "loads", k_loads4, args, 1, "trn1"), 0);
+    if (!c.tl)
+        return end_case(&c);
+    const double cost[2] = {DGE_TRIGGER, 1500.0};
+    for (int v = 0; v < 2; v++) {
+        char text[128], err[256];
+        nk_arch a;
+        snprintf(text, sizeof text, "base = trn1\ndma_trigger_ns = %g\n", cost[v]);
+        CHECK_INT(nk_arch_load_text(text, "dge", &a, err, sizeof err), 0);
+        nk_timeline *tl = NULL;
+        CHECK_INT(nk_time_program(c.p, &a, &tl), 0);
+        for (int k = 0; tl && k < 4; k++) {
+            int ld = nth_instr(c.p, NK_OP_LOAD, k);
+            double ts = start_of(tl, ld, NK_EV_DMA_TRIGGER);
+            CHECK_NEAR(ts, STARTUP + k * cost[v], 1e-12, 0);
+            CHECK_NEAR(dur_of(tl, ld, NK_EV_DMA_TRIGGER), cost[v], 1e-12, 0);
+            const nk_dma_xfer *x = first_xfer(tl, (uint32_t)ld);
+            CHECK(x != NULL);
+            if (x)
+                CHECK_NEAR(x->start - ts, fmax(DMA_LAT, cost[v]), 1e-12, 0);
+        }
+        if (tl && v == 0)
+            printf("  4 loads with hardware DGE triggers (600 ns each): last load starts %.0f ns after the first "
+                   "(8 ns triggers: %.0f ns)\n",
+                   start_of(tl, nth_instr(c.p, NK_OP_LOAD, 3), NK_EV_DMA_TRIGGER) - STARTUP,
+                   start_of(c.tl, nth_instr(c.p, NK_OP_LOAD, 3), NK_EV_DMA_TRIGGER) - STARTUP);
+        nk_timeline_free(tl);
+    }
+    /* with the default 8 ns triggers the same loads start 8 ns apart */
+    CHECK_NEAR(start_of(c.tl, nth_instr(c.p, NK_OP_LOAD, 3), NK_EV_DMA_TRIGGER), STARTUP + 3 * TRIGGER, 1e-12, 0);
+    end_case(&c);
+}
+
+/* A launch starts up before the first instruction and tears down after the
+ * last completion, as its own region; without it the timeline is the same,
+ * shifted by the start-up. */
+TEST(timing_launch_is_its_own_region)
+{
+    nk_array args[1] = {arg2(NK_F32, 128, 512)};
+    tcase c;
+    CHECK_INT(run_case(&c, "copy", k_copy, args, 1, "trn1"), 0);
+    if (!c.tl)
+        return end_case(&c);
+    const nk_timeline *tl = c.tl;
+    double last = 0, first = INFINITY;
+    for (uint32_t i = 0; i < c.p->ninstr; i++) {
+        last = fmax(last, tl->instr_end[i]);
+        first = fmin(first, tl->instr_start[i]);
+    }
+    CHECK_INT(tl->nregions, 2);
+    if (tl->nregions == 2) {
+        const nk_region *up = &tl->regions[0], *down = &tl->regions[1];
+        CHECK(up->kind == NK_REGION_STARTUP && up->core == 0 && up->start == 0 && up->end == STARTUP);
+        CHECK(down->kind == NK_REGION_TEARDOWN && down->core == 0 && down->start == last);
+        CHECK_NEAR(down->end, last + TEARDOWN, 1e-12, 0);
+    }
+    CHECK(first == STARTUP);
+    CHECK_NEAR(tl->total_ns, last + TEARDOWN, 1e-12, 0);
+    CHECK_NEAR(nk_timeline_launch_ns(tl), STARTUP + TEARDOWN, 1e-12, 0);
+    /* the same table without a launch: every time moves back by the start-up */
+    nk_arch a;
+    char err[256];
+    CHECK_INT(nk_arch_load_text("base = trn1\nlaunch_startup_ns = 0\nlaunch_teardown_ns = 0\n", "nolaunch", &a, err,
+                                sizeof err), 0);
+    nk_timeline *bare = NULL;
+    CHECK_INT(nk_time_program(c.p, &a, &bare), 0);
+    if (bare) {
+        CHECK_NEAR(bare->total_ns, tl->total_ns - STARTUP - TEARDOWN, 1e-9, 0);
+        for (uint32_t i = 0; i < c.p->ninstr; i++)
+            CHECK(fabs(bare->instr_start[i] + STARTUP - tl->instr_start[i]) < 1e-9 &&
+                  fabs(bare->instr_end[i] + STARTUP - tl->instr_end[i]) < 1e-9);
+        CHECK(nk_timeline_launch_ns(bare) == 0);
+        printf("  [128, 512] f32 copy on trn1: device time %.3f us, of which launch %.3f us (without: %.3f us)\n",
+               tl->total_ns / 1000, nk_timeline_launch_ns(tl) / 1000, bare->total_ns / 1000);
+    }
+    nk_timeline_free(bare);
+    /* the metric and the summary line */
+    nk_profile *pr = NULL;
+    nk_metrics m;
+    CHECK_INT(nk_profile_capture(c.p, NULL, &pr), 0);
+    if (pr && !nk_profile_metrics(pr, &m)) {
+        CHECK_NEAR(m.launch_time, (STARTUP + TEARDOWN) * 1e-9, 1e-12, 0);
+        CHECK_NEAR(m.total_time_without_launch, m.total_time - m.launch_time, 1e-12, 0);
+        char *text = NULL;
+        CHECK_INT(nk_profile_summary(pr, NULL, 0, &text), 0);
+        char want[160];
+        snprintf(want, sizeof want, "device time   %.3f us, of which launch 2.600 us (start-up 1.300, tear-down 1.300); "
+                 "%.3f us without\n", m.total_time * 1e6, m.total_time_without_launch * 1e6);
+        if (text)
+            CHECK_CONTAINS(text, want);
+        free(text);
+    }
+    nk_profile_free(pr);
+    end_case(&c);
+}
+
+/* SPMD: a launch starts and tears down each core once, however many
+ * instances the core runs one after another (a per-instance gap is not
+ * documented); trn2's two cores each have their own. */
+TEST(timing_spmd_launch_regions_per_core)
+{
+    nk_kernel *k = nk_kernel_new("spmd_tensor_add", nk_kernel_spmd_tensor_add);
+    const char *targets[2] = {"trn1", "trn2"};
+    for (int t = 0; t < 2; t++) {
+        nk_array a = {NK_F32, 2, {128 * 4, 512}, NULL}, args[2] = {a, a};
+        nk_options o = {targets[t], 0};
+        o.grid[0] = 4;
+        const nk_program *p = NULL;
+        CHECK_INT(nk_kernel_compile(k, args, 2, &o, &p), 0);
+        nk_timeline *tl = NULL;
+        if (p)
+            CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+        if (!tl)
+            continue;
+        uint32_t ncores = t ? 2 : 1;
+        CHECK_INT(tl->nregions, 2 * ncores);
+        double end = 0;
+        for (uint32_t g = 0; g < tl->nregions; g++) {
+            const nk_region *r = &tl->regions[g];
+            CHECK(r->core < ncores);
+            CHECK_NEAR(r->end - r->start, r->kind == NK_REGION_STARTUP ? STARTUP : TEARDOWN, 1e-12, 0);
+            if (r->kind == NK_REGION_TEARDOWN) {
+                double last = 0;
+                for (uint32_t i = 0; i < p->ninstr; i++)
+                    if (nk__instr_core(p, &p->instrs[i]) == r->core)
+                        last = fmax(last, tl->instr_end[i]);
+                CHECK(r->start == last);
+            }
+            end = fmax(end, r->end);
+        }
+        CHECK(tl->total_ns == end);
+        CHECK_NEAR(nk_timeline_launch_ns(tl), STARTUP + TEARDOWN, 1e-12, 0);
+        nk_timeline_free(tl);
+    }
+    nk_kernel_free(k);
 }
