@@ -611,7 +611,20 @@ typedef struct nk_options {
      * i on core i % n). 0: no annotation (instance k of the grid, in
      * row-major order, runs on core k % the target's spmd_cores). */
     int grid_nc[NK_MAX_GRID];
+    /* Bounds on a trace, so that a runaway kernel (a loop of 5e9
+     * iterations) fails at the line where it crosses one instead of
+     * exhausting the host's memory: the instructions it may record (at most
+     * 2^32 - 2), and the bytes of the tracer's records (instructions,
+     * tensors and tiles, loops, source locations; about 0.5 KiB to 1 KiB
+     * per instruction). 0: NK_DEFAULT_MAX_INSTRUCTIONS and
+     * NK_DEFAULT_MAX_TRACE_BYTES. Not part of the program-cache key: a
+     * program once traced is reused whatever the bounds. */
+    int64_t max_instructions;
+    int64_t max_trace_bytes;
 } nk_options;
+
+#define NK_DEFAULT_MAX_INSTRUCTIONS 4000000ll   /* a whole run takes about 1 KiB and 2 us per instruction */
+#define NK_DEFAULT_MAX_TRACE_BYTES (8ll << 30) /* 8 GiB */
 
 enum { NK_SCHED_LIST = 0, NK_SCHED_TRACE_ORDER = 1 };
 

@@ -9,6 +9,8 @@
  */
 #include "trace.h"
 
+#include "sched/program_io.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +86,13 @@ static uint32_t hash_loc(const char *file, int line)
     return (uint32_t)((h >> 17) ^ (uint32_t)line * 2654435761u);
 }
 
+nk_loc nk__last_loc(const nk_ctx *nc) { return nc->last; }
+
 uint32_t nk__loc(nk_ctx *nc, nk_loc loc)
 {
     if (!loc.file)
         loc.file = "?";
+    nc->last = loc;
     if (nc->lochash_n * 2 >= nc->lochash_cap) {
         uint32_t cap = nc->lochash_cap ? nc->lochash_cap * 2 : 64;
         struct lockey *h = calloc(cap, sizeof *h);
@@ -124,9 +129,43 @@ uint32_t nk__loc(nk_ctx *nc, nk_loc loc)
 
 /* ---- instructions and buffers */
 
+/* The capacity nk__grow gives an array of cap elements to hold need. */
+static uint64_t grown(uint32_t cap, uint32_t need)
+{
+    uint64_t c = cap ? cap : 16;
+    while (c < need)
+        c *= 2;
+    return c;
+}
+
+/* Growing one of the tracer's arrays by more bytes keeps its records
+ * within nk_options.max_trace_bytes; otherwise fails at loc. */
+static int within_budget(nk_ctx *nc, nk_loc loc, uint64_t more)
+{
+    uint64_t have = (uint64_t)nc->cap_instrs * sizeof(nk_instr) + (uint64_t)nc->cap_bufs * sizeof(nk_bufinfo) +
+                    (uint64_t)nc->cap_bs * sizeof(nk_bufstate) + (uint64_t)nc->cap_locs * sizeof(nk_locinfo) +
+                    (uint64_t)nc->lochash_cap * sizeof(struct lockey) + (uint64_t)nc->cap_loops * sizeof(nk_loopinfo) +
+                    (uint64_t)nc->cap_la * sizeof(nk_loopalloc) + nc->cap_dead;
+    if (have + more <= (uint64_t)nc->max_bytes)
+        return 1;
+    nk__fail(nc, loc, NK_ELIMIT, "the trace would take more than %lld bytes of memory (%u instructions and %u "
+             "tensors and tiles so far): raise nk_options.max_trace_bytes, or --max-trace-bytes on the command line",
+             (long long)nc->max_bytes, nc->p->ninstr, nc->p->nbufs - 1);
+    return 0;
+}
+
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
 {
     nk_program *p = nc->p;
+    if (p->ninstr >= nc->max_instrs) {
+        nk__fail(nc, loc, NK_ELIMIT, "the kernel traced more than %lld instructions (a loop of more iterations "
+                 "than meant?): raise nk_options.max_instructions, or --max-instructions on the command line",
+                 (long long)nc->max_instrs);
+        return NULL;
+    }
+    if (p->ninstr >= nc->cap_instrs &&
+        !within_budget(nc, loc, (grown(nc->cap_instrs, p->ninstr + 1) - nc->cap_instrs) * sizeof(nk_instr)))
+        return NULL;
     if (nk__grow((void **)&p->instrs, &nc->cap_instrs, p->ninstr + 1, sizeof *p->instrs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory recording instruction %u", p->ninstr);
         return NULL;
@@ -148,6 +187,10 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
 static uint32_t new_buf(nk_ctx *nc, nk_loc loc)
 {
     nk_program *p = nc->p;
+    if (p->nbufs >= nc->cap_bufs &&
+        !within_budget(nc, loc, (grown(nc->cap_bufs, p->nbufs + 1) - nc->cap_bufs) *
+                                    (sizeof(nk_bufinfo) + sizeof(nk_bufstate))))
+        return 0;
     if (nk__grow((void **)&p->bufs, &nc->cap_bufs, p->nbufs + 1, sizeof *p->bufs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory allocating a buffer");
         return 0;
@@ -425,14 +468,18 @@ nk_tensor nk_ndarray_at(nk_ctx *nc, nk_loc loc, nk_shape shape, nk_dtype dt, nk_
         }
     }
     int64_t n = nk__dims_product(shape.d, shape.n);
-    if (n < 0 || n > INT64_MAX / nk_dtype_size(dt)) {
+    if (n < 0 || n > NK_IO_MAX_HBM_BYTES / nk_dtype_size(dt)) {
         int32_t s32[NK_MAXDIM];
         char s[96];
         for (int i = 0; i < shape.n; i++)
             s32[i] = (int32_t)shape.d[i];
         nk__format_shape(s, sizeof s, s32, shape.n);
-        nk__fail(nc, loc, NK_ESHAPE, "nk_ndarray: an HBM tensor %s %s holds more than 2^63 bytes", s,
-                 nk_dtype_name(dt));
+        if (n < 0 || n > INT64_MAX / nk_dtype_size(dt))
+            nk__fail(nc, loc, NK_ESHAPE, "nk_ndarray: an HBM tensor %s %s holds more than 2^63 bytes", s,
+                     nk_dtype_name(dt));
+        else /* what program and profile files hold */
+            nk__fail(nc, loc, NK_ESHAPE, "nk_ndarray: an HBM tensor %s %s takes more than %lld bytes (1 TiB), the "
+                     "most a program or profile file holds", s, nk_dtype_name(dt), (long long)NK_IO_MAX_HBM_BYTES);
         return bad;
     }
     if (nc->in_kernel && nc->inst > 0)
@@ -1163,6 +1210,17 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
         goto out;
     }
     p->bufs_default = opts && opts->default_bufs > 0 ? opts->default_bufs : arch->default_bufs;
+    if (opts && (opts->max_instructions < 0 || opts->max_instructions > (int64_t)UINT32_MAX - 1 ||
+                 opts->max_trace_bytes < 0)) {
+        if (err)
+            snprintf(err, errlen, "max_instructions %lld (0 to %lld) or max_trace_bytes %lld (0 or more) out of "
+                     "range (0: the default)", (long long)opts->max_instructions, (long long)UINT32_MAX - 1,
+                     (long long)opts->max_trace_bytes);
+        rc = NK_EINVAL;
+        goto out;
+    }
+    nc->max_instrs = opts && opts->max_instructions ? opts->max_instructions : NK_DEFAULT_MAX_INSTRUCTIONS;
+    nc->max_bytes = opts && opts->max_trace_bytes ? opts->max_trace_bytes : NK_DEFAULT_MAX_TRACE_BYTES;
     if ((rc = setup_grid(p, opts, arch, err, errlen)))
         goto out;
     rc = NK_ENOMEM;

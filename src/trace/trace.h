@@ -63,6 +63,8 @@ struct nk_ctx {
     uint32_t nhbm0, cap_hbm0;
     uint32_t hbm_seq;       /* HBM tensors the current instance created so far */
     int ret_seq;            /* outputs the current instance returned so far */
+    nk_loc last;            /* the last source location the tracer was given */
+    int64_t max_instrs, max_bytes; /* nk_options' bounds (defaults filled in) */
 };
 
 /* Grows *ptr (an array of *cap elements of elem bytes) to hold need,
@@ -72,6 +74,10 @@ int nk__grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem);
 int nk__fail(nk_ctx *nc, nk_loc loc, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 uint32_t nk__loc(nk_ctx *nc, nk_loc loc);
+/* The last source location recorded (an instruction, a tensor, a loop):
+ * where a kernel that crashes got to. A plain read, safe in a signal
+ * handler. */
+nk_loc nk__last_loc(const nk_ctx *nc);
 /* A new instruction at loc (zeroed except loc and loop); NULL on OOM. */
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine);
 /* A new on-chip tile; returns an invalid tensor on error. */

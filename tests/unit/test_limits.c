@@ -288,3 +288,96 @@ TEST(limits_carried_tile_still_in_its_slot_keeps_its_values)
     CHECK_INT(run_carry(1, 1, 1, msg, sizeof msg), 0); /* read before this iteration's load */
     CHECK_INT(run_carry(2, 0, 1, msg, sizeof msg), 0);
 }
+
+/* ---- bounds on a trace (nk_options.max_instructions, max_trace_bytes) */
+
+static void k_runaway(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 4), NK_F32, NK_SHARED_HBM);
+    nk_tensor x = nk_load(nc, a[0]);
+    NK_SEQUENTIAL_RANGE(nc, i, 5000000000ll) {
+        (void)i;
+        at = __LINE__; x = nk_add(nc, x, x);
+    }
+    nk_store(nc, out, x);
+    nk_return(nc, out);
+}
+
+TEST(limits_trace_stops_at_max_instructions)
+{
+    char msg[512];
+    nk_options o = {0};
+    o.max_instructions = 100; /* the load, then 99 adds */
+    CHECK_INT(compile(k_runaway, 1, &o, msg, sizeof msg), NK_ELIMIT);
+    expect_msg(msg, "the kernel traced more than 100 instructions (a loop of more iterations than meant?): raise "
+                    "nk_options.max_instructions, or --max-instructions on the command line");
+    o.max_instructions = 4; /* k_copy's two loads, its load and its store: exactly the bound */
+    CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), 0);
+    o.max_instructions = 3;
+    CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), NK_ELIMIT);
+}
+
+static void k_many_tiles(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n, (void)a;
+    NK_SEQUENTIAL_RANGE(nc, i, 5000000000ll) {
+        (void)i;
+        at = __LINE__; nk_ndarray(nc, NK_SHAPE(128, 4), NK_F32, NK_SBUF);
+    }
+}
+
+TEST(limits_trace_stops_at_max_trace_bytes)
+{
+    char msg[512];
+    nk_options o = {0};
+    o.max_trace_bytes = 1 << 20;
+    CHECK_INT(compile(k_many_tiles, 1, &o, msg, sizeof msg), NK_ELIMIT);
+    /* buffer records double from 16: 8192 of 88 bytes fit in 1 MiB, 16384 do not */
+    expect_msg(msg, "the trace would take more than 1048576 bytes of memory (0 instructions and 8191 tensors and "
+                    "tiles so far): raise nk_options.max_trace_bytes, or --max-trace-bytes on the command line");
+    o.max_trace_bytes = 1 << 20;
+    CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), 0);
+}
+
+TEST(limits_trace_bounds_out_of_range)
+{
+    char msg[512];
+    nk_options o = {0};
+    o.max_instructions = -1;
+    CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), NK_EINVAL);
+    CHECK_STR(msg, "max_instructions -1 (0 to 4294967294) or max_trace_bytes 0 (0 or more) out of range (0: the "
+                   "default)");
+    o.max_instructions = 4294967295ll;
+    CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), NK_EINVAL);
+    o.max_instructions = 0;
+    o.max_trace_bytes = -5;
+    CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), NK_EINVAL);
+    o.max_trace_bytes = 0; /* the defaults */
+    CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), 0);
+}
+
+/* The file format holds HBM tensors of up to 2^40 bytes: the tracer refuses
+ * more, so that no profile is written that its reader rejects. */
+static void k_hbm_past_format(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    at = __LINE__; nk_ndarray(nc, NK_SHAPE(1 << 20, (1 << 18) + 1), NK_F32, NK_SHARED_HBM);
+    copy_out(nc, a[0]);
+}
+
+static void k_hbm_at_format_limit(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_ndarray(nc, NK_SHAPE(1 << 20, 1 << 18), NK_F32, NK_SHARED_HBM);
+    copy_out(nc, a[0]);
+}
+
+TEST(limits_hbm_tensor_past_the_file_format)
+{
+    char msg[512];
+    CHECK_INT(compile(k_hbm_past_format, 1, NULL, msg, sizeof msg), NK_ESHAPE);
+    expect_msg(msg, "nk_ndarray: an HBM tensor [1048576, 262145] float32 takes more than 1099511627776 bytes "
+                    "(1 TiB), the most a program or profile file holds");
+    CHECK_INT(compile(k_hbm_at_format_limit, 1, NULL, msg, sizeof msg), 0);
+}
