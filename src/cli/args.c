@@ -352,6 +352,16 @@ int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c)
             return -1;
         return 1;
     }
+    if ((r = nk_cli_optval(argc, argv, i, "--max-instructions", &v))) {
+        if (r < 0 || nk_cli_parse_int("--max-instructions", v, 1, (long)UINT32_MAX - 1, &c->max_instructions))
+            return -1;
+        return 1;
+    }
+    if ((r = nk_cli_optval(argc, argv, i, "--max-trace-bytes", &v))) {
+        if (r < 0 || nk_cli_parse_int("--max-trace-bytes", v, 1, LONG_MAX, &c->max_trace_bytes))
+            return -1;
+        return 1;
+    }
     if ((r = nk_cli_optval(argc, argv, i, "--schedule", &v))) {
         if (r < 0)
             return r;

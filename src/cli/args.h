@@ -47,6 +47,7 @@ typedef struct nk_kernel_cmd {
     uint64_t seed;      /* --seed: generated inputs (default 0) */
     int has_grid;       /* --grid given (else a built-in kernel's example grid) */
     int grid[NK_MAX_GRID], grid_nc[NK_MAX_GRID]; /* --grid: the SPMD launch grid (nk_options.grid) */
+    long max_instructions, max_trace_bytes; /* --max-instructions, --max-trace-bytes (0: the defaults) */
 } nk_kernel_cmd;
 
 /* Consumes argv[*i] if it is one of the shared options (--in, --random,

@@ -219,6 +219,8 @@ int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
 nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c)
 {
     nk_options opts = {c->target, 0, ck->table, c->schedule};
+    opts.max_instructions = c->max_instructions;
+    opts.max_trace_bytes = c->max_trace_bytes;
     if (c->has_grid) {
         memcpy(opts.grid, c->grid, sizeof opts.grid);
         memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
