@@ -296,6 +296,21 @@ int nk_num_programs_at(nk_ctx *nc, nk_loc loc, int axis);
 /* nl.program_ndim(): the grid's axes, 0 without a grid. */
 int nk_program_ndim(nk_ctx *nc);
 
+/* ---- kernels composed into one device program (nklab's own; NKI has no
+ * equivalent): a kernel that launches others is a sequence. nk_launch
+ * traces fn(args) as the next kernel of the sequence: its instructions are
+ * a segment named `name`, which starts when the previous segment has
+ * completed (a kernel boundary); what it returns with nk_return comes back in
+ * outs (at most max_outs). A launched kernel may return on-chip tiles, and
+ * take them as arguments: the next kernel reads them where they are, with no
+ * store to HBM and load back (an nk_load of an on-chip tile in a launched
+ * kernel is the tile itself). The liveness allocation spans the sequence, so
+ * a handed-off tile keeps its bytes across the boundary. Returns the number
+ * of outputs, -1 on error. Not inside loops, not nested, not on a launch
+ * grid. */
+int nk_launch_at(nk_ctx *nc, nk_loc loc, const char *name, nk_kernel_fn fn, const nk_tensor *args, int nargs,
+                 nk_tensor *outs, int max_outs);
+
 /* ---- language-level ops (nl.*): each returns a new SBUF tile unless said */
 
 nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src);          /* HBM -> SBUF */
@@ -450,6 +465,8 @@ int64_t nk__loop_next(nk_ctx *nc, int64_t i);
 #define nk_scalar(nc, arg) nk_scalar_at((nc), NK_CALL("nk_scalar"), (arg))
 #define nk_program_id(nc, axis) nk_program_id_at((nc), NK_CALL("nk_program_id"), (axis))
 #define nk_num_programs(nc, axis) nk_num_programs_at((nc), NK_CALL("nk_num_programs"), (axis))
+#define nk_launch(nc, name, fn, args, nargs, outs, max_outs) \
+    nk_launch_at((nc), NK_CALL("nk_launch"), (name), (fn), (args), (nargs), (outs), (max_outs))
 #define nk_shared_constant(nc, value) nk_shared_constant_at((nc), NK_CALL("nk_shared_constant"), (value))
 #define nk_load(nc, src) nk_load_at((nc), NK_CALL("nk_load"), (src))
 #define nk_assign(nc, dst, v) nk_assign_at((nc), NK_CALL("nk_assign"), (dst), (v))

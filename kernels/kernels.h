@@ -106,6 +106,12 @@ void nk_kernel_transpose2d(nk_ctx *nc, const nk_tensor *args, int nargs);
  * nk_ref_tensor_add; lhsT, rhs -> lhsT^T rhs, as nk_ref_matmul */
 void nk_kernel_spmd_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_spmd_matmul(nk_ctx *nc, const nk_tensor *args, int nargs);
+/* sequences (nk_launch): lhsT, rhs -> (2 lhsT)^T rhs through a producer
+ * kernel and matmul_basic, the intermediate through HBM or handed on chip;
+ * nk_ref_scale_matmul */
+void nk_kernel_seq_scale_matmul_hbm(nk_ctx *nc, const nk_tensor *args, int nargs);
+void nk_kernel_seq_scale_matmul_onchip(nk_ctx *nc, const nk_tensor *args, int nargs);
+int nk_ref_scale_matmul(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
 
 /* their references (reference.c) */
 int nk_ref_tensor_exp(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);

@@ -173,5 +173,12 @@ const nk_kernel_info nk_builtin_kernels[] = {
     {"spmd_matmul", "lhsT[K,M]^T @ rhs[K,N] with a launch grid: each instance computes its share of the 128 x 512 "
      "output tiles", nk_kernel_spmd_matmul, 2, {{"lhsT", NK_BF16, 2, {1024, 256}}, {"rhs", NK_BF16, 2, {1024, 1024}}},
      1, nk_ref_matmul, 0x1.0p-8, 1e-3, {2, 2}},
+    /* sequences: a producer kernel feeding matmul_basic in one device program */
+    {"seq_scale_matmul_hbm", "a sequence: (2 lhsT) computed by one kernel, stored to HBM and loaded back by "
+     "matmul_basic", nk_kernel_seq_scale_matmul_hbm, 2, {{"lhsT", NK_BF16, 2, {128, 128}},
+     {"rhs", NK_BF16, 2, {128, 512}}}, 1, nk_ref_scale_matmul, 0x1.0p-8, 2e-3},
+    {"seq_scale_matmul_onchip", "the same sequence with the scaled tile handed to matmul_basic on chip (no HBM "
+     "round trip)", nk_kernel_seq_scale_matmul_onchip, 2, {{"lhsT", NK_BF16, 2, {128, 128}},
+     {"rhs", NK_BF16, 2, {128, 512}}}, 1, nk_ref_scale_matmul, 0x1.0p-8, 2e-3},
 };
 const int nk_builtin_kernel_count = (int)(sizeof nk_builtin_kernels / sizeof nk_builtin_kernels[0]);

@@ -71,6 +71,7 @@ typedef struct nk_instr {
     uint16_t flags;
     uint16_t queue;  /* DMA queue id (DMA engine instructions) */
     uint16_t inst;   /* SPMD program instance (0 without a grid); p->inst_core says its core */
+    uint16_t seg;    /* kernel of a sequence (nk_launch): index into p->seg_name; 0 without launches */
     uint32_t loc;    /* index into program locs */
     uint32_t loop;   /* innermost loop instance + 1; 0 = none */
     uint32_t iter;   /* iteration of that loop */
@@ -153,6 +154,13 @@ struct nk_program {
     uint32_t ninst;       /* program instances (>= 1) */
     uint8_t *inst_core;   /* per instance: its physical NeuronCore (NULL: all on core 0) */
     uint32_t ncores;      /* cores used: 1 + the largest inst_core */
+    /* Kernels composed into one program (nk_launch): segment k is the
+     * contiguous run of instructions of one kernel call (or of the calling
+     * kernel's own code between calls), launched after segment k - 1 has
+     * completed. nseg <= 1: a single kernel. */
+    uint32_t nseg;
+    char (*seg_name)[64]; /* per segment: the kernel's name */
+    uint32_t *seg_loc;    /* per segment: the location of its nk_launch (the caller's first line for 0) */
     int owned;            /* 1 when loaded from a file (nk_program_free frees it) */
     nk_arch table;        /* the program's own copy of its target table (a
                              built-in or a modified one), so it never depends
@@ -165,6 +173,14 @@ static inline uint32_t nk__inst_core(const nk_program *p, uint32_t inst)
     return p->inst_core && inst < p->ninst ? p->inst_core[inst] : 0;
 }
 static inline uint32_t nk__instr_core(const nk_program *p, const nk_instr *in) { return nk__inst_core(p, in->inst); }
+/* Launch units: what runs one after another on a core. SPMD instances, or
+ * the kernels of a sequence (all on core 0); a program has one or the other. */
+static inline uint32_t nk__nunits(const nk_program *p)
+{
+    return p->nseg > 1 ? p->nseg : p->ninst ? p->ninst : 1;
+}
+static inline uint32_t nk__unit_of(const nk_program *p, const nk_instr *in) { return p->nseg > 1 ? in->seg : in->inst; }
+static inline uint32_t nk__unit_core(const nk_program *p, uint32_t u) { return p->nseg > 1 ? 0 : nk__inst_core(p, u); }
 
 /* ---- tracer (src/trace) */
 

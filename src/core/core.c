@@ -286,6 +286,8 @@ void nk__program_destroy(nk_program *p)
     free(p->output_buf);
     free(p->hbm_list);
     free(p->inst_core);
+    free(p->seg_name);
+    free(p->seg_loc);
     for (uint32_t b = 0; p->cdata && b < p->nbufs; b++)
         free(p->cdata[b]);
     free(p->cdata);

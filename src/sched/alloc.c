@@ -349,7 +349,8 @@ static int spill_one(ascan *a)
     st.loc = after->loc;
     st.loop = after->loop;
     st.iter = after->iter;
-    st.inst = after->inst; /* SPMD: the victim's instance */
+    st.inst = after->inst; /* SPMD: the victim's instance; sequences: its kernel */
+    st.seg = after->seg;
     st.dst = whole(p, h);
     st.src[0] = whole(p, victim);
     st.nsrc = 1;
@@ -359,6 +360,7 @@ static int spill_one(ascan *a)
     ld.loop = before->loop;
     ld.iter = before->iter;
     ld.inst = before->inst;
+    ld.seg = before->seg;
     ld.dst = whole(p, v2);
     ld.src[0] = whole(p, h);
     if (insert_instr(a, vprev + 1, &st, 0) || insert_instr(a, vnext + 1, &ld, 1))

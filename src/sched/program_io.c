@@ -624,6 +624,17 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
         for (uint32_t b = 1; b < p->nbufs; b++)
             nk__wr_uv(w, p->bufs[b].inst);
     }
+    /* the kernels of a sequence (nk_launch) */
+    uint32_t nseg = p->nseg > 1 ? p->nseg : 1;
+    nk__wr_uv(w, nseg);
+    if (nseg > 1) {
+        for (uint32_t k = 0; k < nseg; k++) {
+            nk__wr_str(w, p->seg_name[k]);
+            nk__wr_uv(w, p->seg_loc[k]);
+        }
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            nk__wr_uv(w, p->instrs[i].seg);
+    }
     nk__wr_end(w, s);
     return w->oom ? NK_ENOMEM : 0;
 }
@@ -986,6 +997,25 @@ static int get_spmd(nk_rd *r, nk_program *p)
         for (uint32_t b = 1; b < p->nbufs && !s.rc; b++)
             p->bufs[b].inst = nk__rd_uv16(&s);
     }
+    uint32_t nseg = nk__rd_uv32(&s);
+    if (!s.rc && (nseg < 1 || nseg >= UINT16_MAX || (nseg > 1 && ninst > 1)))
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "%u kernels in a sequence of %u instances", nseg, ninst);
+    if (nseg > 1 && !s.rc) {
+        p->seg_name = calloc(nseg, sizeof *p->seg_name);
+        p->seg_loc = calloc(nseg, sizeof *p->seg_loc);
+        if (!p->seg_name || !p->seg_loc)
+            return r->rc = nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+        p->nseg = nseg;
+        for (uint32_t k = 0; k < nseg && !s.rc; k++) {
+            nk__rd_str_into(&s, p->seg_name[k], sizeof p->seg_name[k], "kernel name");
+            p->seg_loc[k] = nk__rd_uv32(&s);
+            if (!s.rc && p->seg_loc[k] >= p->nlocs)
+                return r->rc = nk__rd_fail(&s, NK_EFORMAT, "kernel %u: location %u of %u", k, p->seg_loc[k],
+                                           p->nlocs);
+        }
+        for (uint32_t i = 0; i < p->ninstr && !s.rc; i++)
+            p->instrs[i].seg = nk__rd_uv16(&s);
+    }
     if (nk__rd_end(&s))
         return r->rc = s.rc;
     return 0;
@@ -1083,6 +1113,8 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     q->output_buf = dup_array(p->output_buf, (size_t)p->noutputs, sizeof *p->output_buf, &bad);
     q->hbm_list = dup_array(p->hbm_list, p->nhbm, sizeof *p->hbm_list, &bad);
     q->inst_core = p->inst_core ? dup_array(p->inst_core, p->ninst, 1, &bad) : NULL;
+    q->seg_name = p->seg_name ? dup_array(p->seg_name, p->nseg, sizeof *p->seg_name, &bad) : NULL;
+    q->seg_loc = p->seg_loc ? dup_array(p->seg_loc, p->nseg, sizeof *p->seg_loc, &bad) : NULL;
     q->cdata = p->cdata ? calloc(p->nbufs, sizeof *q->cdata) : NULL;
     bad |= p->cdata && !q->cdata;
     for (uint32_t b = 1; !bad && p->cdata && b < p->nbufs; b++)
@@ -1426,6 +1458,9 @@ static int check_instances(chk *c)
         if (in->inst >= ninst || (i && in->inst < p->instrs[i - 1].inst))
             return bad(c, "instruction %u: program instance %u out of order or range (%u instances)", i, in->inst,
                        ninst);
+        if (in->seg >= (p->nseg > 1 ? p->nseg : 1) || (i && in->seg < p->instrs[i - 1].seg))
+            return bad(c, "instruction %u: kernel %u out of order or range (%u kernels)", i, in->seg,
+                       p->nseg > 1 ? p->nseg : 1);
         const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
         for (int k = 0; k < 5; k++)
             if (ts[k]->buf && ts[k]->mem != NK_SHARED_HBM && p->bufs[ts[k]->buf].inst != in->inst)

@@ -255,27 +255,28 @@ static int same_sequences(const nk_program *p, const nk_instr *orig, const uint3
     return same;
 }
 
-/* SPMD: keeps each program instance's instructions together, in the order's
+/* SPMD: keeps each program instance's (sequences: each kernel's) instructions together, in the order's
  * sequence within each (a stable counting sort by instance). Dependencies
  * run from earlier instances to later ones only, so the result still
  * respects them; instances on different cores still overlap in time, since
  * the timing model runs each core's engines on their own. */
 static int group_by_instance(const nk_program *p, uint32_t *order)
 {
-    if (p->ninst < 2)
+    uint32_t nu = nk__nunits(p);
+    if (nu < 2)
         return 0;
-    uint32_t n = p->ninstr, *cnt = calloc((size_t)p->ninst + 1, sizeof *cnt), *tmp = malloc((size_t)n * sizeof *tmp);
+    uint32_t n = p->ninstr, *cnt = calloc((size_t)nu + 1, sizeof *cnt), *tmp = malloc((size_t)n * sizeof *tmp);
     if (!cnt || !tmp) {
         free(cnt);
         free(tmp);
         return NK_ENOMEM;
     }
     for (uint32_t k = 0; k < n; k++)
-        cnt[p->instrs[order[k]].inst + 1]++;
-    for (uint32_t g = 0; g < p->ninst; g++)
+        cnt[nk__unit_of(p, &p->instrs[order[k]]) + 1]++;
+    for (uint32_t g = 0; g < nu; g++)
         cnt[g + 1] += cnt[g];
     for (uint32_t k = 0; k < n; k++)
-        tmp[cnt[p->instrs[order[k]].inst]++] = order[k];
+        tmp[cnt[nk__unit_of(p, &p->instrs[order[k]])]++] = order[k];
     memcpy(order, tmp, (size_t)n * sizeof *order);
     free(cnt);
     free(tmp);

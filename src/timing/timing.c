@@ -217,7 +217,7 @@ static void propagate(sim *s, uint32_t j)
             on_resolved(s, i);
     }
     if (s->inst_left)
-        instance_step(s, pj->inst, s->done[j]);
+        instance_step(s, nk__unit_of(p, pj), s->done[j]);
 }
 
 /* ---- compute engines */
@@ -425,7 +425,8 @@ static int check_program(const nk_program *p)
         if (in->engine >= NK_ENGINE_COUNT || (uint64_t)in->dep_off + in->ndep > p->ndeps)
             return NK_EINVAL;
         /* instances in order, each on a core the model has */
-        if (in->inst >= (p->ninst ? p->ninst : 1) || (i && in->inst < p->instrs[i - 1].inst) ||
+        if (in->inst >= (p->ninst ? p->ninst : 1) || (i && nk__unit_of(p, in) < nk__unit_of(p, &p->instrs[i - 1])) ||
+            nk__unit_of(p, in) >= nk__nunits(p) ||
             nk__instr_core(p, in) >= NK_MAX_CORES)
             return NK_EINVAL;
         for (uint32_t k = 0; k < in->ndep; k++)
@@ -473,22 +474,24 @@ static int build_graph(sim *s)
         if (e != NK_ENGINE_DMA)
             s->stream[s->e[s->core[i]][e].end++] = i;
     }
-    /* SPMD: each instance waits for the one before it on its core */
-    if (p->ninst > 1) {
+    /* launch units (SPMD instances, or the kernels of a sequence): each
+     * waits for the one before it on its core */
+    uint32_t nu = nk__nunits(p);
+    if (nu > 1) {
         uint32_t last[NK_MAX_CORES] = {0};
         for (uint32_t i = 0; i < s->n; i++)
-            s->inst_off[p->instrs[i].inst + 1]++;
-        for (uint32_t k = 0; k < p->ninst; k++) {
+            s->inst_off[nk__unit_of(p, &p->instrs[i]) + 1]++;
+        for (uint32_t k = 0; k < nu; k++) {
             s->inst_left[k] = s->inst_off[k + 1];
             s->inst_off[k + 1] += s->inst_off[k];
-            uint32_t c = nk__inst_core(p, k);
+            uint32_t c = nk__unit_core(p, k);
             if (last[c]) {
                 s->inst_next[last[c] - 1] = k + 1;
                 s->inst_gated[k] = 1;
             }
             last[c] = k + 1;
         }
-        for (uint32_t k = 0; k < p->ninst; k++) {
+        for (uint32_t k = 0; k < nu; k++) {
             uint32_t nx = s->inst_next[k];
             for (uint32_t i = nx ? s->inst_off[nx - 1] : 0; nx && i < s->inst_off[nx]; i++)
                 s->rem[i]++;
@@ -578,7 +581,7 @@ static int run(sim *s)
         if (s->rem[i] == 0)
             on_resolved(s, i);
     /* SPMD: a core whose first instance has no instruction starts its next one at once */
-    for (uint32_t k = 0; s->inst_left && k < s->p->ninst && !s->rc; k++)
+    for (uint32_t k = 0; s->inst_left && k < nk__nunits(s->p) && !s->rc; k++)
         if (!s->inst_gated[k] && s->inst_off[k] == s->inst_off[k + 1]) {
             s->inst_left[k] = 1;
             instance_step(s, k, 0);
@@ -866,8 +869,8 @@ static int alloc_sim(sim *s)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < s->n; i++)
         s->core[i] = (uint8_t)nk__instr_core(s->p, &s->p->instrs[i]);
-    if (s->p->ninst > 1) {
-        size_t ni = s->p->ninst;
+    if (nk__nunits(s->p) > 1) {
+        size_t ni = nk__nunits(s->p);
         s->inst_off = calloc(ni + 1, sizeof *s->inst_off);
         s->inst_left = calloc(ni, sizeof *s->inst_left);
         s->inst_next = calloc(ni, sizeof *s->inst_next);

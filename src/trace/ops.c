@@ -946,9 +946,15 @@ nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
     LANG_OP("nk_load");
     if (!ok_tensor(nc, loc, op, "source", src))
         return NK_NONE;
+    if (src.mem == NK_SBUF && nk__in_launch(nc)) { /* a tile handed on chip by the previous kernel: no DMA */
+        if (!ok_read(nc, loc, op, "the source", src))
+            return NK_NONE;
+        return src;
+    }
     if (src.mem != NK_SHARED_HBM) {
-        nk__fail(nc, loc, NK_EMEMORY, "%s: the source is %s tile; nk_load reads HBM tensors", op,
-                 src.mem == NK_SBUF ? "an SBUF" : "a PSUM");
+        nk__fail(nc, loc, NK_EMEMORY, "%s: the source is %s tile; nk_load reads HBM tensors%s", op,
+                 src.mem == NK_SBUF ? "an SBUF" : "a PSUM",
+                 src.mem == NK_SBUF ? " (in a kernel launched by nk_launch, a load of an SBUF tile is the tile)" : "");
         return NK_NONE;
     }
     if (!ok_read(nc, loc, op, "the source", src))

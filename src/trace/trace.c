@@ -153,6 +153,7 @@ static int within_budget(nk_ctx *nc, nk_loc loc, uint64_t more)
              (long long)nc->max_bytes, nc->p->ninstr, nc->p->nbufs - 1);
     return 0;
 }
+static int open_segment(nk_ctx *nc, nk_loc loc, const char *name);
 
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
 {
@@ -166,6 +167,12 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
     if (p->ninstr >= nc->cap_instrs &&
         !within_budget(nc, loc, (grown(nc->cap_instrs, p->ninstr + 1) - nc->cap_instrs) * sizeof(nk_instr)))
         return NULL;
+    if (nc->seg_driver_pending) { /* the calling kernel's code after a launch: a segment of its own */
+        nc->seg_driver_pending = 0;
+        if (open_segment(nc, loc, p->kernel))
+            return NULL;
+        nc->p->seg_loc[nc->seg] = nc->driver_loc;
+    }
     if (nk__grow((void **)&p->instrs, &nc->cap_instrs, p->ninstr + 1, sizeof *p->instrs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory recording instruction %u", p->ninstr);
         return NULL;
@@ -176,6 +183,7 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
     in->engine = (uint8_t)engine;
     in->loc = nk__loc(nc, loc);
     in->inst = (uint16_t)nc->inst;
+    in->seg = (uint16_t)nc->seg;
     if (nc->depth > 0) {
         nk_frame *f = &nc->frames[nc->depth - 1];
         in->loop = f->loop;
@@ -516,7 +524,7 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
         return;
     }
     nk_bufinfo *b = nk__buf(nc, t);
-    if (b->mem != NK_SHARED_HBM || b->role == NK_ROLE_INPUT) {
+    if (!nc->in_launch && (b->mem != NK_SHARED_HBM || b->role == NK_ROLE_INPUT)) {
         char what[32];
         if (b->role == NK_ROLE_INPUT)
             snprintf(what, sizeof what, "input %d", b->index);
@@ -528,6 +536,15 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
         return;
     }
     nk_program *p = nc->p;
+    if (nc->in_launch) { /* a launched kernel's result goes back to its caller: HBM or on chip */
+        if (nc->launch_n >= nc->launch_max) {
+            nk__fail(nc, loc, NK_EINVAL, "nk_return: the kernel returns more than the %d output%s its nk_launch "
+                     "takes", nc->launch_max, nc->launch_max == 1 ? "" : "s");
+            return;
+        }
+        nc->launch_outs[nc->launch_n++] = t;
+        return;
+    }
     if (nc->inst > 0) { /* a later instance returns what instance 0 did, in order */
         int k = nc->ret_seq++;
         if (k >= p->noutputs || p->output_buf[k] != t.buf)
@@ -600,6 +617,89 @@ double nk_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor arg)
         return 0.0;
     }
     return nc->scalars[arg.off];
+}
+
+/* ---- sequences: kernels composed into one program */
+
+static void fail_left_loop(nk_ctx *nc, const nk_frame *f);
+
+static int open_segment(nk_ctx *nc, nk_loc loc, const char *name)
+{
+    nk_program *p = nc->p;
+    uint32_t k = p->nseg ? p->nseg : 1; /* segment 0 is the calling kernel's first stretch */
+    if (k >= UINT16_MAX) {
+        nk__fail(nc, loc, NK_ELIMIT, "nk_launch: more than %d kernels in one sequence", UINT16_MAX - 1);
+        return -1;
+    }
+    if (nk__grow((void **)&p->seg_loc, &nc->cap_segs, k + 1, sizeof *p->seg_loc)) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory");
+        return -1;
+    }
+    uint32_t cap = nc->cap_segs;
+    void *nn = realloc(p->seg_name, (size_t)cap * sizeof *p->seg_name);
+    if (!nn) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory");
+        return -1;
+    }
+    p->seg_name = nn;
+    if (!p->nseg) { /* segment 0: the calling kernel */
+        snprintf(p->seg_name[0], sizeof p->seg_name[0], "%s", p->kernel);
+        p->seg_loc[0] = nc->driver_loc;
+    }
+    snprintf(p->seg_name[k], sizeof p->seg_name[k], "%s", name && *name ? name : "kernel");
+    p->seg_loc[k] = nk__loc(nc, loc);
+    p->nseg = k + 1;
+    nc->seg = k;
+    return 0;
+}
+
+int nk_launch_at(nk_ctx *nc, nk_loc loc, const char *name, nk_kernel_fn fn, const nk_tensor *args, int nargs,
+                 nk_tensor *outs, int max_outs)
+{
+    if (nc->status)
+        return -1;
+    if (!fn || nargs < 0 || (nargs && !args) || max_outs < 0 || (max_outs && !outs)) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_launch: a kernel function, its arguments and room for its outputs");
+        return -1;
+    }
+    if (nc->in_launch) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_launch: a launched kernel cannot launch another (call it as a function, "
+                 "or launch both from the sequence)");
+        return -1;
+    }
+    if (nc->p->ninst > 1) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_launch: a kernel on a launch grid cannot launch kernels (sequences of SPMD "
+                 "kernels are not modelled)");
+        return -1;
+    }
+    if (nc->depth > 0) {
+        nk__fail(nc, loc, NK_EINVAL, "nk_launch: launch kernels outside the sequence's loops (each launch is a "
+                 "kernel boundary; unroll with a C loop)");
+        return -1;
+    }
+    nc->seg_driver_pending = 0;
+    if (open_segment(nc, loc, name))
+        return -1;
+    nc->in_launch = 1;
+    nc->launch_outs = outs;
+    nc->launch_max = max_outs;
+    nc->launch_n = 0;
+    /* as nk_trace gives them: past the arguments, invalid handles */
+    nk_tensor *a = calloc((size_t)nargs + NK_ARGS_SLACK, sizeof *a);
+    if (!a) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory");
+        nc->in_launch = 0;
+        return -1;
+    }
+    if (nargs)
+        memcpy(a, args, (size_t)nargs * sizeof *a);
+    fn(nc, a, nargs);
+    free(a);
+    if (!nc->status && nc->depth > 0)
+        fail_left_loop(nc, &nc->frames[nc->depth - 1]);
+    nc->in_launch = 0;
+    nc->seg_driver_pending = 1;
+    return nc->status ? -1 : nc->launch_n;
 }
 
 /* ---- SPMD */
@@ -1278,6 +1378,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     nc->nargs = nargs;
     p->ninputs = ntensors;
     nc->in_kernel = 1;
+    nc->driver_loc = nk__loc(nc, here);
     for (uint32_t k = 0; k < p->ninst && !nc->status; k++) {
         nc->inst = k;
         instance_ids(p, k, nc->pid);

@@ -65,6 +65,15 @@ struct nk_ctx {
     int ret_seq;            /* outputs the current instance returned so far */
     nk_loc last;            /* the last source location the tracer was given */
     int64_t max_instrs, max_bytes; /* nk_options' bounds (defaults filled in) */
+    /* sequences (nk_launch): the segment instructions go to, the kernel
+     * being launched and where its nk_return values go */
+    uint32_t seg;           /* current segment */
+    int seg_driver_pending; /* the caller's own code after a launch: opens a segment at its next instruction */
+    int in_launch;
+    nk_tensor *launch_outs;
+    int launch_max, launch_n;
+    uint32_t cap_segs;      /* entries of p->seg_name / seg_loc */
+    uint32_t driver_loc;    /* the calling kernel's segment location */
 };
 
 /* Grows *ptr (an array of *cap elements of elem bytes) to hold need,
@@ -80,6 +89,8 @@ uint32_t nk__loc(nk_ctx *nc, nk_loc loc);
 nk_loc nk__last_loc(const nk_ctx *nc);
 /* A new instruction at loc (zeroed except loc and loop); NULL on OOM. */
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine);
+/* Inside a launched kernel of a sequence (nk_launch)? */
+static inline int nk__in_launch(const nk_ctx *nc) { return nc->in_launch; }
 /* A new on-chip tile; returns an invalid tensor on error. */
 nk_tensor nk__tile(nk_ctx *nc, nk_loc loc, const char *opname, nk_buffer mem, const int64_t *shape,
                    int ndim, nk_dtype dt);
