@@ -247,7 +247,35 @@ static uint32_t releaser(const nk_program *p, const nk_timeline *tl, const nk_in
     }
     if (ps != NONE && ps < i && tl->instr_end[ps] <= limit && tl->instr_end[ps] > best_end)
         best = ps;
+    if (best == NONE && p->nseg > 1 && in->seg > 0) {
+        /* a sequence: the kernel starts when the previous one has completed
+         * and been launched; its last instruction to finish released it */
+        uint32_t j = i;
+        while (j > 0 && p->instrs[j - 1].seg == in->seg)
+            j--;
+        if (j > 0) {
+            uint16_t prev = p->instrs[j - 1].seg;
+            for (uint32_t k = j; k-- > 0 && p->instrs[k].seg == prev;)
+                if (tl->instr_end[k] <= limit && tl->instr_end[k] > best_end) {
+                    best = k;
+                    best_end = tl->instr_end[k];
+                }
+        }
+    }
     return best;
+}
+
+/* Launch (start-up, tear-down) time within [t0, t1]: the launches between
+ * the kernels of a sequence are not waiting on the path. */
+static double launch_within(const nk_timeline *tl, double t0, double t1)
+{
+    double t = 0;
+    for (uint32_t k = 0; k < tl->nregions; k++) {
+        double lo = fmax(t0, tl->regions[k].start), hi = fmin(t1, tl->regions[k].end);
+        if (hi > lo && tl->regions[k].core == 0)
+            t += hi - lo;
+    }
+    return t;
 }
 
 /* Walks back from the last instruction to finish. Each step covers the time
@@ -272,16 +300,20 @@ static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
         return NK_ENOMEM;
     a->npath = n;
     uint32_t k = n;
-    double t0 = 0; /* the path starts when the kernel's start-up ends */
+    double t0 = INFINITY; /* the path starts when the kernel's (first) start-up ends */
     for (uint32_t g = 0; g < tl->nregions; g++)
         if (tl->regions[g].kind == NK_REGION_STARTUP)
-            t0 = fmax(t0, tl->regions[g].end);
+            t0 = fmin(t0, tl->regions[g].end);
+    if (t0 == INFINITY)
+        t0 = 0;
     for (uint32_t c = last; c != NONE;) {
         uint32_t r = releaser(p, tl, a, c);
         const nk_instr *in = &p->instrs[c];
         double s = tl->instr_start[c], e = tl->instr_end[c];
         double rend = r == NONE ? t0 : tl->instr_end[r];
         double seg = fmax(s, rend), wait = fmax(0, s - rend);
+        if (p->nseg > 1 && wait > 0)
+            wait = fmax(0, wait - launch_within(tl, rend, s));
         a->path[--k] = (nk_ins_step){c, in->engine, in->queue, seg, e, wait};
         a->path_ns[c] = e - seg;
         if (in->engine == NK_ENGINE_DMA && a->xfer_first[c] > seg)

@@ -71,26 +71,35 @@ static const char *heading(const char *name)
     return NULL;
 }
 
-/* The device time and the launch within it: the start-up and tear-down of
+/* The device time and the launch within it: the start-ups and tear-downs of
  * the core that ends last (a profile of format version 4 or older has no
  * launch regions). */
 static void device_time(nk_text *t, const nk_timeline *tl)
 {
-    const nk_region *up = NULL, *down = NULL;
+    const nk_region *down = NULL;
     for (uint32_t k = 0; k < tl->nregions; k++)
         if (tl->regions[k].kind == NK_REGION_TEARDOWN && (!down || tl->regions[k].end > down->end))
             down = &tl->regions[k];
-    for (uint32_t k = 0; down && k < tl->nregions; k++)
-        if (tl->regions[k].kind == NK_REGION_STARTUP && tl->regions[k].core == down->core)
-            up = &tl->regions[k];
     nk_text_printf(t, "device time   %.3f us", tl->total_ns / 1000);
     if (!down) {
         nk_text_printf(t, " (no launch regions recorded)\n");
         return;
     }
-    double a = up ? up->end - up->start : 0, b = down->end - down->start;
-    nk_text_printf(t, ", of which launch %.3f us (start-up %.3f, tear-down %.3f); %.3f us without\n",
-                   (a + b) / 1000, a / 1000, b / 1000, (tl->total_ns - a - b) / 1000);
+    /* that core's regions: one start-up and tear-down, or one of each per kernel of a sequence */
+    double a = 0, b = 0;
+    int n = 0;
+    for (uint32_t k = 0; k < tl->nregions; k++)
+        if (tl->regions[k].core == down->core) {
+            double d = tl->regions[k].end - tl->regions[k].start;
+            if (tl->regions[k].kind == NK_REGION_STARTUP)
+                a += d, n++;
+            else
+                b += d;
+        }
+    nk_text_printf(t, ", of which launch %.3f us (start-up %.3f, tear-down %.3f", (a + b) / 1000, a / 1000, b / 1000);
+    if (n > 1)
+        nk_text_printf(t, "; %d kernel launches", n);
+    nk_text_printf(t, "); %.3f us without\n", (tl->total_ns - a - b) / 1000);
 }
 
 static void summary_text(nk_text *t, const nk_profile *pr, const char *label, const nk_metrics *m)
@@ -146,6 +155,23 @@ static void summary_text(nk_text *t, const nk_profile *pr, const char *label, co
     }
     if (pr->tl)
         device_time(t, pr->tl);
+    if (p->nseg > 1 && pr->tl) { /* a sequence: each kernel and its span on the timeline */
+        int shown = 0;
+        for (uint32_t k = 0; k < p->nseg; k++) {
+            double k0 = INFINITY, k1 = 0;
+            uint32_t n = 0;
+            for (uint32_t i = 0; i < p->ninstr; i++)
+                if (p->instrs[i].seg == k) {
+                    k0 = fmin(k0, pr->tl->instr_start[i]);
+                    k1 = fmax(k1, pr->tl->instr_end[i]);
+                    n++;
+                }
+            if (!n)
+                continue;
+            nk_text_printf(t, "%s%-20s %u instruction%s, %.3f .. %.3f us\n", shown++ ? "              " : "kernels       ",
+                           p->seg_name[k], n, n == 1 ? "" : "s", k0 / 1000, k1 / 1000);
+        }
+    }
     nk_text_printf(t, "captured      %s by nklab %s\n", when, pr->nklab_version);
     double s;
     for (int i = 0; i < nk_metrics_count(); i++) {

@@ -80,6 +80,7 @@ typedef struct sim {
     uint32_t *inst_next;/* per instance: the next instance on its core + 1 (0: none) */
     double *inst_end;   /* per instance: latest completion so far */
     uint8_t *inst_gated;/* per instance: waits for an earlier instance on its core */
+    double *unit_t0;    /* per instance: when it may start (sequences: after the previous kernel's launch) */
     uint32_t *rem;      /* dependencies not yet resolved */
     uint32_t *succ_off, *succ;
     uint32_t *stream;   /* instruction ids grouped by engine */
@@ -176,9 +177,12 @@ static void instance_step(sim *s, uint32_t k, double t)
     if (--s->inst_left[k])
         return;
     double t0 = s->inst_end[k];
+    if (s->p->nseg > 1 && s->inst_off[k + 1] > s->inst_off[k]) /* a kernel of a sequence ends: its tear-down */
+        t0 += s->a->launch_teardown_ns + s->a->launch_startup_ns; /* ... and the next one's start-up */
     for (uint32_t nx = s->inst_next[k]; nx; nx = s->inst_next[nx - 1]) {
         uint32_t b = s->inst_off[nx - 1], e = s->inst_off[nx];
         s->inst_end[nx - 1] = t0;
+        s->unit_t0[nx - 1] = t0;
         for (uint32_t i = b; i < e; i++) {
             s->ready[i] = dmax(s->ready[i], t0);
             if (s->p->instrs[i].engine == NK_ENGINE_TENSOR)
@@ -799,11 +803,31 @@ static int launch_regions(sim *s)
     tl->regions = malloc(2 * s->ncores * sizeof *tl->regions);
     if (!tl->regions)
         return NK_ENOMEM;
-    for (uint32_t c = 0; c < s->ncores; c++) {
-        double end = last[c] + s->a->launch_teardown_ns;
-        tl->regions[tl->nregions++] = (nk_region){NK_REGION_STARTUP, (uint8_t)c, 0, s->a->launch_startup_ns};
-        tl->regions[tl->nregions++] = (nk_region){NK_REGION_TEARDOWN, (uint8_t)c, last[c], end};
-        tl->total_ns = dmax(tl->total_ns, end);
+    if (s->p->nseg > 1 && s->unit_t0) { /* a sequence: every kernel is launched, one after another */
+        uint32_t nu = nk__nunits(s->p), nonempty = 0;
+        for (uint32_t u = 0; u < nu; u++)
+            nonempty += s->inst_off[u + 1] > s->inst_off[u];
+        nk_region *r = realloc(tl->regions, 2 * (size_t)(nonempty ? nonempty : 1) * sizeof *r);
+        if (!r)
+            return NK_ENOMEM;
+        tl->regions = r;
+        int first = 1;
+        for (uint32_t u = 0; u < nu; u++) {
+            if (s->inst_off[u + 1] == s->inst_off[u])
+                continue;
+            double t0 = first ? s->a->launch_startup_ns : s->unit_t0[u], end = s->inst_end[u];
+            first = 0;
+            tl->regions[tl->nregions++] = (nk_region){NK_REGION_STARTUP, 0, t0 - s->a->launch_startup_ns, t0};
+            tl->regions[tl->nregions++] = (nk_region){NK_REGION_TEARDOWN, 0, end, end + s->a->launch_teardown_ns};
+            tl->total_ns = dmax(tl->total_ns, end + s->a->launch_teardown_ns);
+        }
+    } else {
+        for (uint32_t c = 0; c < s->ncores; c++) {
+            double end = last[c] + s->a->launch_teardown_ns;
+            tl->regions[tl->nregions++] = (nk_region){NK_REGION_STARTUP, (uint8_t)c, 0, s->a->launch_startup_ns};
+            tl->regions[tl->nregions++] = (nk_region){NK_REGION_TEARDOWN, (uint8_t)c, last[c], end};
+            tl->total_ns = dmax(tl->total_ns, end);
+        }
     }
     qsort(tl->regions, tl->nregions, sizeof *tl->regions, cmp_region);
     return 0;
@@ -817,9 +841,9 @@ double nk_timeline_launch_ns(const nk_timeline *tl)
             down = &tl->regions[k];
     if (!down)
         return 0;
-    double t = down->end - down->start;
+    double t = 0; /* every region of that core: one start-up and tear-down, or one per kernel of a sequence */
     for (uint32_t k = 0; k < tl->nregions; k++)
-        if (tl->regions[k].kind == NK_REGION_STARTUP && tl->regions[k].core == down->core)
+        if (tl->regions[k].core == down->core)
             t += tl->regions[k].end - tl->regions[k].start;
     return t;
 }
@@ -876,7 +900,8 @@ static int alloc_sim(sim *s)
         s->inst_next = calloc(ni, sizeof *s->inst_next);
         s->inst_end = calloc(ni, sizeof *s->inst_end);
         s->inst_gated = calloc(ni, 1);
-        if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end || !s->inst_gated)
+        s->unit_t0 = calloc(ni, sizeof *s->unit_t0);
+        if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end || !s->inst_gated || !s->unit_t0)
             return NK_ENOMEM;
     }
     tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
@@ -911,6 +936,7 @@ static void free_sim(sim *s)
     free(s->inst_next);
     free(s->inst_end);
     free(s->inst_gated);
+    free(s->unit_t0);
 }
 
 int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)

@@ -195,6 +195,10 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     nk__vb_jstr(t, nk_engine_name((nk_engine)ev->engine));
     nk__vb_str(t, ",\"args\":{\"instr\":");
     nk__vb_u64(t, ev->instr);
+    if (p->nseg > 1 && ev->instr < p->ninstr && p->instrs[ev->instr].seg < p->nseg) {
+        nk__vb_str(t, ",\"kernel\":");
+        nk__vb_jstr(t, p->seg_name[p->instrs[ev->instr].seg]);
+    }
     nk__vb_str(t, ",\"opcode\":");
     nk__vb_jstr(t, ev->instr < p->ninstr ? nk_op_name(p->instrs[ev->instr].op) : "invalid");
     nk__vb_str(t, ",\"operands\":");
@@ -365,6 +369,10 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     if (in->engine == NK_ENGINE_DMA) {
         nk__vb_str(t, ",\"queue\":");
         nk__vb_u64(t, in->queue);
+    }
+    if (p->nseg > 1 && in->seg < p->nseg) { /* sequences: the kernel it belongs to */
+        nk__vb_str(t, ",\"kernel\":");
+        nk__vb_jstr(t, p->seg_name[in->seg]);
     }
     if (p->ninst > 1) { /* SPMD: the NeuronCore and the program instance */
         nk__vb_str(t, ",\"core\":");
@@ -563,7 +571,8 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
     if (rc)
         goto out;
     const nk_program *p = pr->prog;
-    nk__vb_str(t, "index,start_ns,end_ns,duration_ns,engine,queue,opcode,operands,bytes,file,line,deps,core,instance\r\n");
+    nk__vb_str(t, "index,start_ns,end_ns,duration_ns,engine,queue,opcode,operands,bytes,file,line,deps,core,instance,"
+                  "kernel\r\n");
     char opnd[1024];
     for (uint32_t i = 0; i < p->ninstr; i++) {
         double s, e;
@@ -602,6 +611,8 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         nk__vb_u64(t, nk__instr_core(p, in));
         nk__vb_chr(t, ',');
         nk__vb_u64(t, in->inst);
+        nk__vb_chr(t, ','); /* sequences: the kernel the instruction belongs to */
+        nk__vb_csv(t, p->nseg > 1 && in->seg < p->nseg ? p->seg_name[in->seg] : p->kernel);
         nk__vb_str(t, "\r\n");
     }
     rc = t->oom ? NK_ENOMEM : NK_OK;

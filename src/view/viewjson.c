@@ -123,6 +123,12 @@ static void put_header(const nk_profile *pr, nk_text *t)
             nk__vb_chr(t, ',');
         nk__vb_jstr(t, nk_engine_name((nk_engine)i));
     }
+    nk__vb_str(t, "],\"kernels\":[");
+    for (uint32_t k = 0; k < (p->nseg > 1 ? p->nseg : 1); k++) {
+        if (k)
+            nk__vb_chr(t, ',');
+        nk__vb_jstr(t, p->nseg > 1 ? p->seg_name[k] : p->kernel);
+    }
     nk__vb_str(t, "],\"kinds\":[\"instr\",\"LoadStationary\",\"MultiplyMoving\",\"dma\"]");
 }
 
@@ -176,6 +182,7 @@ static uint64_t col_engine(const nk_program *p, uint32_t i) { return p->instrs[i
 static uint64_t col_queue(const nk_program *p, uint32_t i) { return p->instrs[i].queue; }
 static uint64_t col_core(const nk_program *p, uint32_t i) { return nk__instr_core(p, &p->instrs[i]); }
 static uint64_t col_inst(const nk_program *p, uint32_t i) { return p->instrs[i].inst; }
+static uint64_t col_seg(const nk_program *p, uint32_t i) { return p->instrs[i].seg; }
 static uint64_t col_loc(const nk_program *p, uint32_t i) { return p->instrs[i].loc; }
 static uint64_t col_ndep(const nk_program *p, uint32_t i) { return p->instrs[i].ndep; }
 
@@ -254,6 +261,7 @@ static int put_instrs(const nk_program *p, nk_text *t, strtab *st, uint32_t *opn
     put_col(p, "queue", col_queue, t);
     put_col(p, "core", col_core, t); /* SPMD: NeuronCore and program instance */
     put_col(p, "inst", col_inst, t);
+    put_col(p, "seg", col_seg, t); /* sequences: the kernel (index into "kernels") */
     put_col(p, "loc", col_loc, t);
     nk__vb_str(t, ",\"opnd\":[");
     for (uint32_t i = 0; i < p->ninstr; i++) {

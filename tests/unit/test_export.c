@@ -630,7 +630,7 @@ TEST(export_csv_rows_and_quoting)
     CHECK_STR(fields[0][0], "index");
     CHECK_STR(fields[0][7], "operands");
     for (int r = 0; r < rows; r++)
-        CHECK_INT(nf[r], 14);
+        CHECK_INT(nf[r], 15);
     CHECK_STR(fields[2][0], "1");
     CHECK_STR(fields[2][1], "200");
     CHECK_STR(fields[2][3], "1000");

@@ -231,3 +231,58 @@ TEST(seq_errors_name_the_line)
     CHECK_CONTAINS(nk_kernel_error(k), "nk_launch: a kernel on a launch grid cannot launch kernels");
     nk_kernel_free(k);
 }
+
+/* Each kernel of a sequence is launched: a start-up before it and a
+ * tear-down after it (the target's launch keys), so the next kernel's first
+ * instruction waits for both. The profile's surfaces name the kernels. */
+#include "profile/profile.h"
+#include "view/view.h"
+
+TEST(seq_every_kernel_is_launched_and_named_in_the_profile)
+{
+    nk_array l = {NK_BF16, 2, {128, 128}, NULL}, r = {NK_BF16, 2, {128, 512}, NULL}, args[2] = {l, r};
+    const nk_kernel_info *ki = nk_builtin_kernel("seq_scale_matmul_onchip");
+    nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+    const nk_program *p = compile(k, args, 2);
+    nk_profile *pr = NULL;
+    if (!p || nk_profile_capture(p, NULL, &pr)) {
+        CHECK(0);
+        nk_kernel_free(k);
+        return;
+    }
+    const nk_timeline *tl = pr->tl;
+    const nk_arch *a = p->arch;
+    CHECK_INT(tl->nregions, 4);
+    CHECK_NEAR(nk_timeline_launch_ns(tl), 2 * (a->launch_startup_ns + a->launch_teardown_ns), 1e-12, 1e-9);
+    double end1 = 0, start2 = INFINITY, end2 = 0;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        if (p->instrs[i].seg == 1)
+            end1 = fmax(end1, tl->instr_end[i]);
+        else if (p->instrs[i].seg == 2) {
+            start2 = fmin(start2, tl->instr_start[i]);
+            end2 = fmax(end2, tl->instr_end[i]);
+        }
+    }
+    CHECK(start2 >= end1 + a->launch_teardown_ns + a->launch_startup_ns - 1e-9);
+    CHECK_NEAR(tl->total_ns, end2 + a->launch_teardown_ns, 1e-12, 1e-9);
+    char *sum = NULL;
+    CHECK_INT(nk_profile_summary(pr, NULL, 0, &sum), 0);
+    CHECK_CONTAINS(sum, "; 2 kernel launches)");
+    CHECK_CONTAINS(sum, "\nkernels       scale                2 instructions");
+    CHECK_CONTAINS(sum, "\n              matmul_basic         4 instructions");
+    free(sum);
+    nk_text csv = {0}, js = {0}, pf = {0};
+    CHECK_INT(nk_export_csv(pr, NULL, &csv), 0);
+    CHECK_CONTAINS(csv.s, ",kernel\r\n");
+    CHECK_CONTAINS(csv.s, ",scale\r\n");
+    CHECK_CONTAINS(csv.s, ",matmul_basic\r\n");
+    CHECK_INT(nk_export_json(pr, NULL, &js), 0);
+    CHECK_CONTAINS(js.s, "\"kernel\":\"matmul_basic\"");
+    CHECK_INT(nk_export_perfetto(pr, NULL, &pf), 0);
+    CHECK_CONTAINS(pf.s, "\"kernel\":\"scale\"");
+    nk_text_free(&csv);
+    nk_text_free(&js);
+    nk_text_free(&pf);
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+}

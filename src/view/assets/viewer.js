@@ -489,6 +489,7 @@ function selectInstr(i, reveal) {
     '<h4>Ids</h4><div class="kv"><span>instruction</span><span>' + i + '</span><span>engine</span><span>' + esc(D.engines[iEngine[i]] || '?') +
     (D.engines[iEngine[i]] === 'dma' ? '</span><span>queue</span><span>' + iQueue[i] : '') +
     (D.instr.core && ROWS.some((r) => r.core) ? '</span><span>core / instance</span><span>NC' + D.instr.core[i] + ' / ' + D.instr.inst[i] : '') +
+    (D.instr.seg && D.kernels && D.kernels.length > 1 ? '</span><span>kernel</span><span>' + esc(D.kernels[D.instr.seg[i]]) : '') +
     '</span><span>bytes</span><span>' + fmtBytes(iBytes[i]) + '</span></div>' +
     '<h4>Operands</h4><div class="mono">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
     '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' +
