@@ -122,6 +122,7 @@ typedef enum nk_ins_rule {
     NK_RULE_TENSOR_RELOADED,
     NK_RULE_SERIALIZED_TILE,
     NK_RULE_SPILL,
+    NK_RULE_HBM_ROUND_TRIP, /* sequences: a kernel's output stored to HBM and loaded back by the next */
     NK_RULE_COMPUTE_BOUND,  /* good news */
     NK_RULE_MEMORY_BOUND,   /* good news */
     NK_RULE_COUNT

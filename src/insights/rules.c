@@ -1140,13 +1140,99 @@ static int rule_spill(nk_insights *ins)
     return rc;
 }
 
+/* ---- sequences: data a kernel stores to HBM only for the next kernel to
+ * load it back (the round trip NKI's kernel boundary requires; nk_launch can
+ * hand the tile on chip) */
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int rule_hbm_round_trip(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    if (p->nseg < 2)
+        return 0;
+    ulist l = {0};
+    double stored = 0;
+    uint32_t ka = 0, kb = 0, pairs = 0;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *st = &p->instrs[i];
+        if (st->op != NK_OP_STORE || (st->flags & NK_IF_SPILL) || st->dst.mem != NK_SHARED_HBM)
+            continue;
+        nk__region w = nk__region_of(p, &st->dst);
+        int found = 0;
+        for (uint32_t j = i + 1; j < p->ninstr; j++) {
+            const nk_instr *ld = &p->instrs[j];
+            if (ld->seg == st->seg || ld->op != NK_OP_LOAD || ld->src[0].buf != st->dst.buf)
+                continue;
+            nk__region r = nk__region_of(p, &ld->src[0]);
+            if (!nk__regions_overlap(&w, &r))
+                continue;
+            if (!pairs++) {
+                ka = st->seg;
+                kb = ld->seg;
+            }
+            if (ul_push(&l, j)) {
+                free(l.v);
+                return NK_ENOMEM;
+            }
+            found = 1;
+        }
+        if (found) {
+            stored += (double)nk__numel(&st->dst) * nk_dtype_size((nk_dtype)st->dst.dtype);
+            if (ul_push(&l, i)) {
+                free(l.v);
+                return NK_ENOMEM;
+            }
+        }
+    }
+    if (!pairs) {
+        free(l.v);
+        return 0;
+    }
+    nk_finding *f = add(ins, NK_RULE_HBM_ROUND_TRIP, p->seg_name[ka]);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    qsort(l.v, l.n, sizeof *l.v, cmp_u32);
+    double t = union_ns(ins->pr->tl, l.v, l.n); /* issue to completion: the start latency included */
+    f->score_ns = t;
+    rate(f, a->total_ns);
+    char b[32];
+    nk__ins_fmt_bytes(b, sizeof b, stored);
+    say(f->title, sizeof f->title, "%s go to HBM and straight back between kernels %s and %s", b, p->seg_name[ka],
+        p->seg_name[kb]);
+    say(f->detail, sizeof f->detail,
+        "Kernel %s stores %s to HBM that kernel %s%s loads back: %u load%s of data the first kernel had on chip. "
+        "Those stores and loads, from issue to completion, span %.2f us of the timeline.",
+        p->seg_name[ka], b, p->seg_name[kb], pairs > 1 ? " (and others)" : "", pairs, pairs == 1 ? "" : "s",
+        t / 1000);
+    ev(f, "bytes", NK_UNIT_BYTES, stored);
+    ev(f, "loads", NK_UNIT_COUNT, pairs);
+    ev(f, "round_trip_time", NK_UNIT_NS, t);
+    int rc = involve(ins, f, l.v, l.n);
+    say(f->suggestion, sizeof f->suggestion,
+        "Hand the tile on chip: return the SBUF tile from %s (nk_return / Python return of the tile) instead of "
+        "storing it, and pass it to %s, whose load of an on-chip tile is then the tile itself. `nklab diff` of "
+        "the two versions' profiles gives the modelled saving (at most the %.2f us above).", p->seg_name[ka],
+        p->seg_name[kb], t / 1000);
+    free(l.v);
+    return rc;
+}
+
 int nk__ins_rules(nk_insights *ins)
 {
     int rc;
     if ((rc = rule_dma_overlap(ins)) || (rc = rule_dma_latency(ins)) || (rc = rule_engines_overlap(ins)) || (rc = rule_small_dma(ins)) ||
         (rc = rule_static_overhead(ins)) || (rc = rule_matmul(ins, NK_RULE_MATMUL_SHORT_MOVING)) ||
         (rc = rule_matmul(ins, NK_RULE_MATMUL_FP32)) || (rc = rule_reloaded(ins)) ||
-        (rc = rule_serialized_tile(ins)) || (rc = rule_spill(ins)) || (rc = rule_good(ins)))
+        (rc = rule_serialized_tile(ins)) || (rc = rule_spill(ins)) || (rc = rule_hbm_round_trip(ins)) ||
+        (rc = rule_good(ins)))
         return rc;
     if (ins->n > 1)
         qsort(ins->f, ins->n, sizeof *ins->f, cmp_finding);
@@ -1157,7 +1243,8 @@ const char *nk_ins_rule_name(int rule)
 {
     static const char *names[NK_RULE_COUNT] = {
         "dma-not-overlapped", "dma-latency-exposed", "engines-never-overlap", "small-dma", "static-overhead", "matmul-short-moving",
-        "matmul-fp32", "tensor-reloaded", "serialized-tile", "spill", "compute-bound", "memory-bound"};
+        "matmul-fp32", "tensor-reloaded", "serialized-tile", "spill", "hbm-round-trip", "compute-bound",
+        "memory-bound"};
     return (unsigned)rule < NK_RULE_COUNT ? names[rule] : "?";
 }
 

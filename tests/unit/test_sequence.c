@@ -286,3 +286,37 @@ TEST(seq_every_kernel_is_launched_and_named_in_the_profile)
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
+
+/* The round trip through HBM between two kernels is a finding of the HBM
+ * version only, naming both kernels and the store's and load's lines. */
+#include "insights/insights.h"
+
+TEST(seq_insight_names_the_hbm_round_trip)
+{
+    nk_array l = {NK_BF16, 2, {128, 128}, NULL}, r = {NK_BF16, 2, {128, 512}, NULL}, args[2] = {l, r};
+    const char *names[2] = {"seq_scale_matmul_hbm", "seq_scale_matmul_onchip"};
+    for (int v = 0; v < 2; v++) {
+        const nk_kernel_info *ki = nk_builtin_kernel(names[v]);
+        nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+        const nk_program *p = compile(k, args, 2);
+        nk_profile *pr = NULL;
+        nk_insights *ins = NULL;
+        if (p && !nk_profile_capture(p, NULL, &pr) && !nk_insights_build(pr, &ins)) {
+            const nk_finding *f = nk_insights_find(ins, NK_RULE_HBM_ROUND_TRIP);
+            if (v == 0) {
+                CHECK(f != NULL);
+                if (f) {
+                    CHECK_STR(f->title, "32.0 KiB go to HBM and straight back between kernels scale and matmul_basic");
+                    CHECK(f->score_ns > 0);
+                }
+            } else {
+                CHECK(f == NULL);
+            }
+        } else {
+            CHECK(0);
+        }
+        nk_insights_free(ins);
+        nk_profile_free(pr);
+        nk_kernel_free(k);
+    }
+}
