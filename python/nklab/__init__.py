@@ -25,9 +25,22 @@ from ._nklab import (  # noqa: E402
     cache_info,
     listing,
     set_low_precision_bits,
+    timing,
     __version__,
 )
 from . import language, isa, typing, nki  # noqa: E402
 
-__all__ = ["KernelError", "Kernel", "cast", "cache_info", "listing", "set_low_precision_bits", "language", "isa",
-           "typing", "nki", "__version__"]
+
+def sequence(func=None, *, mode="jit", platform_target=None, **options):
+    """@nklab.sequence: the function's calls of NKI kernels run as one device
+    program, one kernel launch after another, instead of one program per
+    call. A kernel may return an SBUF tile, and the next kernel, given it,
+    reads it on chip (its nl.load of the tile is the tile): no store to HBM
+    and load back. mode="benchmark" or "profile" (with nki.benchmark's and
+    nki.profile's options) times the whole sequence."""
+    if func is None:
+        return lambda f: sequence(f, mode=mode, platform_target=platform_target, **options)
+    return Kernel(func, mode=mode, platform_target=platform_target, sequence=True, **options)
+
+__all__ = ["KernelError", "Kernel", "cast", "cache_info", "listing", "sequence", "timing", "set_low_precision_bits",
+           "language", "isa", "typing", "nki", "__version__"]

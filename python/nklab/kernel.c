@@ -28,6 +28,7 @@
 
 #include "nkint.h"
 #include "trace/trace.h"
+#include "timing/timing.h"
 
 #define MAXARGS 32
 #define KEYMAX 4096
@@ -484,6 +485,7 @@ typedef struct {
     uint64_t traces, hits;
     double exec_ns;       /* host execution of the last call */
     double exec_total_ns;
+    int sequence;         /* nklab.sequence: the kernels it calls are launched into its program */
     PyObject *grid;       /* kernel[grid]: the launch's grid (a launch object only) */
     int g[NK_MAX_GRID], gnc[NK_MAX_GRID]; /* ... parsed: sizes and nl.nc annotations */
     PyObject *parent;     /* kernel[grid]: the kernel launched */
@@ -691,6 +693,7 @@ static int trace_into(kernel_obj *K, pynk_kcall *c, centry *e, int eager, int pr
 {
     memset(T, 0, sizeof *T);
     T->gen = next_gen++;
+    T->sequence = K->sequence;
     T->eager = eager;
     T->probe = probe;
     T->probe_out = -1;
@@ -982,6 +985,77 @@ static int grid_parse(PyObject *grid, int *g, int *gnc)
     return 0;
 }
 
+/* ---- sequences: a kernel called while an nklab.sequence is traced is
+ * launched into the sequence's program (nk_launch) */
+
+static struct {
+    kernel_obj *K;
+    PyObject *args, *kw;
+    pynk_trace *T; /* the launched kernel's trace record (the sequence's context) */
+} launching;
+
+static void launch_trampoline(nk_ctx *nc, const nk_tensor *targs, int nt)
+{
+    (void)targs;
+    (void)nt;
+    kernel_obj *K = launching.K;
+    pynk_trace *T = launching.T;
+    pynk_trace *outer = pynk_cur;
+    pynk_cur = T;
+    PyObject *res = PyObject_Call(K->func, launching.args, launching.kw);
+    if (res && !nc->status) {
+        const char *file = "?";
+        PyObject *fn = T->code ? PyObject_GetAttrString(T->code, "co_filename") : NULL;
+        if (fn)
+            file = PyUnicode_AsUTF8(fn);
+        Py_XDECREF(fn);
+        return_outputs(nc, (nk_loc){file ? file : "?", T->return_line}, res);
+    }
+    if (PyErr_Occurred() && !nc->status)
+        nk__fail(nc, pynk_loc(), NK_EINVAL, "the kernel raised a Python exception");
+    Py_XDECREF(res);
+    pynk_cur = outer;
+}
+
+static PyObject *launch_in_sequence(kernel_obj *K, PyObject *args, PyObject *kw)
+{
+    pynk_trace *outer = pynk_cur;
+    pynk_trace L = *outer;
+    L.outer = outer;
+    L.return_line = 0;
+    L.code = PyObject_GetAttrString(K->func, "__code__");
+    if (!L.code)
+        return NULL;
+    launching.K = K;
+    launching.args = args;
+    launching.kw = kw;
+    launching.T = &L;
+    nk_tensor outs[16];
+    nk_loc loc = pynk_loc();
+    int n = nk_launch_at(outer->nc, loc, K->name, launch_trampoline, NULL, 0, outs, 16);
+    Py_DECREF(L.code);
+    launching.K = NULL;
+    if (n < 0 || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            pynk_check();
+        return NULL;
+    }
+    if (n == 0)
+        Py_RETURN_NONE;
+    if (n == 1)
+        return pynk_tensor_new(outs[0]);
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *v = pynk_tensor_new(outs[i]);
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
 static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kw)
 {
     kernel_obj *K = (kernel_obj *)self;
@@ -991,8 +1065,11 @@ static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kw)
         K = (kernel_obj *)K->parent;
     }
     if (pynk_cur && pynk_cur->nc) {
+        if (pynk_cur->sequence && !launch && !pynk_cur->eager)
+            return launch_in_sequence(K, args, kw);
         PyErr_Format(PyExc_NotImplementedError, "%s: calling a kernel from inside a kernel is not implemented by "
-                     "nklab (call it as a plain Python function)", K->name);
+                     "nklab%s (call it as a plain Python function, or trace the caller as an nklab.sequence)",
+                     K->name, launch ? " with a launch grid" : "");
         return NULL;
     }
     pynk_kcall c;
@@ -1405,16 +1482,17 @@ static PyObject *profile_and_report(kernel_obj *K, centry *e, pynk_kcall *c)
 /* ---- the type */
 
 static const char *const kernel_kwlist[] = {"func", "mode", "platform_target", "warmup", "iters", "save_neff_name",
-                                            "save_trace_name", "working_directory", NULL};
+                                            "save_trace_name", "working_directory", "sequence", NULL};
 
 static int kernel_init(PyObject *self, PyObject *args, PyObject *kw)
 {
     kernel_obj *K = (kernel_obj *)self;
     PyObject *func, *mode = NULL, *target = NULL, *neff = NULL, *trace = NULL, *wd = NULL;
-    int warmup = 10, iters = 100;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOiiOOO", (char **)kernel_kwlist, &func, &mode, &target, &warmup,
-                                     &iters, &neff, &trace, &wd))
+    int warmup = 10, iters = 100, sequence = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOiiOOOp", (char **)kernel_kwlist, &func, &mode, &target, &warmup,
+                                     &iters, &neff, &trace, &wd, &sequence))
         return -1;
+    K->sequence = sequence;
     if (!PyCallable_Check(func)) {
         PyErr_SetString(PyExc_TypeError, "a kernel is a function");
         return -1;
@@ -1683,6 +1761,53 @@ static PyObject *py_listing(PyObject *self, PyObject *args)
     return ret;
 }
 
+/* timing(kernel, *args) -> {"device_ns", "launch_ns", "host_in_ns", "host_out_ns", "dma_bytes",
+ * "instructions"}: the modelled device time of a signature's program (traced
+ * if new), without executing it. */
+static PyObject *py_timing(PyObject *self, PyObject *args)
+{
+    (void)self;
+    if (PyTuple_GET_SIZE(args) < 1 || !PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), &pynk_KernelType)) {
+        PyErr_SetString(PyExc_TypeError, "timing(kernel, *args)");
+        return NULL;
+    }
+    kernel_obj *K = (kernel_obj *)PyTuple_GET_ITEM(args, 0), *launch = NULL;
+    if (K->parent) {
+        launch = K;
+        K = (kernel_obj *)K->parent;
+    }
+    PyObject *rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
+    if (!rest)
+        return NULL;
+    pynk_kcall c;
+    keybuf k = {.n = 0, .cap = sizeof k.stack};
+    k.b = k.stack;
+    PyObject *ret = NULL;
+    centry e = {0};
+    pynk_trace T;
+    if (!read_call(K, rest, NULL, &c, &k, launch) && !trace_into(K, &c, &e, 0, -1, &T)) {
+        K->traces--;
+        nk_timeline *tl = NULL;
+        int rc = nk_time_program(e.p, NULL, &tl);
+        if (rc) {
+            PyErr_Format(pynk_KernelError, "timing the program failed: %s", nk_strerror(rc));
+        } else {
+            double bytes = 0;
+            for (uint32_t x = 0; x < tl->nxfers; x++)
+                bytes += (double)tl->xfers[x].bytes;
+            ret = Py_BuildValue("{sdsdsdsdsdsn}", "device_ns", tl->total_ns, "launch_ns", nk_timeline_launch_ns(tl),
+                                "host_in_ns", tl->host_in_ns, "host_out_ns", tl->host_out_ns, "dma_bytes", bytes,
+                                "instructions", (Py_ssize_t)nk_program_num_instructions(e.p));
+        }
+        nk_timeline_free(tl);
+    }
+    entry_free(&e);
+    kcall_release(&c);
+    kfree(&k);
+    Py_DECREF(rest);
+    return ret;
+}
+
 static PyObject *py_set_raw(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -1697,6 +1822,8 @@ PyMethodDef pynk_kernel_methods[] = {
     {"cast", py_cast, METH_VARARGS, "cast(array, dtype): a float32 array passed as a bfloat16/fp8 argument"},
     {"cache_info", py_cache_info, METH_O, "cache_info(kernel): traces, hits, programs, execution times"},
     {"listing", py_listing, METH_VARARGS, "listing(kernel, *args): (instructions, program listing)"},
+    {"timing", py_timing, METH_VARARGS,
+     "timing(kernel, *args): the modelled device time (ns) of the program, with its launch, host I/O, DMA bytes"},
     {"set_low_precision_bits", py_set_raw, METH_O,
      "set_low_precision_bits(True): bfloat16/fp8 outputs as their bits (uint16/uint8) instead of float32"},
     {NULL, NULL, 0, NULL},

@@ -35,6 +35,7 @@ typedef struct pynk_trace {
     struct pynk_kcall *call;    /* the call being traced (arguments for probes) */
     int return_line;            /* line of the kernel's return statement */
     PyObject *code;             /* the kernel's code object (borrowed) */
+    int sequence;               /* the kernel traced is an nklab.sequence: kernels it calls are launched */
 } pynk_trace;
 
 extern pynk_trace *pynk_cur;

@@ -503,6 +503,61 @@ def spmd_logical_cores_on_trn2():
             raise AssertionError(f"kernel[{bad}] accepted")
 
 
+@nki.jit
+def k_seq_scale(x, on_chip):
+    t = nl.multiply(nl.load(x), 2.0)
+    if on_chip:
+        return t
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def k_seq_matmul(lhsT, rhs):
+    out = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.copy(nisa.nc_matmul(nl.load(lhsT), nl.load(rhs))))
+    return out
+
+
+@nklab.sequence
+def k_seq(lhsT, rhs, on_chip):
+    return k_seq_matmul(k_seq_scale(lhsT, on_chip), rhs)
+
+
+@nklab.sequence
+def k_seq_grid(x):
+    return k_spmd_add[2, 2](x, x)  # SEQ-GRID-LINE
+
+
+@test
+def sequences_compose_kernels_on_chip():
+    a, b = rand(128, 128), rand(128, 512)
+    want = (2 * a.astype(np.float64)).T @ b
+    outs = [k_seq(a, b, oc) for oc in (False, True)]
+    for o in outs:
+        close(o, want, rtol=1e-5, atol=1e-4)
+    assert np.array_equal(outs[0], outs[1])
+    n_hbm, listing_hbm = nklab.listing(k_seq, a, b, False)
+    n_chip, listing_chip = nklab.listing(k_seq, a, b, True)
+    assert n_hbm - n_chip == 2, (n_hbm, n_chip)  # the store and the load between the kernels
+    t_hbm, t_chip = nklab.timing(k_seq, a, b, False), nklab.timing(k_seq, a, b, True)
+    assert t_chip["device_ns"] < t_hbm["device_ns"], (t_hbm, t_chip)
+    assert t_hbm["dma_bytes"] - t_chip["dma_bytes"] == 2 * 128 * 128 * 4, (t_hbm, t_chip)
+    assert t_hbm["launch_ns"] > 0 and t_hbm["launch_ns"] == t_chip["launch_ns"]
+    # a sequence is cached like any kernel
+    info = nklab.cache_info(k_seq)
+    k_seq(a, b, True)
+    assert nklab.cache_info(k_seq)["traces"] == info["traces"]
+    # outside a sequence a kernel calling a kernel is refused; a launch grid inside one too
+    try:
+        k_seq_grid(rand(128, 512))
+    except NotImplementedError as e:
+        assert "with a launch grid" in str(e), str(e)
+    else:
+        raise AssertionError("no NotImplementedError")
+
+
 @test
 def placeholders_trace_without_values():
     out = k_exp(nt.tensor[[250, 512], nl.float32])
