@@ -25,5 +25,7 @@ ${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Iinclude -Isrc -Ikernels -Wall -Wextra
 "$BUILD/nklab" view "$OUT/te.nkp" -o "$OUT/te.html" 2>/dev/null || fail "nklab view"
 NK_TARGET=trn2 "$OUT/mkprofile" kernel spmd_tensor_add "$OUT/spmd.nkp" "$OUT/spmd.json" || fail "spmd profile"
 "$BUILD/nklab" view "$OUT/spmd.nkp" -o "$OUT/spmd.html" 2>/dev/null || fail "nklab view (spmd)"
+"$OUT/mkprofile" kernel seq_scale_matmul_onchip "$OUT/seq.nkp" "$OUT/seq.json" || fail "sequence profile"
+"$BUILD/nklab" view "$OUT/seq.nkp" -o "$OUT/seq.html" 2>/dev/null || fail "nklab view (sequence)"
 "$OUT/mkprofile" synthetic 1000000 "$OUT/big.html" || fail "synthetic page"
 node tests/browser/viewer.test.js "$OUT"

@@ -4,6 +4,7 @@
  * written by mkprofile (see run.sh):
  *   te.html, te.json   tensor_exp [250, 512] and the facts counted from its program
  *   spmd.html           spmd_tensor_add on a 2 x 2 grid over trn2's two NeuronCores
+ *   seq.html            seq_scale_matmul_onchip: two kernels composed into one program
  *   big.html            a synthetic profile of 1,000,000 instructions
  * Prints "N passed, N failed" last; screenshots go to DIR.
  */
@@ -215,6 +216,25 @@ test('an SPMD profile shows a row group per NeuronCore', async () => {
     return n;
   });
   eq(bad, 0, 'events on another core\'s row');
+  await page.close();
+});
+
+test('a sequence of kernels shows a band per kernel', async () => {
+  const page = await open('seq.html');
+  const ks = await page.evaluate(() => nkview.kernels.map((k) => ({ name: k.name, t0: k.t0, t1: k.t1, n: k.n })));
+  eq(ks.map((k) => k.name).join(','), 'scale,matmul_basic', 'kernels');
+  assert(ks[0].t1 <= ks[1].t0, 'kernels overlap: ' + JSON.stringify(ks));
+  eq(ks[0].n + ks[1].n, await page.evaluate(() => nkview.instructionCount), 'instructions in the kernels');
+  /* the band is painted: a pixel in the middle of the first kernel's span, below the axis, is tinted */
+  const tint = await page.evaluate(() => {
+    const c = document.querySelector('canvas'), g = c.getContext('2d'), k = nkview.kernels[0];
+    nkview.resetView(); nkview.draw();
+    const r = nkview.rows.findIndex((w) => w.name === 'GpSimd'), s = c.width / c.clientWidth; /* an idle row */
+    const d = g.getImageData(Math.round(nkview.xOf((k.t0 + k.t1) / 2) * s), Math.round(nkview.rowMid(r) * s), 1, 1).data;
+    return [d[0], d[1], d[2]];
+  });
+  const plain = ['255,255,255', '247,248,250'];
+  assert(!plain.includes(tint.join(',')), 'no band at the first kernel: ' + tint);
   await page.close();
 });
 

@@ -54,7 +54,7 @@ fi
 # ---- diff
 run "$NK" diff "$W/before.nkp" "$W/after.nkp"
 if [ "$rc" -eq 0 ] && [ ! -s "$W/err" ]; then ok; else bad "diff exits 0" "exit $rc" "$(cat "$W/err")"; fi
-expect_match "diff shows the gain" "$W/out" '^  total time +[0-9.]+ us +[0-9.]+ us +-[0-9.]+ (ns|us) +\(-[0-9.]+%\)$'
+expect_match "diff shows the gain" "$W/out" '^  time without launch +[0-9.]+ us +[0-9.]+ us +-[0-9.]+ (ns|us) +\(-[0-9.]+%\)$'
 expect_match "diff: finding gone" "$W/out" '^  gone: +\[medium\] dma-latency-exposed'
 expect_no_match "diff: no new problem" "$W/out" '^  new: +\[(low|medium|high)\]'
 expect_match "diff pairs moved lines by text" "$W/out" '^  tensor_exp\.c:16 +tensor_exp\.c:26 .*nk_tensor e = nk_exp\(nc, tile\);$'

@@ -52,7 +52,7 @@ for k in $("$NK" kernels | grep -E '^[a-z_]+ ' | awk '{ print $1 }'); do
     run_in "$E" view "$k.nkp" -o "$k.html"
     if [ "$rc" -eq 0 ]; then ok; else bad "view $k.nkp" "exit $rc" "$(cat "$W/err")"; fi
     file=kernels/$k.c
-    case $k in spmd_*) file=kernels/spmd.c ;; esac # the SPMD kernels share one file
+    case $k in spmd_*) file=kernels/spmd.c ;; seq_*) file=kernels/sequence.c ;; esac # files shared by several kernels
     if msg=$(page_has_source "$E/$k.html" "$file" 2>&1); then ok; else bad "$k's page holds $file" "$msg"; fi
 done
 if [ "$(ls "$E" | grep -c '\.nkp$')" -ge 6 ]; then ok; else bad "six built-in kernels profiled" "$(ls "$E")"; fi

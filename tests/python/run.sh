@@ -97,7 +97,7 @@ def too_big(x):
     return out
 EOF
 r=$("$NK" run "$T/err.py:too_big" --random x=256x8:float32 2>&1); rc=$?
-[ $rc -eq 1 ] && printf '%s\n' "$r" | grep -q "err.py:5: nk_load: partition dimension 256" && ok ||
+[ $rc -eq 1 ] && printf '%s\n' "$r" | grep -q "err.py:5: nl.load: the source \[256, 8\] has partition dimension 256, which exceeds 128" && ok ||
     bad "a Python kernel's error from nklab run names FILE.py:LINE (exit $rc)" "$r"
 
 # the suite against an ASan/UBSan build of the extension (python itself is

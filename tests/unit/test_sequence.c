@@ -204,8 +204,8 @@ TEST(seq_errors_name_the_line)
         "nk_launch: launch kernels outside the sequence's loops",
         "contraction (partition) sizes differ: stationary K=64, moving K=128",
         "nk_return: the kernel returns more than the 1 output its nk_launch takes",
-        "nk_return: a kernel returns HBM tensors it created with nk_ndarray(..., NK_SHARED_HBM), not an on-chip "
-        "SBUF tile",
+        ("nk_return: a kernel returns HBM tensors it created with nk_ndarray(..., NK_SHARED_HBM), not an on-chip "
+         "SBUF tile"),
     };
     for (g_case = 0; g_case < 5; g_case++) {
         nk_kernel *k = nk_kernel_new("seq_bad", k_seq_bad);

@@ -45,6 +45,19 @@ const iFirstEv = new Int32Array(NI).fill(-1);
 }
 D.events.instr_delta = D.events.start_ps_delta = D.events.dur_ps = D.events.row = D.events.kind = null;
 D.instr.op = D.instr.engine = D.instr.queue = D.instr.loc = D.instr.opnd = D.instr.bytes = null;
+/* Sequences: each kernel's span [first start, last end], drawn as a band */
+const kernelSpans = [];
+if (D.kernels && D.kernels.length > 1 && D.instr.seg) {
+  for (let k = 0; k < D.kernels.length; k++) kernelSpans.push({ name: D.kernels[k], t0: Infinity, t1: -Infinity, n: 0 });
+  for (let i = 0; i < NI; i++) {
+    const s = kernelSpans[D.instr.seg[i]];
+    if (!s || !(iEnd[i] >= iStart[i])) continue;
+    if (iStart[i] < s.t0) s.t0 = iStart[i];
+    if (iEnd[i] > s.t1) s.t1 = iEnd[i];
+    s.n++;
+  }
+  for (let k = kernelSpans.length - 1; k >= 0; k--) if (!kernelSpans[k].n) kernelSpans.splice(k, 1);
+}
 let total = D.total_ns;
 for (let e = 0; e < NE; e++) if (evEnd[e] > total) total = evEnd[e];
 if (!(total > 0)) total = 1;
@@ -250,6 +263,18 @@ function drawAxis() {
   }
 }
 
+/* Sequences: a band per kernel behind the rows, its name at the top */
+const KERNEL_BAND = ['rgba(91,141,239,.07)', 'rgba(239,150,43,.08)'];
+function drawKernelBands() {
+  for (let k = 0; k < kernelSpans.length; k++) {
+    const s = kernelSpans[k], a = Math.max(LABEL_W, X(s.t0)), b = Math.min(LABEL_W + plotW(), X(s.t1));
+    if (b <= a) continue;
+    ctx.fillStyle = KERNEL_BAND[k % 2]; ctx.fillRect(a, AXIS_H, b - a, H - AXIS_H);
+    ctx.fillStyle = '#3d4756'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'top';
+    ctx.fillText(s.name, a + 3, AXIS_H + 2, Math.max(0, b - a - 6));
+  }
+}
+
 /* Level of detail: bars narrower than 2 px that touch are merged into one
  * run per lane, coloured by its longest member, shaded by how busy it is. */
 const runs = [];
@@ -378,6 +403,7 @@ function draw() {
     ctx.fillStyle = r % 2 ? '#f7f8fa' : '#fff'; ctx.fillRect(0, y, W, rowH(r));
     drawRowBars(r, markCount > 0);
   }
+  drawKernelBands();
   ctx.fillStyle = '#f3f5f8'; ctx.fillRect(0, AXIS_H, LABEL_W, H - AXIS_H);
   ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#1d232b';
   for (let r = 0; r < NR; r++) ctx.fillText(ROWS[r].name, 6, rowY(r) + rowH(r) / 2);
@@ -903,6 +929,7 @@ const api = {
   },
   eventsOf(i) { const out = []; for (let e = 0; e < NE; e++) if (evInstr[e] === i) out.push(e); return out; },
   event(e) { return { instr: evInstr[e], row: evRow[e], name: evName(e), start: evStart[e], end: evEnd[e] }; },
+  kernels: kernelSpans, xOf: X, rowMid(r) { return rowY(r) + rowH(r) / 2; },
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
 };
