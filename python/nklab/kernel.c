@@ -1725,15 +1725,17 @@ static PyObject *py_cache_info(PyObject *self, PyObject *arg)
 
 /* program(kernel, *args) -> (instructions, listing): the compiled program of
  * a signature (traced if new), as `nklab` lists programs. */
-static PyObject *py_listing(PyObject *self, PyObject *args)
+/* The program of a signature, traced apart from the kernel's cache (not
+ * counted as a trace) and handed to what(program), whose result is
+ * returned: listing() and timing(). */
+static PyObject *with_program(PyObject *args, const char *usage, PyObject *(*what)(const nk_program *p))
 {
-    (void)self;
     if (PyTuple_GET_SIZE(args) < 1 || !PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), &pynk_KernelType)) {
-        PyErr_SetString(PyExc_TypeError, "listing(kernel, *args)");
+        PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     kernel_obj *K = (kernel_obj *)PyTuple_GET_ITEM(args, 0), *launch = NULL;
-    if (K->parent) { /* listing(kernel[grid], ...) */
+    if (K->parent) { /* kernel[grid] */
         launch = K;
         K = (kernel_obj *)K->parent;
     }
@@ -1748,16 +1750,44 @@ static PyObject *py_listing(PyObject *self, PyObject *args)
     pynk_trace T;
     if (!read_call(K, rest, NULL, &c, &k, launch) && !trace_into(K, &c, &e, 0, -1, &T)) {
         K->traces--;
-        char *text = NULL;
-        if (!nk_program_dump(e.p, &text)) {
-            ret = Py_BuildValue("(ns)", (Py_ssize_t)nk_program_num_instructions(e.p), text);
-            free(text);
-        }
+        ret = what(e.p);
     }
     entry_free(&e);
     kcall_release(&c);
     kfree(&k);
     Py_DECREF(rest);
+    return ret;
+}
+
+static PyObject *listing_of(const nk_program *p)
+{
+    char *text = NULL;
+    if (nk_program_dump(p, &text))
+        return PyErr_NoMemory();
+    PyObject *ret = Py_BuildValue("(ns)", (Py_ssize_t)nk_program_num_instructions(p), text);
+    free(text);
+    return ret;
+}
+
+static PyObject *py_listing(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return with_program(args, "listing(kernel, *args)", listing_of);
+}
+
+static PyObject *timing_of(const nk_program *p)
+{
+    nk_timeline *tl = NULL;
+    int rc = nk_time_program(p, NULL, &tl);
+    if (rc)
+        return PyErr_Format(pynk_KernelError, "timing the program failed: %s", nk_strerror(rc));
+    double bytes = 0;
+    for (uint32_t x = 0; x < tl->nxfers; x++)
+        bytes += (double)tl->xfers[x].bytes;
+    PyObject *ret = Py_BuildValue("{sdsdsdsdsdsn}", "device_ns", tl->total_ns, "launch_ns", nk_timeline_launch_ns(tl),
+                                  "host_in_ns", tl->host_in_ns, "host_out_ns", tl->host_out_ns, "dma_bytes", bytes,
+                                  "instructions", (Py_ssize_t)nk_program_num_instructions(p));
+    nk_timeline_free(tl);
     return ret;
 }
 
@@ -1767,45 +1797,7 @@ static PyObject *py_listing(PyObject *self, PyObject *args)
 static PyObject *py_timing(PyObject *self, PyObject *args)
 {
     (void)self;
-    if (PyTuple_GET_SIZE(args) < 1 || !PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), &pynk_KernelType)) {
-        PyErr_SetString(PyExc_TypeError, "timing(kernel, *args)");
-        return NULL;
-    }
-    kernel_obj *K = (kernel_obj *)PyTuple_GET_ITEM(args, 0), *launch = NULL;
-    if (K->parent) {
-        launch = K;
-        K = (kernel_obj *)K->parent;
-    }
-    PyObject *rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
-    if (!rest)
-        return NULL;
-    pynk_kcall c;
-    keybuf k = {.n = 0, .cap = sizeof k.stack};
-    k.b = k.stack;
-    PyObject *ret = NULL;
-    centry e = {0};
-    pynk_trace T;
-    if (!read_call(K, rest, NULL, &c, &k, launch) && !trace_into(K, &c, &e, 0, -1, &T)) {
-        K->traces--;
-        nk_timeline *tl = NULL;
-        int rc = nk_time_program(e.p, NULL, &tl);
-        if (rc) {
-            PyErr_Format(pynk_KernelError, "timing the program failed: %s", nk_strerror(rc));
-        } else {
-            double bytes = 0;
-            for (uint32_t x = 0; x < tl->nxfers; x++)
-                bytes += (double)tl->xfers[x].bytes;
-            ret = Py_BuildValue("{sdsdsdsdsdsn}", "device_ns", tl->total_ns, "launch_ns", nk_timeline_launch_ns(tl),
-                                "host_in_ns", tl->host_in_ns, "host_out_ns", tl->host_out_ns, "dma_bytes", bytes,
-                                "instructions", (Py_ssize_t)nk_program_num_instructions(e.p));
-        }
-        nk_timeline_free(tl);
-    }
-    entry_free(&e);
-    kcall_release(&c);
-    kfree(&k);
-    Py_DECREF(rest);
-    return ret;
+    return with_program(args, "timing(kernel, *args)", timing_of);
 }
 
 static PyObject *py_set_raw(PyObject *self, PyObject *arg)
