@@ -1642,8 +1642,33 @@ static PyObject *kernel_get_func(PyObject *self, void *u)
     return f;
 }
 
+/* kernel[grid]: the grid it launches on (None for a kernel) */
+static PyObject *kernel_get_grid(PyObject *self, void *u)
+{
+    (void)u;
+    PyObject *g = ((kernel_obj *)self)->grid;
+    if (!g)
+        Py_RETURN_NONE;
+    Py_INCREF(g);
+    return g;
+}
+
+/* platform_target= as given (None: the default's resolution at call time) */
+static PyObject *kernel_get_target(PyObject *self, void *u)
+{
+    (void)u;
+    kernel_obj *K = (kernel_obj *)self;
+    if (K->parent)
+        K = (kernel_obj *)K->parent;
+    if (!K->target[0])
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(K->target);
+}
+
 static PyGetSetDef kernel_getset[] = {
     {"func", kernel_get_func, NULL, "the kernel function", NULL},
+    {"grid", kernel_get_grid, NULL, "kernel[grid]: its launch grid (None otherwise)", NULL},
+    {"platform_target", kernel_get_target, NULL, "the platform_target it was made with (None: the default)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

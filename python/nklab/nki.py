@@ -24,7 +24,7 @@ def _func(kernel):
 
 def _target(kernel, platform_target):
     if platform_target is None and isinstance(kernel, _nklab.Kernel):
-        return None
+        return kernel.platform_target
     return platform_target
 
 
@@ -107,7 +107,9 @@ baremetal = _decorator(_baremetal)
 def simulate(kernel, platform_target=None):
     """nki.simulate(kernel)(*args): runs the kernel tracing it on every call,
     so print(tile) shows the tile's values at that line."""
-    return _nklab.Kernel(_func(kernel), mode="eager", platform_target=_target(kernel, platform_target))
+    k = _nklab.Kernel(_func(kernel), mode="eager", platform_target=_target(kernel, platform_target))
+    grid = kernel.grid if isinstance(kernel, _nklab.Kernel) else None
+    return k if grid is None else k[grid]  # kernel[grid]: simulated on its grid
 
 
 def simulate_kernel(kernel, *args, **kwargs):

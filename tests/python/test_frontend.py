@@ -494,6 +494,10 @@ def spmd_logical_cores_on_trn2():
         assert f":{line_of('NC-ON-TRN1-LINE')}: launch grid: nl.nc(2) on axis 0, but a launch on trn1" in str(e), str(e)
     else:
         raise AssertionError("no KernelError")
+    # simulated on its grid and its target: nki.simulate_kernel(kernel[grid], ...)
+    close(nki.simulate_kernel(k_spmd_add2[nl.nc(2) * 2, 2], a, b), a + b, rtol=0, atol=0)
+    assert nki.simulate(k_spmd_add2).platform_target == "trn2"
+    assert k_spmd_add2[2, 2].grid == (2, 2) and k_spmd_add2.grid is None
     for bad, err in [((0,), ValueError), ((1, 2, 3, 4), ValueError), (("x",), TypeError)]:
         try:
             k_spmd_add[bad]
