@@ -175,6 +175,74 @@ static void put_sources(const nk_profile *pr, nk_text *t)
     nk__vb_str(t, "]}");
 }
 
+/* The memory view's data: every on-chip tile with its place (memory, core,
+ * partitions, byte range within a partition) and its lifetime on the
+ * timeline (first use's start to last use's end), as columns. */
+static int put_tiles(const nk_profile *pr, nk_text *t)
+{
+    const nk_program *p = pr->prog;
+    const nk_timeline *tl = pr->tl;
+    double *t0 = malloc((size_t)p->nbufs * sizeof *t0), *t1 = malloc((size_t)p->nbufs * sizeof *t1);
+    uint32_t *ids = malloc((size_t)p->nbufs * sizeof *ids);
+    if (!t0 || !t1 || !ids) {
+        free(t0);
+        free(t1);
+        free(ids);
+        return NK_ENOMEM;
+    }
+    for (uint32_t b = 0; b < p->nbufs; b++) {
+        t0[b] = INFINITY;
+        t1[b] = -INFINITY;
+    }
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++) {
+            uint32_t b = ts[k]->buf;
+            if (!b || b >= p->nbufs || p->bufs[b].mem == NK_SHARED_HBM)
+                continue;
+            t0[b] = fmin(t0[b], tl->instr_start[i]);
+            t1[b] = fmax(t1[b], tl->instr_end[i]);
+        }
+    }
+    uint32_t n = 0;
+    for (uint32_t b = 1; b < p->nbufs; b++)
+        if (p->bufs[b].mem != NK_SHARED_HBM && t0[b] <= t1[b])
+            ids[n++] = b;
+    static const char *const cols[] = {"mem", "core", "parts", "addr", "bytes", "loc", "spill", "t0", "t1"};
+    nk__vb_str(t, ",\"tiles\":{\"sbuf_bytes\":");
+    nk__vb_i64(t, p->arch ? p->arch->sbuf_partition_bytes - p->arch->sbuf_reserved_bytes : 0);
+    nk__vb_str(t, ",\"psum_bytes\":");
+    nk__vb_i64(t, p->arch ? p->arch->psum_partition_bytes : 0);
+    for (int c = 0; c < (int)(sizeof cols / sizeof cols[0]); c++) {
+        nk__vb_str(t, ",\"");
+        nk__vb_str(t, cols[c]);
+        nk__vb_str(t, "\":[");
+        for (uint32_t k = 0; k < n; k++) {
+            const nk_bufinfo *bi = &p->bufs[ids[k]];
+            if (k)
+                nk__vb_chr(t, ',');
+            switch (c) {
+            case 0: nk__vb_u64(t, bi->mem == NK_PSUM); break;
+            case 1: nk__vb_u64(t, nk__inst_core(p, bi->inst)); break;
+            case 2: nk__vb_i64(t, bi->shape[0]); break;
+            case 3: nk__vb_i64(t, bi->addr); break;
+            case 4: nk__vb_i64(t, bi->bytes); break;
+            case 5: nk__vb_u64(t, bi->loc); break;
+            case 6: nk__vb_u64(t, bi->spill); break;
+            case 7: nk__vb_num(t, t0[ids[k]], 3); break;
+            default: nk__vb_num(t, t1[ids[k]], 3); break;
+            }
+        }
+        nk__vb_chr(t, ']');
+    }
+    nk__vb_chr(t, '}');
+    free(t0);
+    free(t1);
+    free(ids);
+    return t->oom ? NK_ENOMEM : 0;
+}
+
 /* One per-instruction column of unsigned values. */
 typedef uint64_t (*col_fn)(const nk_program *p, uint32_t i);
 static uint64_t col_op(const nk_program *p, uint32_t i) { return p->instrs[i].op; }
@@ -413,6 +481,9 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     put_strings(&st, t);
     put_events(pr->tl, &rows, t);
     put_counters(pr->tl, t);
+    rc = put_tiles(pr, t);
+    if (rc)
+        goto out;
     nk__vb_str(t, ",\"summary\":");
     rc = nk_view_summary_json(pr, &sum, t);
     if (rc)

@@ -199,6 +199,29 @@ test('screenshot of the tensor_exp timeline', async (page) => {
   assert(fs.statSync(path.join(DIR, 'viewer.png')).size > 10000, 'screenshot too small');
 });
 
+test('the memory view draws every tile over its lifetime, with its line on hover', async (page) => {
+  await page.click('#tabs button[data-tab=memory]');
+  const n = await page.evaluate(() => { nkview.resetView(); nkview.showTab('memory'); return nkview.memRects().length; });
+  const sbuf = await page.evaluate(() => nkview.data.tiles.mem.filter((m) => m === 0).length);
+  assert(sbuf > 0, 'no SBUF tile in the data');
+  eq(n, sbuf, 'SBUF tiles drawn');
+  /* every drawn tile lies inside the capacity and its lifetime is inside the kernel */
+  const bad = await page.evaluate(() => {
+    const T = nkview.data.tiles;
+    let b = 0;
+    for (let k = 0; k < T.mem.length; k++)
+      if (T.addr[k] < 0 || T.addr[k] + T.bytes[k] > (T.mem[k] ? T.psum_bytes : T.sbuf_bytes) || !(T.t0[k] <= T.t1[k])) b++;
+    return b;
+  });
+  eq(bad, 0, 'tiles outside the memory or with a negative lifetime');
+  const r = await page.evaluate(() => { const r = nkview.memRects()[0], b = document.getElementById('mem').getBoundingClientRect(); return { x: b.left + r.x + r.w / 2, y: b.top + r.y + r.h / 2, k: r.k }; });
+  await page.mouse.move(r.x, r.y);
+  await page.waitForSelector('#memtip:not([hidden])');
+  const tip = await page.textContent('#memtip');
+  assert(/tensor_exp\.c:\d+ .* SBUF \[\d+, \d+\) x \d+ partitions .* live /.test(tip), 'memory tooltip: ' + tip);
+  await page.click('#tabs button[data-tab=timeline]');
+});
+
 test('an SPMD profile shows a row group per NeuronCore', async () => {
   const page = await open('spmd.html');
   const rows = await page.evaluate(() => nkview.rows.map((r) => r.name + '@' + r.core));

@@ -905,10 +905,102 @@ function renderInsights() {
   });
 }
 
+/* ---------------------------------------------------------------- memory view */
+
+/* SBUF and PSUM over time: each tile a rectangle from its first use to its
+ * last (x, the timeline's time axis and zoom) over its bytes within a
+ * partition (y, address); reloaded spills hatched red. One memory (and core)
+ * at a time. */
+const TL = D.tiles || { mem: [], core: [], parts: [], addr: [], bytes: [], loc: [], spill: [], t0: [], t1: [] };
+const NT = TL.mem.length;
+const memCanvas = $('mem'), memCtx = memCanvas.getContext('2d');
+let memSel = 0, memRects = [];
+{
+  const sel = $('memsel'), seen = new Set();
+  for (let k = 0; k < NT; k++) seen.add(TL.core[k] * 2 + TL.mem[k]);
+  const keys = Array.from(seen).sort((a, b) => a - b);
+  if (!keys.length) keys.push(0);
+  for (const key of keys) {
+    const o = document.createElement('option');
+    o.value = key;
+    o.textContent = (key & 1 ? 'PSUM' : 'SBUF') + (keys.some((x) => x >> 1) ? ' NC' + (key >> 1) : '');
+    sel.appendChild(o);
+  }
+  memSel = keys[0];
+  sel.onchange = () => { memSel = +sel.value; drawMemory(); };
+}
+function drawMemory() {
+  const wrap = $('memwrap'), dpr = window.devicePixelRatio || 1;
+  const w = wrap.clientWidth, h = wrap.clientHeight;
+  if (!w || !h) return;
+  memCanvas.width = w * dpr; memCanvas.height = h * dpr; memCanvas.style.width = w + 'px'; memCanvas.style.height = h + 'px';
+  memCtx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  memCtx.clearRect(0, 0, w, h);
+  const full = memSel & 1 ? TL.psum_bytes : TL.sbuf_bytes, top = 22, left = 64, plotH = h - top - 8, plotW2 = w - left - 8;
+  let peak = 0; /* the address axis spans the bytes in use (the capacity when they fill it) */
+  for (let k = 0; k < NT; k++) if (TL.core[k] * 2 + TL.mem[k] === memSel) peak = Math.max(peak, TL.addr[k] + TL.bytes[k]);
+  const cap = peak > 0 ? Math.min(full, peak * 1.15) : full;
+  const xOf = (t) => left + (t - view.t0) / (view.t1 - view.t0) * plotW2, yOf = (a) => top + a / cap * plotH;
+  memCtx.fillStyle = '#3d4756'; memCtx.font = '11px system-ui, sans-serif'; memCtx.textBaseline = 'middle';
+  for (let k = 0; k <= 4; k++) {
+    const a = cap * k / 4, y = Math.round(yOf(a)) + 0.5;
+    memCtx.fillText(fmtBytes(a), 4, y);
+    memCtx.strokeStyle = '#eceff3'; memCtx.beginPath(); memCtx.moveTo(left, y); memCtx.lineTo(w, y); memCtx.stroke();
+  }
+  memCtx.fillText(fmtNs(view.t0), left, top / 2);
+  memCtx.fillText(fmtNs(view.t1), w - 60, top / 2);
+  memRects = [];
+  let used = 0, spills = 0;
+  for (let k = 0; k < NT; k++) {
+    if (TL.core[k] * 2 + TL.mem[k] !== memSel) continue;
+    const x0 = Math.max(left, xOf(TL.t0[k])), x1 = Math.min(w - 8, xOf(TL.t1[k]));
+    const y0 = yOf(TL.addr[k]), y1 = yOf(TL.addr[k] + TL.bytes[k]);
+    used++;
+    if (x1 < left || x0 > w - 8) continue;
+    const r = { k, x: x0, y: y0, w: Math.max(1, x1 - x0), h: Math.max(1, y1 - y0) };
+    memRects.push(r);
+    const loc = TL.loc[k], spill = TL.spill[k] === 2;
+    spills += spill;
+    memCtx.fillStyle = spill ? 'rgba(217,83,79,.55)' : palette[(loc >= 0 ? loc : 0) % palette.length];
+    memCtx.globalAlpha = spill ? 1 : 0.75;
+    memCtx.fillRect(r.x, r.y, r.w, r.h);
+    memCtx.globalAlpha = 1;
+    memCtx.strokeStyle = spill ? '#8b1e1a' : 'rgba(0,0,0,.35)';
+    memCtx.strokeRect(r.x + 0.5, r.y + 0.5, Math.max(0, r.w - 1), Math.max(0, r.h - 1));
+  }
+  $('meminfo').textContent = used + ' tiles' + (spills ? ', ' + spills + ' reloaded from spills' : '') + ' \u00b7 peak ' +
+    fmtBytes(peak) + ' of ' + fmtBytes(full) + ' per partition \u00b7 ' + fmtNs(view.t0) + ' to ' + fmtNs(view.t1) +
+    ' (the timeline\u2019s zoom)';
+}
+function tileText(k) {
+  const l = TL.loc[k] >= 0 && TL.loc[k] < locLine.length ? TL.loc[k] : -1;
+  const f = l >= 0 ? files[locFile[l]] : null;
+  return (f ? (f.base || f.path) + ':' + locLine[l] : '?') + ' \u00b7 ' + (TL.mem[k] ? 'PSUM' : 'SBUF') + ' [' +
+    TL.addr[k] + ', ' + (TL.addr[k] + TL.bytes[k]) + ') x ' + TL.parts[k] + ' partitions \u00b7 live ' +
+    fmtNs(TL.t0[k]) + ' to ' + fmtNs(TL.t1[k]) + (TL.spill[k] === 2 ? ' \u00b7 reloaded from a spill' : '');
+}
+function tileAt(x, y) {
+  for (let i = memRects.length - 1; i >= 0; i--) {
+    const r = memRects[i];
+    if (x >= r.x && x <= r.x + r.w && y >= r.y && y <= r.y + r.h) return r.k;
+  }
+  return -1;
+}
+memCanvas.addEventListener('mousemove', (ev) => {
+  const b = memCanvas.getBoundingClientRect(), k = tileAt(ev.clientX - b.left, ev.clientY - b.top), tip = $('memtip');
+  if (k < 0) { tip.hidden = true; return; }
+  tip.textContent = tileText(k);
+  tip.hidden = false;
+  tip.style.left = Math.min(ev.clientX - b.left + 12, b.width - 300) + 'px';
+  tip.style.top = (ev.clientY - b.top + 12) + 'px';
+});
+memCanvas.addEventListener('mouseleave', () => { $('memtip').hidden = true; });
+
 function showTab(name) {
   document.querySelectorAll('#tabs button').forEach((b) => b.classList.toggle('on', b.dataset.tab === name));
   document.querySelectorAll('.tab').forEach((s) => s.classList.toggle('on', s.id === 'tab-' + name));
   if (name === 'timeline') resize();
+  if (name === 'memory') drawMemory();
 }
 document.querySelectorAll('#tabs button').forEach((b) => b.onclick = () => showTab(b.dataset.tab));
 
@@ -930,6 +1022,7 @@ const api = {
   eventsOf(i) { const out = []; for (let e = 0; e < NE; e++) if (evInstr[e] === i) out.push(e); return out; },
   event(e) { return { instr: evInstr[e], row: evRow[e], name: evName(e), start: evStart[e], end: evEnd[e] }; },
   kernels: kernelSpans, xOf: X, rowMid(r) { return rowY(r) + rowH(r) / 2; },
+  showTab, tileCount: NT, memRects: () => memRects, tileText,
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
 };
