@@ -585,6 +585,12 @@ static int tbad(char *err, size_t errlen, const char *fmt, ...)
     return NK_EFORMAT;
 }
 
+/* The longest kernel a profile may describe: 10^15 ns (11.6 days). Every
+ * time in a timeline lies inside the kernel, so bounding its length keeps
+ * the consumers' integer picoseconds (the exports, the viewer) far inside
+ * int64 and their differences from overflowing. */
+#define MAX_KERNEL_NS 1e15
+
 /* A time inside the kernel: finite, from 0 to the end (with rounding slack). */
 static int in_kernel(double t, double total)
 {
@@ -656,8 +662,9 @@ static int check_counters(const nk_timeline *tl, char *err, size_t errlen)
         if (!c->name[0] || !memchr(c->name, 0, sizeof c->name) || !memchr(c->unit, 0, sizeof c->unit))
             return tbad(err, errlen, "counter %u: empty or unterminated name or unit", i);
         for (uint32_t k = 0; k < c->n; k++)
-            if (!isfinite(c->t[k]) || !isfinite(c->value[k]) || (k && c->t[k] < c->t[k - 1]))
-                return tbad(err, errlen, "counter %s: sample %u not finite or out of time order", c->name, k);
+            if (!in_kernel(c->t[k], tl->total_ns) || !isfinite(c->value[k]) || (k && c->t[k] < c->t[k - 1]))
+                return tbad(err, errlen, "counter %s: sample %u at %g ns outside 0..%g ns, not finite or out of "
+                            "time order", c->name, k, c->t[k], tl->total_ns);
     }
     return 0;
 }
@@ -671,6 +678,9 @@ int nk__timeline_check(const nk_timeline *tl, const nk_program *p, const nk_arch
         tl->host_out_ns < 0)
         return tbad(err, errlen, "total %g ns or host copies %g/%g ns not finite and non-negative", T, tl->host_in_ns,
                     tl->host_out_ns);
+    if (T > MAX_KERNEL_NS || tl->host_in_ns > MAX_KERNEL_NS || tl->host_out_ns > MAX_KERNEL_NS)
+        return tbad(err, errlen, "total %g ns or host copies %g/%g ns longer than %g ns", T, tl->host_in_ns,
+                    tl->host_out_ns, MAX_KERNEL_NS);
     if (!memchr(tl->target, 0, sizeof tl->target))
         return tbad(err, errlen, "target name not terminated");
     for (int e = 0; e < NK_ENGINE_COUNT; e++)

@@ -18,12 +18,13 @@ static int64_t ps(double ns) { return isfinite(ns) ? llround(ns * 1000.0) : 0; }
  * in the model still touch in the trace. */
 static void put_us(nk_text *t, int64_t v)
 {
+    uint64_t u = (uint64_t)v;
     if (v < 0) {
         nk__vb_chr(t, '-');
-        v = -v;
+        u = (uint64_t)0 - u; /* INT64_MIN too */
     }
-    nk__vb_u64(t, (uint64_t)v / 1000000u);
-    uint64_t f = (uint64_t)v % 1000000u;
+    nk__vb_u64(t, u / 1000000u);
+    uint64_t f = u % 1000000u;
     if (!f)
         return;
     char d[6];
