@@ -1,6 +1,6 @@
 /*
- * fuzz_profile.c - libFuzzer target over the profile reader and the program
- * decoder.
+ * fuzz_profile.c - libFuzzer target over the profile reader, the program
+ * decoder and every consumer of a profile.
  *
  * The first input byte chooses the entry point (mod 3):
  *   0  a whole profile file: header, version, length, checksum, sections;
@@ -10,106 +10,99 @@
  * and, for 1 and 2, the layout (byte / 3 odd: format version 1, which
  * readers still read; even: the current version).
  * Whatever a decoder accepts must hold up in every later stage: it passes
- * the validators again, yields metrics, a summary and a listing, re-encodes
- * to bytes that decode again, times on the model into a valid timeline and,
- * when small enough, executes. Any failure there aborts (a finding).
+ * the validators again, yields metrics, the summary (text and JSON), the
+ * insights report, the terminal timeline, the viewer's data and page, every
+ * export and a comparison with itself, re-encodes to bytes that decode
+ * again, and its program times on the model into a valid timeline and, when
+ * small enough, executes. Every JSON output must parse. Any failure aborts
+ * (a finding).
  */
-#include "profile/profile.h"
+#include "fuzz_common.h"
+#include "insights/insights.h"
+#include "view/view.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define REQUIRE(cond)                                                                    \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "fuzz_profile: %s:%d: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                     \
-        }                                                                                \
-    } while (0)
-
-/* Runs the executor when the program's memory and work are small. */
-static void try_execute(const nk_program *p)
+static void require_ok_text(const char *what, int rc, nk_text *t, int json)
 {
-    int64_t hbm = 0, work = 0;
-    for (uint32_t i = 0; i < p->nhbm; i++)
-        hbm += p->bufs[p->hbm_list[i]].bytes;
-    for (uint32_t i = 0; i < p->ninstr; i++)
-        for (int k = 0; k < 5; k++) {
-            const nk_instr *in = &p->instrs[i];
-            const nk_tensor *t = k == 0 ? &in->dst : k == 1 ? &in->dst2 : &in->src[k - 2];
-            if (t->buf)
-                work += nk__numel(t);
-        }
-    if (hbm > (8 << 20) || work > (4 << 20))
-        return;
-    void **mem = calloc(p->nbufs, sizeof *mem);
-    REQUIRE(mem);
-    int ok = 1;
-    for (uint32_t i = 0; i < p->nhbm; i++)
-        ok &= (mem[p->hbm_list[i]] = calloc(1, (size_t)p->bufs[p->hbm_list[i]].bytes + 1)) != NULL;
-    if (ok)
-        REQUIRE(nk_execute(p, mem) == 0);
-    for (uint32_t i = 0; i < p->nhbm; i++)
-        free(mem[p->hbm_list[i]]);
-    free(mem);
-}
-
-static void use_program(const nk_program *p)
-{
-    REQUIRE(nk__program_check(p, NULL, 0) == 0);
-    char *text = NULL;
-    REQUIRE(nk_program_dump(p, &text) == 0);
-    free(text);
-    /* encoding what was decoded gives bytes that decode to the same program */
-    nk_program *q = NULL;
-    nk_wr w = {0};
-    nk_rd r;
-    REQUIRE(nk__program_encode(p, &w) == 0);
-    nk__rd_init(&r, w.p, w.n, NULL, 0);
-    REQUIRE(nk__program_decode(&r, &q) == 0 && nk__rd_end(&r) == 0);
-    REQUIRE(q->ninstr == p->ninstr && q->nbufs == p->nbufs && q->ndeps == p->ndeps);
-    REQUIRE(!strcmp(q->arch->name, p->arch->name) && q->arch->hbm_gbps == p->arch->hbm_gbps);
-    nk__program_destroy(q);
-    nk__wr_free(&w);
-    /* so does a direct copy */
-    REQUIRE(nk__program_copy(p, &q) == 0);
-    REQUIRE(q->ninstr == p->ninstr && q->arch == &q->table);
-    nk__program_destroy(q);
-    /* the timing model accepts every valid program and yields a valid timeline */
-    nk_timeline *tl = NULL;
-    char err[256];
-    REQUIRE(nk_time_program(p, NULL, &tl) == 0);
-    if (nk__timeline_check(tl, p, p->arch, err, sizeof err)) {
-        fprintf(stderr, "fuzz_profile: the timing model's timeline fails its check: %s\n", err);
+    if (rc) {
+        fprintf(stderr, "fuzz: %s failed: %s\n", what, nk_strerror(rc));
         abort();
     }
-    nk_timeline_free(tl);
-    try_execute(p);
+    REQUIRE(!t->oom && (t->len == 0 || (t->s && t->len == strlen(t->s))));
+    REQUIRE(!json || t->len > 0);
+    if (json)
+        fz_require_json(what, t->s, t->len);
+    nk_text_free(t);
 }
 
-static void use_profile(const nk_profile *pr)
+/* Every consumer of a valid profile; sel picks the export window. */
+static void consume(const nk_profile *pr, uint8_t sel)
+{
+    nk_text t = {0};
+    char *s = NULL;
+    REQUIRE(nk_profile_summary(pr, "fuzz", 0, &s) == 0 && s && *s);
+    free(s);
+    REQUIRE(nk_profile_summary(pr, NULL, 1, &s) == 0 && s);
+    fz_require_json("summary --json", s, strlen(s));
+    free(s);
+    nk_view_summary vs;
+    REQUIRE(nk_view_summarize(pr, &vs) == 0);
+    REQUIRE(vs.event_count == pr->tl->nevents && vs.nop <= NK_OP_COUNT + 2);
+    require_ok_text("the summary's JSON", nk_view_summary_json(pr, &vs, &t), &t, 1);
+
+    /* insights: the report, its JSON, the summary's top findings */
+    nk_insights *ins = NULL;
+    REQUIRE(nk_insights_build(pr, &ins) == 0 && ins);
+    REQUIRE(nk_insights_problems(ins) <= ins->n);
+    require_ok_text("insights text", nk_insights_text(ins, &t), &t, 0);
+    require_ok_text("insights analysis JSON", nk_insights_analysis_json(ins, &t), &t, 1);
+    nk_text findings = {0};
+    REQUIRE(nk_insights_json(ins, &findings) == 0 && !findings.oom);
+    fz_require_json("insights JSON", findings.s, findings.len);
+    nk_insights_free(ins);
+    require_ok_text("the viewer's insights", nk_insights_view_json(pr, &t), &t, 1);
+    require_ok_text("top findings", nk_insights_top(pr, 3, &t), &t, 0);
+
+    /* the views */
+    require_ok_text("timeline", nk_view_timeline(pr, sel & 1 ? 40 : 120, &t), &t, 0);
+    require_ok_text("viewer data", nk_view_json(pr, findings.s, &t), &t, 1);
+    require_ok_text("viewer page", nk_view_html(pr, sel & 2 ? findings.s : NULL, &t), &t, 0);
+    nk_text_free(&findings);
+
+    /* the exports, over the whole kernel or a window of it */
+    double T = pr->tl->total_ns;
+    nk_export_opts o = {0};
+    o.no_flows = sel >> 2 & 1;
+    switch (sel >> 3 & 3) {
+    case 1: o.from_ns = T / 4, o.to_ns = T * 3 / 4; break;
+    case 2: o.from_ns = T / 2, o.to_ns = T; break;
+    case 3: o.from_ns = -1, o.to_ns = T + 1; break;
+    }
+    require_ok_text("perfetto export", nk_export_perfetto(pr, &o, &t), &t, 1);
+    require_ok_text("json export", nk_export_json(pr, &o, &t), &t, 1);
+    require_ok_text("csv export", nk_export_csv(pr, &o, &t), &t, 0);
+
+    /* compared with itself */
+    require_ok_text("diff", nk_insights_diff(pr, "a", pr, "b", &t), &t, 0);
+}
+
+static void use_profile(const nk_profile *pr, uint8_t sel)
 {
     REQUIRE(nk__timeline_check(pr->tl, pr->prog, &pr->arch, NULL, 0) == 0);
     nk_metrics m;
     REQUIRE(nk_profile_metrics(pr, &m) == 0);
-    char *text = NULL;
-    REQUIRE(nk_profile_summary(pr, "fuzz", 0, &text) == 0);
-    free(text);
-    REQUIRE(nk_profile_summary(pr, NULL, 1, &text) == 0);
-    free(text);
+    consume(pr, sel);
     nk_wr w = {0};
     REQUIRE(nk__profile_encode(pr, &w) == 0);
     nk_profile *q = NULL;
     char err[256];
     if (nk__profile_decode(w.p, w.n, &q, err, sizeof err)) {
-        fprintf(stderr, "fuzz_profile: a re-encoded profile does not decode: %s\n", err);
+        fprintf(stderr, "fuzz: a re-encoded profile does not decode: %s\n", err);
         abort();
     }
     REQUIRE(q->tl->nevents == pr->tl->nevents && q->prog->ninstr == pr->prog->ninstr);
     nk_profile_free(q);
     nk__wr_free(&w);
-    use_program(pr->prog);
+    fz_use_program(pr->prog);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -118,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int mode = data[0] % 3;
     uint32_t version = data[0] / 3 % 2 ? 1 : NK_FORMAT_VERSION;
+    uint8_t sel = size > 1 ? data[size - 1] : 0;
     data++;
     size--;
     char err[256];
@@ -125,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mode == 0) {
         nk_profile *pr = NULL;
         if (!nk__profile_decode(data, size, &pr, err, sizeof err))
-            use_profile(pr);
+            use_profile(pr, sel);
         else
             REQUIRE(pr == NULL && err[0]);
         nk_profile_free(pr);
@@ -134,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nk__rd_init(&r, data, size, err, sizeof err);
         r.version = version;
         if (!nk__profile_decode_content(&r, &pr))
-            use_profile(pr);
+            use_profile(pr, sel);
         else
             REQUIRE(pr == NULL && err[0]);
         nk_profile_free(pr);
@@ -143,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nk__rd_init(&r, data, size, err, sizeof err);
         r.version = version;
         if (!nk__program_decode(&r, &p))
-            use_program(p);
+            fz_use_program(p);
         else
             REQUIRE(p == NULL && err[0]);
         nk__program_destroy(p);

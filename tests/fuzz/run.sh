@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Fuzzes the profile reader and the program decoder: builds the libFuzzer
-# target (clang, ASan, UBSan), generates a seed corpus from real profiles of
-# the built-in kernels, replays it, then runs a bounded campaign with a fixed
-# seed. Inputs that once failed live in tests/fuzz/regress and are replayed
-# every time. Prints "N passed, N failed[, N skipped]" last.
-#   FUZZ_RUNS=N  executions of the campaign (default 30000)
-#   FUZZ_TIME=S  its time cap in seconds (default 20)
+# Fuzzes every reader and every consumer: builds the libFuzzer targets
+# (clang, ASan, UBSan), generates seed corpora from real inputs
+# (gen_seeds.c), and for each target replays its seeds and its regression
+# inputs (tests/fuzz/regress/TARGET: inputs that once failed, one file
+# each, named for the bug), then fuzzes it a bounded while with a fixed
+# seed, one target at a time. Prints "N passed, N failed[, N skipped]" last.
+#   profile  the profile reader and every consumer of a profile
+#   program  the program file reader and the listing
+#   target   the target-file parser and its format round trip
+#   npy      the .npy reader (from memory and from a file)
+#   args     the command-line parsers
+#   diff     the comparison of two profiles
+#   FUZZ_TARGETS="a b"  the targets (default: all)
+#   FUZZ_TIME=S   seconds of fuzzing per target (default 4)
+#   FUZZ_RUNS=N   executions per target at most (default 30000; -1: no bound)
+#   FUZZ_KEEP=1   keep each target's corpus between runs (make fuzz) instead
+#                 of starting again from the seeds
+#   FUZZ_BUILD, FUZZ_CC  build directory (build/fuzz) and compiler (clang)
 set -u
 cd "$(dirname "$0")/../.."
 B=${FUZZ_BUILD:-build/fuzz}
 CC=${FUZZ_CC:-clang}
 RUNS=${FUZZ_RUNS:-30000}
-TIME=${FUZZ_TIME:-20}
+TIME=${FUZZ_TIME:-4}
+TARGETS=${FUZZ_TARGETS:-profile program target npy args diff}
 SAN="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 INC="-std=c11 -D_DEFAULT_SOURCE -Iinclude -Isrc -Ikernels"
-LIBS="$B/libnklab_kernels.a $B/libnklab.a -lopenblas -lsleef -lm -lpthread"
+WARN="-Wall -Wextra -Wno-missing-field-initializers"
+LIBS="$B/libnklab_kernels.a $B/libnklab.a -lopenblas -lsleef -lm -lpthread -ldl"
+CLI_OBJ="$B/src/cli/args.o $B/src/cli/npy.o $B/src/cli/userkernel.o"
 pass=0; fail=0; skip=0
 ok() { echo "ok   $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }
@@ -32,51 +46,71 @@ if ! command -v "$CC" >/dev/null 2>&1 || ! "$CC" -fsanitize=fuzzer "$probe/p.c" 
 fi
 rm -rf "$probe"
 
-# the library instrumented for coverage, the target and the seed generator
-if make --no-print-directory -j2 BUILD="$B" CC="$CC" CFLAGS="$SAN -fsanitize=fuzzer-no-link" \
-        "$B/libnklab.a" "$B/libnklab_kernels.a" >"$B/build.log" 2>&1 &&
-    $CC $INC $SAN -fsanitize=fuzzer tests/fuzz/fuzz_profile.c $LIBS -o "$B/fuzz_profile" >>"$B/build.log" 2>&1 &&
-    $CC $INC $SAN -fsanitize=fuzzer-no-link tests/fuzz/gen_seeds.c $LIBS -o "$B/gen_seeds" >>"$B/build.log" 2>&1; then
-    ok "build the fuzz target"
+# the library and the CLI's parsers instrumented for coverage, the targets
+# (the args target links the CLI's parsers) and the seed generator
+built=1
+make --no-print-directory -j2 BUILD="$B" CC="$CC" CFLAGS="$SAN -fsanitize=fuzzer-no-link" \
+    "$B/libnklab.a" "$B/libnklab_kernels.a" $CLI_OBJ >"$B/build.log" 2>&1 || built=0
+for t in $TARGETS; do
+    [ $built = 1 ] || break
+    extra=""
+    [ "$t" = args ] && extra=$CLI_OBJ
+    [ "$t" = npy ] && extra="$B/src/cli/npy.o"
+    $CC $INC $SAN $WARN -Werror -fsanitize=fuzzer "tests/fuzz/fuzz_$t.c" $extra $LIBS -o "$B/fuzz_$t" \
+        >>"$B/build.log" 2>&1 || built=0
+done
+[ $built = 1 ] && $CC $INC $SAN $WARN -Werror -fsanitize=fuzzer-no-link tests/fuzz/gen_seeds.c $LIBS \
+    -o "$B/gen_seeds" >>"$B/build.log" 2>&1 || built=0
+if [ $built = 1 ]; then
+    ok "build the fuzz targets ($(echo $TARGETS | wc -w))"
 else
     tail -n 20 "$B/build.log"
-    bad "build the fuzz target"
+    bad "build the fuzz targets"
     finish
 fi
 
-# seeds from real profiles
-rm -rf "$B/seeds" "$B/corpus"
-mkdir -p "$B/seeds" "$B/corpus"
+# seeds from real inputs, one directory per target
+rm -rf "$B/seeds"
+mkdir -p "$B/seeds"
 if out=$("$B/gen_seeds" "$B/seeds" 2>&1) && [ "$(ls "$B/seeds" | wc -l)" -ge 6 ]; then
-    ok "seed corpus: $out"
+    ok "seed corpora: $out"
 else
     echo "$out"
-    bad "seed corpus"
+    bad "seed corpora"
     finish
 fi
 
-# every seed decodes and holds up in every later stage
-if "$B/fuzz_profile" -runs=0 -artifact_prefix="$B/" "$B/seeds" >"$B/replay.log" 2>&1; then
-    ok "replay the seeds"
-else
-    tail -n 30 "$B/replay.log"
-    bad "replay the seeds"
-fi
-
-# inputs that once failed (tests/fuzz/regress: one file each, named for the bug)
-if "$B/fuzz_profile" -runs=0 -artifact_prefix="$B/" tests/fuzz/regress >"$B/regress.log" 2>&1; then
-    ok "replay $(ls tests/fuzz/regress | wc -l) regression inputs"
-else
-    tail -n 30 "$B/regress.log"
-    bad "replay the regression inputs"
-fi
-
-# the campaign: fixed seed, bounded runs and time
-if "$B/fuzz_profile" -seed=1 -runs="$RUNS" -max_total_time="$TIME" -rss_limit_mb=2048 -timeout=10 \
-        -artifact_prefix="$B/" -print_final_stats=1 "$B/corpus" "$B/seeds" >"$B/fuzz.log" 2>&1; then
-    ok "fuzz $(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$B/fuzz.log" | grep -oE '[0-9]+$') inputs"
-else
-    tail -n 40 "$B/fuzz.log"
-    bad "fuzz campaign (artifacts in $B/)"
-fi
+total=0
+for t in $TARGETS; do
+    bin="$B/fuzz_$t"
+    # every seed holds up in every later stage
+    if "$bin" -runs=0 -artifact_prefix="$B/$t-" "$B/seeds/$t" >"$B/replay-$t.log" 2>&1; then
+        ok "$t: replay $(ls "$B/seeds/$t" | wc -l) seeds"
+    else
+        tail -n 30 "$B/replay-$t.log"
+        bad "$t: replay the seeds"
+    fi
+    # inputs that once failed
+    if [ -d "tests/fuzz/regress/$t" ]; then
+        if "$bin" -runs=0 -artifact_prefix="$B/$t-" "tests/fuzz/regress/$t" >"$B/regress-$t.log" 2>&1; then
+            ok "$t: replay $(ls "tests/fuzz/regress/$t" | wc -l) regression inputs"
+        else
+            tail -n 30 "$B/regress-$t.log"
+            bad "$t: replay the regression inputs"
+        fi
+    fi
+    # the campaign: fixed seed, bounded runs and time
+    [ "${FUZZ_KEEP:-0}" = 1 ] || rm -rf "$B/corpus/$t"
+    mkdir -p "$B/corpus/$t"
+    if "$bin" -seed=1 -runs="$RUNS" -max_total_time="$TIME" -rss_limit_mb=2048 -timeout=10 -max_len=262144 \
+            -artifact_prefix="$B/$t-" -print_final_stats=1 "$B/corpus/$t" "$B/seeds/$t" >"$B/fuzz-$t.log" 2>&1; then
+        n=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$B/fuzz-$t.log" | grep -oE '[0-9]+$')
+        total=$((total + ${n:-0}))
+        ok "$t: fuzz ${n:-?} inputs"
+    else
+        tail -n 40 "$B/fuzz-$t.log"
+        bad "$t: fuzz campaign (artifacts in $B/$t-*)"
+    fi
+done
+echo "executions: $total"
 finish
