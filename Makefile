@@ -2,6 +2,7 @@
 #   make demo   build and run the walkthrough (NKI's profiling example in C)
 #   make test   build and run every test (also under ASan/UBSan)
 #   make bench  speed of the tool itself
+#   make fuzz   fuzz every reader and consumer, FUZZ_SECONDS (60) per target
 #   make install PREFIX=DIR  nklab, libnklab.a, nklab.h, pkg-config file
 
 CC ?= cc
@@ -31,7 +32,7 @@ CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 HDRS = $(wildcard include/*.h src/*.h src/*/*.h kernels/*.h tests/unit/*.h)
 
-.PHONY: all deps demo test test-fast bench clean install FORCE
+.PHONY: all deps demo test test-fast bench fuzz clean install FORCE
 all: $(BUILD)/nklab $(BUILD)/test_nklab
 
 deps: $(BUILD)/.deps
@@ -106,6 +107,13 @@ test: $(BUILD)/nklab $(BUILD)/test_nklab
 
 test-fast: $(BUILD)/test_nklab
 	$(BUILD)/test_nklab
+
+# The fuzz targets (tests/fuzz), one after another, each FUZZ_SECONDS long,
+# growing their corpora in $(BUILD)/fuzz/corpus from one run to the next;
+# the test suite runs the same targets a few seconds each.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@FUZZ_BUILD=$(BUILD)/fuzz FUZZ_TIME=$(FUZZ_SECONDS) FUZZ_RUNS=-1 FUZZ_KEEP=1 tests/fuzz/run.sh
 
 bench: $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
