@@ -484,6 +484,20 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     rc = put_tiles(pr, t);
     if (rc)
         goto out;
+    nk__vb_str(t, ",\"regions\":["); /* the kernel launch: start-up and tear-down per core (or per kernel) */
+    for (uint32_t k = 0; k < pr->tl->nregions; k++) {
+        const nk_region *g = &pr->tl->regions[k];
+        nk__vb_str(t, k ? ",{\"kind\":" : "{\"kind\":");
+        nk__vb_jstr(t, g->kind == NK_REGION_STARTUP ? "start-up" : "tear-down");
+        nk__vb_str(t, ",\"core\":");
+        nk__vb_u64(t, g->core);
+        nk__vb_str(t, ",\"start\":");
+        nk__vb_num(t, g->start, 3);
+        nk__vb_str(t, ",\"end\":");
+        nk__vb_num(t, g->end, 3);
+        nk__vb_chr(t, '}');
+    }
+    nk__vb_chr(t, ']');
     nk__vb_str(t, ",\"summary\":");
     rc = nk_view_summary_json(pr, &sum, t);
     if (rc)

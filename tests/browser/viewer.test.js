@@ -199,6 +199,23 @@ test('screenshot of the tensor_exp timeline', async (page) => {
   assert(fs.statSync(path.join(DIR, 'viewer.png')).size > 10000, 'screenshot too small');
 });
 
+test('the kernel launch is drawn as its own region', async (page) => {
+  const g = await page.evaluate(() => nkview.regions.map((r) => r.kind + '@' + r.core + ':' + r.start + '-' + r.end));
+  eq(g.length, 2, 'a start-up and a tear-down: ' + g);
+  assert(/^start-up@0:0-/.test(g[0]) && /^tear-down@0:/.test(g[1]), 'regions: ' + g);
+  const end = await page.evaluate(() => nkview.regions[1].end);
+  eq(Math.round(end), Math.round(await page.evaluate(() => nkview.data.total_ns)), 'the tear-down ends the kernel');
+  /* painted: the middle of the start-up, on an idle row, is not the plain background */
+  const px = await page.evaluate(() => {
+    const c = document.getElementById('tl'), g = c.getContext('2d'), r0 = nkview.regions[0], s = c.width / c.clientWidth;
+    nkview.resetView(); nkview.draw();
+    const r = nkview.rows.findIndex((w) => w.name === 'GpSimd');
+    const d = g.getImageData(Math.round(nkview.xOf((r0.start + r0.end) / 2) * s), Math.round(nkview.rowMid(r) * s), 1, 1).data;
+    return [d[0], d[1], d[2]].join(',');
+  });
+  assert(!['255,255,255', '247,248,250'].includes(px), 'no launch region drawn: ' + px);
+});
+
 test('the memory view draws every tile over its lifetime, with its line on hover', async (page) => {
   await page.click('#tabs button[data-tab=memory]');
   const n = await page.evaluate(() => { nkview.resetView(); nkview.showTab('memory'); return nkview.memRects().length; });

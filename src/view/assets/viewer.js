@@ -263,6 +263,30 @@ function drawAxis() {
   }
 }
 
+/* The kernel launch (start-up, tear-down): hatched grey behind the rows of its core */
+const REGIONS = D.regions || [];
+function drawLaunchRegions() {
+  for (const g of REGIONS) {
+    const a = Math.max(LABEL_W, X(g.start)), b = Math.min(LABEL_W + plotW(), X(g.end));
+    if (b <= a) continue;
+    let y0 = AXIS_H, y1 = rowsBottom();
+    if (ROWS.some((r) => r.core)) { /* SPMD: only its core's rows */
+      let lo = -1, hi = -1;
+      for (let r = 0; r < NR; r++) if (ROWS[r].core === g.core) { if (lo < 0) lo = r; hi = r; }
+      if (lo < 0) continue;
+      y0 = rowY(lo); y1 = rowY(hi) + rowH(hi);
+    }
+    ctx.fillStyle = 'rgba(120,128,140,.13)'; ctx.fillRect(a, y0, b - a, y1 - y0);
+    ctx.strokeStyle = 'rgba(120,128,140,.35)';
+    ctx.beginPath();
+    for (let x = a - (y1 - y0); x < b; x += 8) { ctx.moveTo(Math.max(a, x), y0 + Math.max(0, a - x)); ctx.lineTo(Math.min(b, x + (y1 - y0)), y0 + Math.min(y1 - y0, b - x)); }
+    ctx.save(); ctx.rect(a, y0, b - a, y1 - y0); ctx.clip(); ctx.stroke(); ctx.restore();
+    ctx.fillStyle = '#5b6675'; ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'top';
+    ctx.fillText('launch ' + g.kind, a + 3, y0 + 2, Math.max(0, b - a - 6));
+  }
+}
+function rowsBottom() { return NR ? rowY(NR - 1) + rowH(NR - 1) : AXIS_H; }
+
 /* Sequences: a band per kernel behind the rows, its name at the top */
 const KERNEL_BAND = ['rgba(91,141,239,.07)', 'rgba(239,150,43,.08)'];
 function drawKernelBands() {
@@ -404,6 +428,7 @@ function draw() {
     drawRowBars(r, markCount > 0);
   }
   drawKernelBands();
+  drawLaunchRegions();
   ctx.fillStyle = '#f3f5f8'; ctx.fillRect(0, AXIS_H, LABEL_W, H - AXIS_H);
   ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#1d232b';
   for (let r = 0; r < NR; r++) ctx.fillText(ROWS[r].name, 6, rowY(r) + rowH(r) / 2);
@@ -1023,6 +1048,7 @@ const api = {
   event(e) { return { instr: evInstr[e], row: evRow[e], name: evName(e), start: evStart[e], end: evEnd[e] }; },
   kernels: kernelSpans, xOf: X, rowMid(r) { return rowY(r) + rowH(r) / 2; },
   showTab, tileCount: NT, memRects: () => memRects, tileText,
+  regions: REGIONS,
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
 };
