@@ -732,9 +732,13 @@ typedef struct nk_metrics {
     double scalar_engine_instruction_count, scalar_engine_active_time, scalar_engine_active_time_percent;
     double gpsimd_engine_instruction_count, gpsimd_engine_active_time, gpsimd_engine_active_time_percent;
     double sync_engine_instruction_count, sync_engine_active_time, sync_engine_active_time_percent;
-    double dma_active_time_percent;   /* some DMA transfer in flight */
+    double dma_instruction_count;     /* loads/stores (instructions with a DMA-queue event) */
+    double dma_active_time;           /* some DMA transfer in flight: union of the transfers */
+    double dma_active_time_percent;
     double dma_transfer_count, dma_transfer_total_bytes, dma_transfer_average_bytes;
     double dma_queue_count;
+    double dma_queue_busy_time;       /* some DMA queue holds a load/store, trigger to completion */
+    double dma_queue_busy_time_percent;
     double hbm_read_bytes, hbm_write_bytes, sbuf_read_bytes, sbuf_write_bytes;
     double psum_read_bytes, psum_write_bytes;
     double hardware_flops;            /* 2*K*M*N per matmul, and PE transposes */

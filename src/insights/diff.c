@@ -126,16 +126,21 @@ static void diff_overview(nk_text *out, const dside *A, const dside *B)
 {
     const nk_ins_analysis *a = &A->ins->a, *b = &B->ins->a;
     nk_text_printf(out, "  %-22s %12s %12s   %s\n", "", "a", "b", "delta (b - a)");
-    row_ns(out, "time without launch", a->total_ns, b->total_ns);
+    const nk_metrics *ma = &A->ins->m, *mb = &B->ins->m;
+    row_ns(out, "device time", ma->total_time * 1e9, mb->total_time * 1e9);
+    row_ns(out, "time without launch", ma->total_time_without_launch * 1e9, mb->total_time_without_launch * 1e9);
     for (int e = 0; e < NK_INS_ROWS; e++) {
         if (!a->ninstr[e] && !b->ninstr[e])
             continue;
         char label[32];
+        double xa, xb, pa, pb, ca, cb;
+        nk__ins_row_figures(ma, e, &xa, &pa, &ca);
+        nk__ins_row_figures(mb, e, &xb, &pb, &cb);
         snprintf(label, sizeof label, "%s active", nk_engine_name((nk_engine)e));
-        row_ns(out, label, a->active_ns[e], b->active_ns[e]);
+        row_ns(out, label, xa, xb);
     }
+    row_ns(out, "DMA queues busy", ma->dma_queue_busy_time * 1e9, mb->dma_queue_busy_time * 1e9);
     row_ns(out, "DMA with compute", a->dma_compute_ns, b->dma_compute_ns);
-    row_ns(out, "DMA data moving", a->dma_data_ns, b->dma_data_ns);
     row_ns(out, "DMA latency idle", a->dma_latency_gap_ns, b->dma_latency_gap_ns);
     char x[32], y[32], d[32], p[32];
     nk__ins_fmt_bytes(x, sizeof x, a->dma_bytes);

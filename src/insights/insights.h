@@ -62,8 +62,10 @@ typedef struct nk_ins_line {
 enum { NK_DMA_TINY = 0, NK_DMA_SMALL, NK_DMA_FAIR, NK_DMA_LARGE, NK_DMA_CLASSES };
 
 typedef struct nk_ins_analysis {
-    double total_ns;
-    /* activity: union of busy intervals per row; DMA = any queue */
+    double total_ns;            /* the kernel's own time (device time without launch): rules judge by it */
+    /* activity: union of busy intervals per row; DMA = any queue's events,
+     * trigger to completion (the metric dma_queue_busy_time; "DMA active"
+     * is the union of transfers, dma_data_ns) */
     double active_ns[NK_INS_ROWS];
     uint64_t ninstr[NK_INS_ROWS];
     double overlap_ns[NK_INS_ROWS][NK_INS_ROWS]; /* both rows busy */
@@ -165,6 +167,7 @@ typedef struct nk_finding {
 
 typedef struct nk_insights {
     const nk_profile *pr;     /* not owned */
+    nk_metrics m;             /* the profile's metrics: every figure they define is shown from here */
     nk_ins_analysis a;
     nk_finding *f;            /* ranked: problems by score, then good news */
     uint32_t n, cap;
@@ -216,6 +219,9 @@ int nk__ins_rules(nk_insights *ins);
 /* Contiguous bytes per partition per descriptor of a load/store, and the
  * number of descriptors it takes. */
 int64_t nk__ins_desc_bytes(const nk_instr *in, int64_t *ndesc);
+/* An engine row's figures as the metrics define them: active ns (DMA: union
+ * of transfers), % of device time, instruction count. */
+void nk__ins_row_figures(const nk_metrics *m, int e, double *ns, double *pct, double *count);
 /* The target table the profile's timeline was computed on. */
 const nk_arch *nk__ins_arch(const nk_profile *pr);
 /* File basename of a program file index. */

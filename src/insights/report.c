@@ -108,41 +108,64 @@ static void row_name(const nk_ins_step *s, char *buf, size_t n)
         snprintf(buf, n, "%s", nk_engine_name((nk_engine)s->engine));
 }
 
+/* An engine row's shared figures, as the metrics define them (metrics.c):
+ * active time (ns; DMA: the union of transfers), its percentage of the
+ * device time and the instruction count. */
+void nk__ins_row_figures(const nk_metrics *m, int e, double *ns, double *pct, double *count)
+{
+    const double *f;
+    switch (e) {
+    case NK_ENGINE_TENSOR: f = &m->tensor_engine_instruction_count; break;
+    case NK_ENGINE_VECTOR: f = &m->vector_engine_instruction_count; break;
+    case NK_ENGINE_SCALAR: f = &m->scalar_engine_instruction_count; break;
+    case NK_ENGINE_GPSIMD: f = &m->gpsimd_engine_instruction_count; break;
+    case NK_ENGINE_SYNC: f = &m->sync_engine_instruction_count; break;
+    default:
+        *count = m->dma_instruction_count;
+        *ns = m->dma_active_time * 1e9;
+        *pct = m->dma_active_time_percent;
+        return;
+    }
+    *count = f[0];
+    *ns = f[1] * 1e9;
+    *pct = f[2];
+}
+
 /* ---- the text report */
 
 static void text_engines(const nk_insights *ins, nk_text *out)
 {
     const nk_ins_analysis *a = &ins->a;
-    const nk_program *p = ins->pr->prog;
-    double T = a->total_ns > 0 ? a->total_ns : 1;
-    nk_text_printf(out, "Engines used\n");
+    const nk_metrics *m = &ins->m;
+    nk_text_printf(out, "Engines used (active: %% of the device time)\n");
     int used = 0;
     for (int e = 0; e < NK_INS_ROWS; e++) {
         if (!a->ninstr[e])
             continue;
         used++;
         char t[32];
-        nk__ins_fmt_ns(t, sizeof t, a->active_ns[e]);
-        nk_text_printf(out, "  %-7s %6.1f%% active (%s), %llu instruction%s", nk_engine_name((nk_engine)e),
-                       100 * a->active_ns[e] / T, t, (unsigned long long)a->ninstr[e],
-                       a->ninstr[e] == 1 ? "" : "s");
+        double ns, pct, count;
+        nk__ins_row_figures(m, e, &ns, &pct, &count);
+        nk__ins_fmt_ns(t, sizeof t, ns);
+        nk_text_printf(out, "  %-7s %6.2f%% active (%s), %.0f instruction%s", nk_engine_name((nk_engine)e), pct, t,
+                       count, count == 1 ? "" : "s");
         if (e == NK_ENGINE_DMA) {
-            nk_text_printf(out, " on %u queue%s", a->dma_queues, a->dma_queues == 1 ? "" : "s");
-            if (a->dma_data_ns > 0)
-                nk_text_printf(out, "; data moving %.1f%% of the time", 100 * a->dma_data_ns / T);
+            nk__ins_fmt_ns(t, sizeof t, m->dma_queue_busy_time * 1e9);
+            nk_text_printf(out, " on %.0f queue%s: data moving; queues busy (trigger to completion) %.2f%% (%s)",
+                           m->dma_queue_count, m->dma_queue_count == 1 ? "" : "s", m->dma_queue_busy_time_percent,
+                           t);
         }
         nk_text_printf(out, "\n");
     }
     if (!used)
         nk_text_printf(out, "  none: the program has no instructions\n");
-    (void)p;
 }
 
 static void text_overlap(const nk_insights *ins, nk_text *out)
 {
     const nk_ins_analysis *a = &ins->a;
     double T = a->total_ns > 0 ? a->total_ns : 1;
-    nk_text_printf(out, "Overlap (time both are busy, %% of the kernel)\n");
+    nk_text_printf(out, "Overlap (time both are busy, %% of the time without launch)\n");
     char ov[32];
     nk__ins_fmt_ns(ov, sizeof ov, a->dma_compute_ns);
     if (a->active_ns[NK_ENGINE_DMA] > 0 && a->compute_ns > 0) {
@@ -329,10 +352,12 @@ int nk_insights_text(const nk_insights *ins, nk_text *out)
 {
     const nk_program *p = ins->pr->prog;
     char t[32];
-    nk__ins_fmt_ns(t, sizeof t, ins->a.total_ns);
+    char d[32];
+    nk__ins_fmt_ns(d, sizeof d, ins->m.total_time * 1e9);
+    nk__ins_fmt_ns(t, sizeof t, ins->m.total_time_without_launch * 1e9);
     /* the target the timeline was computed on (a what-if table may differ from the program's) */
-    nk_text_printf(out, "Insights: kernel %s on %s, %s total, %u instructions\n\n", p->kernel,
-                   nk__ins_arch(ins->pr)->name, t, p->ninstr);
+    nk_text_printf(out, "Insights: kernel %s on %s, %s device time (%s without launch), %u instructions\n\n",
+                   p->kernel, nk__ins_arch(ins->pr)->name, d, t, p->ninstr);
     text_engines(ins, out);
     text_overlap(ins, out);
     text_path(ins, out);
@@ -437,16 +462,24 @@ int nk_insights_json(const nk_insights *ins, nk_text *out)
     return out->oom ? NK_ENOMEM : 0;
 }
 
-static void json_engines(const nk_ins_analysis *a, nk_text *out)
+static void json_engines(const nk_metrics *m, const nk_ins_analysis *a, nk_text *out)
 {
     static const char *cause_keys[NK_CAUSE_COUNT] = {"dma", "engine", "semaphore", "inorder", "start"};
     nk_text_printf(out, "\"engines\":[");
     for (int e = 0; e < NK_INS_ROWS; e++) {
-        nk_text_printf(out, "%s{\"engine\":\"%s\",\"instructions\":%llu,\"active_ns\":", e ? "," : "",
-                       nk_engine_name((nk_engine)e), (unsigned long long)a->ninstr[e]);
-        jnum(out, a->active_ns[e]);
+        double ns, pct, count;
+        nk__ins_row_figures(m, e, &ns, &pct, &count);
+        nk_text_printf(out, "%s{\"engine\":\"%s\",\"instructions\":%.0f,\"active_ns\":", e ? "," : "",
+                       nk_engine_name((nk_engine)e), count);
+        jnum(out, ns);
         nk_text_printf(out, ",\"active_pct\":");
-        jnum(out, a->total_ns > 0 ? 100 * a->active_ns[e] / a->total_ns : 0);
+        jnum(out, pct);
+        if (e == NK_ENGINE_DMA) {
+            nk_text_printf(out, ",\"queue_busy_ns\":");
+            jnum(out, m->dma_queue_busy_time * 1e9);
+            nk_text_printf(out, ",\"queue_busy_pct\":");
+            jnum(out, m->dma_queue_busy_time_percent);
+        }
         nk_text_printf(out, ",\"critical_path_ns\":");
         jnum(out, a->path_busy_ns[e]);
         nk_text_printf(out, ",\"idle_ns\":{");
@@ -554,10 +587,12 @@ int nk_insights_analysis_json(const nk_insights *ins, nk_text *out)
     nk__vb_jstr(out, p->kernel);
     nk_text_printf(out, ",\"target\":");
     nk__vb_jstr(out, p->target);
+    nk_text_printf(out, ",\"device_ns\":");
+    jnum(out, ins->m.total_time * 1e9);
     nk_text_printf(out, ",\"total_ns\":");
     jnum(out, ins->a.total_ns);
     nk_text_printf(out, ",");
-    json_engines(&ins->a, out);
+    json_engines(&ins->m, &ins->a, out);
     nk_text_printf(out, ",");
     json_path(&ins->a, out);
     nk_text_printf(out, ",");

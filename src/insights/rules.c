@@ -1337,7 +1337,9 @@ int nk_insights_build(const nk_profile *pr, nk_insights **out)
     if (!ins)
         return NK_ENOMEM;
     ins->pr = pr;
-    int rc = nk__ins_analyze(pr, &ins->a);
+    int rc = nk_profile_metrics(pr, &ins->m);
+    if (!rc)
+        rc = nk__ins_analyze(pr, &ins->a);
     if (!rc)
         rc = nk__ins_rules(ins);
     if (rc) {

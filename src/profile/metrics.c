@@ -4,7 +4,11 @@
  *
  * Activity comes from the timeline: an engine's active time is the union of
  * its event intervals; DMA activity is the union of its descriptor transfers
- * (of its queue events when the model recorded no transfers). Traffic and
+ * (of its queue events when the model recorded no transfers); DMA queue busy
+ * time, a separate figure, is the union of the queue events (a load/store
+ * from its trigger to its completion, start latency included). Every surface
+ * (summary, insights, diff, timeline, viewer, exports) reads these figures
+ * from here. Traffic and
  * FLOPs come from the program's operands, so they do not depend on the
  * timing model. Peak rates are derived from the target table the timeline
  * was computed on:
@@ -44,11 +48,15 @@ static const struct {
     ENGINE_METRICS(scalar),
     ENGINE_METRICS(gpsimd),
     ENGINE_METRICS(sync),
+    M(dma_instruction_count, NK_MK_COUNT, "count"),
+    M(dma_active_time, NK_MK_TIME, "s"),
     M(dma_active_time_percent, NK_MK_PERCENT, "%"),
     M(dma_transfer_count, NK_MK_COUNT, "count"),
     M(dma_transfer_total_bytes, NK_MK_BYTES, "bytes"),
     M(dma_transfer_average_bytes, NK_MK_BYTES, "bytes"),
     M(dma_queue_count, NK_MK_COUNT, "count"),
+    M(dma_queue_busy_time, NK_MK_TIME, "s"),
+    M(dma_queue_busy_time_percent, NK_MK_PERCENT, "%"),
     M(hbm_read_bytes, NK_MK_BYTES, "bytes"),
     M(hbm_write_bytes, NK_MK_BYTES, "bytes"),
     M(sbuf_read_bytes, NK_MK_BYTES, "bytes"),
@@ -107,6 +115,7 @@ static double span_total(span *u) { return u->total + (u->open ? u->e - u->s : 0
 
 typedef struct activity {
     double active_ns[NK_ENGINE_COUNT]; /* NK_ENGINE_DMA: transfers */
+    double queue_busy_ns;              /* union of the DMA-queue events */
     double any_ns;                     /* some engine or DMA busy */
     uint64_t queues;                   /* bit per DMA queue used */
 } activity;
@@ -137,8 +146,9 @@ static void measure_activity(const nk_timeline *tl, activity *a)
     }
     for (int e = 0; e < NK_ENGINE_COUNT; e++)
         a->active_ns[e] = span_total(&row[e]);
+    a->queue_busy_ns = span_total(&dma_ev);
     if (!tl->nxfers)
-        a->active_ns[NK_ENGINE_DMA] = span_total(&dma_ev);
+        a->active_ns[NK_ENGINE_DMA] = a->queue_busy_ns;
     a->any_ns = span_total(&any);
 }
 
@@ -199,7 +209,7 @@ int nk_profile_metrics(const nk_profile *pr, nk_metrics *m)
     const nk_timeline *tl = pr->tl;
     const nk_arch *a = &pr->arch;
     double T = tl->total_ns;
-    activity act = {{0}, 0, 0};
+    activity act = {{0}, 0, 0, 0};
     measure_activity(tl, &act);
     /* instructions per engine row: distinct instructions with an event there */
     uint8_t *rows = calloc(pr->prog->ninstr ? pr->prog->ninstr : 1, 1);
@@ -233,7 +243,11 @@ int nk_profile_metrics(const nk_profile *pr, nk_metrics *m)
     m->total_time_without_launch = (T > launch ? T - launch : 0) * 1e-9;
     m->event_count = tl->nevents;
     m->total_active_time_percent = pct(act.any_ns, T);
+    m->dma_instruction_count = count[NK_ENGINE_DMA];
+    m->dma_active_time = act.active_ns[NK_ENGINE_DMA] * 1e-9;
     m->dma_active_time_percent = pct(act.active_ns[NK_ENGINE_DMA], T);
+    m->dma_queue_busy_time = act.queue_busy_ns * 1e-9;
+    m->dma_queue_busy_time_percent = pct(act.queue_busy_ns, T);
     m->dma_transfer_count = tl->nxfers;
     for (uint32_t k = 0; k < tl->nxfers; k++)
         m->dma_transfer_total_bytes += (double)tl->xfers[k].bytes;

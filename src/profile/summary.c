@@ -62,7 +62,7 @@ static const char *heading(const char *name)
         return "time";
     if (!strcmp(name, "tensor_engine_instruction_count"))
         return "engines";
-    if (!strcmp(name, "dma_active_time_percent"))
+    if (!strcmp(name, "dma_instruction_count"))
         return "DMA";
     if (!strcmp(name, "hbm_read_bytes"))
         return "memory traffic";

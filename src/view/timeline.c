@@ -177,6 +177,13 @@ int nk_view_timeline(const nk_profile *pr, int width, nk_text *t)
     }
     put_axis(t, lw, cols, dt);
     nk__vb_str(t, "busy per column: ' ' idle  '.' <20%  ':' <40%  '-' <60%  '=' <80%  '#' >=80%\n");
+    nk_metrics m; /* the shared figure, as the summary shows it */
+    if (!nk_profile_metrics(pr, &m)) {
+        char dma[160];
+        snprintf(dma, sizeof dma, "DMA active (some transfer moving data) %.1f%%; a DMA row: its queue busy, "
+                 "trigger to completion\n", m.dma_active_time_percent);
+        nk__vb_str(t, dma);
+    }
     rc = t->oom ? NK_ENOMEM : NK_OK;
 out:
     free(busy);
