@@ -251,6 +251,46 @@ static uint64_t col_queue(const nk_program *p, uint32_t i) { return p->instrs[i]
 static uint64_t col_core(const nk_program *p, uint32_t i) { return nk__instr_core(p, &p->instrs[i]); }
 static uint64_t col_inst(const nk_program *p, uint32_t i) { return p->instrs[i].inst; }
 static uint64_t col_seg(const nk_program *p, uint32_t i) { return p->instrs[i].seg; }
+
+/* DMA instructions: the first DMA engine their descriptors use and how many (viewer tooltips) */
+static void put_dma_engines(const nk_profile *pr, nk_text *t)
+{
+    const nk_program *p = pr->prog;
+    const nk_timeline *tl = pr->tl;
+    uint8_t *e0 = malloc(p->ninstr ? p->ninstr : 1), *ne = calloc(p->ninstr ? p->ninstr : 1, 1);
+    uint64_t *seen = calloc(p->ninstr ? p->ninstr : 1, sizeof *seen); /* engines used, bit e (< 64) */
+    if (!e0 || !ne || !seen) {
+        t->oom = 1;
+        goto out;
+    }
+    memset(e0, 0, p->ninstr);
+    for (uint32_t k = 0; k < tl->nxfers; k++) {
+        const nk_dma_xfer *x = &tl->xfers[k];
+        if (x->instr >= p->ninstr || x->dma_engine >= 64 || (seen[x->instr] >> x->dma_engine & 1))
+            continue;
+        if (!seen[x->instr] || x->dma_engine < e0[x->instr])
+            e0[x->instr] = x->dma_engine;
+        seen[x->instr] |= 1ull << x->dma_engine;
+        ne[x->instr]++;
+    }
+    nk__vb_str(t, ",\"dma_engine\":[");
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        if (i)
+            nk__vb_chr(t, ',');
+        nk__vb_u64(t, e0[i]);
+    }
+    nk__vb_str(t, "],\"dma_engines\":[");
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        if (i)
+            nk__vb_chr(t, ',');
+        nk__vb_u64(t, ne[i]);
+    }
+    nk__vb_chr(t, ']');
+out:
+    free(e0);
+    free(ne);
+    free(seen);
+}
 static uint64_t col_loc(const nk_program *p, uint32_t i) { return p->instrs[i].loc; }
 static uint64_t col_ndep(const nk_program *p, uint32_t i) { return p->instrs[i].ndep; }
 
@@ -293,8 +333,9 @@ static int split_numbers(const char *s, char *tpl, size_t n, uint64_t *num, int 
     return nn;
 }
 
-static int put_instrs(const nk_program *p, nk_text *t, strtab *st, uint32_t *opnd)
+static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *opnd)
 {
+    const nk_program *p = pr->prog;
     char buf[1024], tpl[1024];
     uint64_t num[8];
     nk_text nums = {0};
@@ -330,6 +371,7 @@ static int put_instrs(const nk_program *p, nk_text *t, strtab *st, uint32_t *opn
     put_col(p, "core", col_core, t); /* SPMD: NeuronCore and program instance */
     put_col(p, "inst", col_inst, t);
     put_col(p, "seg", col_seg, t); /* sequences: the kernel (index into "kernels") */
+    put_dma_engines(pr, t);
     put_col(p, "loc", col_loc, t);
     nk__vb_str(t, ",\"opnd\":[");
     for (uint32_t i = 0; i < p->ninstr; i++) {
@@ -475,7 +517,7 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     put_header(pr, t);
     put_rows(&rows, t);
     put_sources(pr, t);
-    rc = put_instrs(p, t, &st, opnd);
+    rc = put_instrs(pr, t, &st, opnd);
     if (rc)
         goto out;
     put_strings(&st, t);

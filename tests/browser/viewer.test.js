@@ -199,6 +199,33 @@ test('screenshot of the tensor_exp timeline', async (page) => {
   assert(fs.statSync(path.join(DIR, 'viewer.png')).size > 10000, 'screenshot too small');
 });
 
+test('zoomed in, bars carry their names; zoomed out they do not', async (page) => {
+  const wide = await page.evaluate(() => { nkview.resetView(); nkview.draw(); return nkview.labelsDrawn; });
+  const i = FACTS.instrs.findIndex((x) => x.op === 'activation');
+  const close = await page.evaluate((i) => { const t = nkview.instr(i); nkview.setView(t.start, t.end); nkview.draw(); return nkview.labelsDrawn; }, i);
+  assert(close >= 1, 'no label when one instruction fills the view');
+  assert(close >= wide, 'fewer labels zoomed in (' + close + ') than out (' + wide + ')');
+  await page.evaluate(() => { nkview.resetView(); nkview.draw(); });
+});
+
+test('a DMA tooltip gives bytes, GB/s, queue and DMA engines', async (page) => {
+  const i = FACTS.instrs.findIndex((x) => x.op === 'load');
+  const p = await pointOf(page, i);
+  await page.mouse.move(p.x, p.y);
+  await page.waitForSelector('#tip:not([hidden])');
+  const text = await page.textContent('#tip');
+  assert(/[\d.]+ KiB at [\d.]+ GB\/s · queue \d+ · DMA engines \d+\.\.\d+ \(\d+\)/.test(text), 'DMA tooltip: ' + text);
+  await page.mouse.move(1, 1);
+});
+
+test('selecting an instruction draws arrows to and from its dependencies', async (page) => {
+  const i = FACTS.instrs.findIndex((x) => x.op === 'activation');
+  const n = await page.evaluate((i) => { nkview.resetView(); nkview.selectInstr(i); nkview.draw(); return { a: nkview.arrowsDrawn, d: nkview.instr(i).deps.length + nkview.instr(i).succs.length }; }, i);
+  assert(n.d > 0, 'the activation has no dependency');
+  eq(n.a, n.d, 'arrows drawn');
+  await page.evaluate(() => { nkview.selectInstr(-1); nkview.draw(); });
+});
+
 test('the kernel launch is drawn as its own region', async (page) => {
   const g = await page.evaluate(() => nkview.regions.map((r) => r.kind + '@' + r.core + ':' + r.start + '-' + r.end));
   eq(g.length, 2, 'a start-up and a tear-down: ' + g);

@@ -335,6 +335,8 @@ function drawRowBinned(r, pre, alphaScale) {
   ctx.globalAlpha = 1;
 }
 
+const LABEL_MIN_PX = 44; /* bars at least this wide carry their name */
+let labelsDrawn = 0;
 function drawRowBars(r, dim) {
   const idx = rowEv[r];
   if (!idx.length) return;
@@ -362,6 +364,11 @@ function drawRowBars(r, dim) {
       ctx.fillStyle = palette[evColor[e]];
       ctx.fillRect(a, y, b - a, h);
       if (b - a >= 5 && m) { ctx.globalAlpha = 0.4; ctx.fillStyle = '#fff'; ctx.fillRect(b - 1, y, 1, h); }
+      if (b - a >= LABEL_MIN_PX && h >= 9) { /* zoomed in: the bar's name inside it */
+        ctx.globalAlpha = m ? 1 : 0.4; ctx.fillStyle = '#fff'; ctx.font = '10px system-ui, sans-serif';
+        ctx.textBaseline = 'middle'; ctx.fillText(evName(e), a + 3, y + h / 2, b - a - 6);
+        labelsDrawn++;
+      }
       continue;
     }
     if (R.a >= 0 && a <= R.b + 1 && m === R.m) {
@@ -417,8 +424,25 @@ function outlineInstr(i, color, lw) {
   ctx.lineWidth = 1;
 }
 
+/* A dependency arrow from the end of instruction a's last bar to the start of b's first */
+let arrowsDrawn = 0;
+function lastEv(i) { let best = -1; for (let e = iFirstEv[i]; e >= 0 && e < NE && evStart[e] <= iEnd[i]; e++) if (evInstr[e] === i) best = e; return best; }
+function arrow(a, b, color) {
+  const ea = lastEv(a), eb = iFirstEv[b];
+  if (ea < 0 || eb < 0) return;
+  const x0 = X(evEnd[ea]), y0 = barY(ea) + barH(ea) / 2, x1 = X(evStart[eb]), y1 = barY(eb) + barH(eb) / 2;
+  if (Math.max(x0, x1) < LABEL_W || Math.min(x0, x1) > LABEL_W + plotW()) return;
+  ctx.strokeStyle = color; ctx.fillStyle = color; ctx.lineWidth = 1.5;
+  ctx.beginPath(); ctx.moveTo(x0, y0); ctx.bezierCurveTo((x0 + x1) / 2, y0, (x0 + x1) / 2, y1, x1, y1); ctx.stroke();
+  const dir = x1 >= x0 ? 1 : -1;
+  ctx.beginPath(); ctx.moveTo(x1, y1); ctx.lineTo(x1 - 6 * dir, y1 - 3.5); ctx.lineTo(x1 - 6 * dir, y1 + 3.5); ctx.closePath(); ctx.fill();
+  ctx.lineWidth = 1;
+  arrowsDrawn++;
+}
+
 let lastDrawMs = 0;
 function draw() {
+  labelsDrawn = 0; arrowsDrawn = 0;
   const t = performance.now();
   ctx.clearRect(0, 0, W, H);
   drawAxis();
@@ -439,8 +463,8 @@ function draw() {
     if (ROWS[r].core !== ROWS[r - 1].core) { const y = rowY(r) - 0.5; ctx.beginPath(); ctx.moveTo(0, y); ctx.lineTo(W, y); ctx.stroke(); }
   for (let c = 0; c < counters.length; c++) drawCounter(c, counterY(c));
   if (selInstr >= 0) {
-    for (const j of predecessors(selInstr)) outlineInstr(j, '#f0962b', 2);
-    for (const j of successors(selInstr)) outlineInstr(j, '#2e9e5b', 2);
+    for (const j of predecessors(selInstr)) { outlineInstr(j, '#f0962b', 2); arrow(j, selInstr, '#f0962b'); }
+    for (const j of successors(selInstr)) { outlineInstr(j, '#2e9e5b', 2); arrow(selInstr, j, '#2e9e5b'); }
     outlineInstr(selInstr, '#111', 2.5);
   }
   if (hoverEv >= 0) outlineInstr(evInstr[hoverEv], 'rgba(0,0,0,.55)', 1);
@@ -505,6 +529,7 @@ function showTip(e, mx, my) {
     '<div>' + esc(ROWS[evRow[e]].name) + ' &#xB7; instruction ' + i + '</div>' +
     '<div class="opnd">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
     '<div>start ' + fmtNs(evStart[e]) + ' &#xB7; duration ' + fmtNs(evEnd[e] - evStart[e]) + '</div>' +
+    dmaTip(i) +
     '<div class="loc">' + esc(locText(i)) + '</div>';
   tip.hidden = false;
   const ww = wrap.clientWidth, tw = tip.offsetWidth;
@@ -512,6 +537,13 @@ function showTip(e, mx, my) {
   tip.style.top = (my + 16 + wrap.scrollTop) + 'px';
 }
 function hideTip() { tip.hidden = true; }
+/* A DMA's bytes, its rate from issue to completion, its queue and DMA engines */
+function dmaTip(i) {
+  if (D.engines[iEngine[i]] !== 'dma') return '';
+  const d = iEnd[i] - iStart[i], ne = D.instr.dma_engines ? D.instr.dma_engines[i] : 0, e0 = ne ? D.instr.dma_engine[i] : 0;
+  return '<div class="dma">' + fmtBytes(iBytes[i]) + (d > 0 ? ' at ' + (iBytes[i] / d).toFixed(1) + ' GB/s' : '') +
+    ' &#xB7; queue ' + iQueue[i] + (ne ? ' &#xB7; DMA engine' + (ne > 1 ? 's ' + e0 + '..' + (e0 + ne - 1) + ' (' + ne + ')' : ' ' + e0) : '') + '</div>';
+}
 
 function instrLink(j) {
   return '<a class="jump" data-instr="' + j + '">#' + j + ' ' + esc(opName(j)) + '</a> <span class="hint">' +
@@ -1048,7 +1080,7 @@ const api = {
   event(e) { return { instr: evInstr[e], row: evRow[e], name: evName(e), start: evStart[e], end: evEnd[e] }; },
   kernels: kernelSpans, xOf: X, rowMid(r) { return rowY(r) + rowH(r) / 2; },
   showTab, tileCount: NT, memRects: () => memRects, tileText,
-  regions: REGIONS,
+  regions: REGIONS, get labelsDrawn() { return labelsDrawn; }, get arrowsDrawn() { return arrowsDrawn; }, dmaTip,
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
 };
