@@ -9,6 +9,7 @@
 #include "view/view.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,39 @@ static char *default_out(const char *in)
         s[n - 4] = 0;
     strcat(s, ".html");
     return s;
+}
+
+/* The viewer's notes saved beside the profile: PROFILE.notes.json, else
+ * KERNEL.notes.json in its directory (the name the page's "Save notes"
+ * gives); NULL when there are none. The page checks their content. */
+static char *read_notes(const char *profile, const nk_profile *pr)
+{
+    size_t n = strlen(profile);
+    const char *slash = strrchr(profile, '/');
+    size_t dir = slash ? (size_t)(slash - profile) + 1 : 0;
+    char *paths[2] = {malloc(n + 16), malloc(dir + strlen(pr->prog->kernel) + 16)};
+    char *text = NULL;
+    if (paths[0])
+        snprintf(paths[0], n + 16, "%s.notes.json", profile);
+    if (paths[1])
+        snprintf(paths[1], dir + strlen(pr->prog->kernel) + 16, "%.*s%s.notes.json", (int)dir, profile,
+                 pr->prog->kernel);
+    for (int k = 0; k < 2 && !text; k++) {
+        struct stat st;
+        if (!paths[k] || stat(paths[k], &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+            continue;
+        FILE *f = fopen(paths[k], "rb");
+        if (!f)
+            continue;
+        text = malloc((size_t)st.st_size + 1);
+        size_t got = text ? fread(text, 1, (size_t)st.st_size, f) : 0;
+        if (text)
+            text[got] = 0;
+        fclose(f);
+    }
+    free(paths[0]);
+    free(paths[1]);
+    return text;
 }
 
 int nk_cmd_view(int argc, char **argv)
@@ -72,7 +106,9 @@ int nk_cmd_view(int argc, char **argv)
     /* a profile the insights cannot analyse still gets its page, without them */
     if (nk_insights_view_json(pr, &ins))
         nk_text_free(&ins);
-    int rc = nk_view_html(pr, ins.s, &page);
+    char *notes = read_notes(in, pr);
+    int rc = nk_view_html_notes(pr, ins.s, notes, &page);
+    free(notes);
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, nk_strerror(rc));
     else

@@ -41,6 +41,25 @@ static const char *copy_until_marker(nk_text *t, const char *s, char *name, size
 
 int nk_view_html(const nk_profile *pr, const char *insights_json, nk_text *t)
 {
+    return nk_view_html_notes(pr, insights_json, NULL, t);
+}
+
+/* Text inside <script type="application/json">: "</" would end the script
+ * (JSON allows "\/" for "/" in strings, and "</" cannot occur elsewhere). */
+static void put_script_text(nk_text *t, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if (p[0] == '<' && p[1] == '/') {
+            nk__vb_str(t, "<\\/");
+            p++;
+        } else {
+            nk__vb_chr(t, *p);
+        }
+    }
+}
+
+int nk_view_html_notes(const nk_profile *pr, const char *insights_json, const char *notes_json, nk_text *t)
+{
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
     const char *s = nk__view_asset_html;
@@ -61,6 +80,8 @@ int nk_view_html(const nk_profile *pr, const char *insights_json, nk_text *t)
             nk__vb_str(t, nk__view_asset_js);
         } else if (!strcmp(name, "DATA")) {
             rc = nk_view_json(pr, insights_json, t);
+        } else if (!strcmp(name, "NOTES")) { /* markers saved beside the profile (the page checks them) */
+            put_script_text(t, notes_json && *notes_json ? notes_json : "null");
         } else {
             rc = NK_EINVAL; /* a marker the template should not have */
         }

@@ -23,9 +23,11 @@ ${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Iinclude -Isrc -Ikernels -Wall -Wextra
     -lopenblas -lsleef -lm -lpthread || fail "mkprofile did not build"
 "$OUT/mkprofile" kernel tensor_exp "$OUT/te.nkp" "$OUT/te.json" || fail "tensor_exp profile"
 "$BUILD/nklab" view "$OUT/te.nkp" -o "$OUT/te.html" 2>/dev/null || fail "nklab view"
+cp "$OUT/te.nkp" "$OUT/notes.nkp" # the notes test saves notes.nkp.notes.json beside it
+rm -f "$OUT/notes.nkp.notes.json"
 NK_TARGET=trn2 "$OUT/mkprofile" kernel spmd_tensor_add "$OUT/spmd.nkp" "$OUT/spmd.json" || fail "spmd profile"
 "$BUILD/nklab" view "$OUT/spmd.nkp" -o "$OUT/spmd.html" 2>/dev/null || fail "nklab view (spmd)"
 "$OUT/mkprofile" kernel seq_scale_matmul_onchip "$OUT/seq.nkp" "$OUT/seq.json" || fail "sequence profile"
 "$BUILD/nklab" view "$OUT/seq.nkp" -o "$OUT/seq.html" 2>/dev/null || fail "nklab view (sequence)"
 "$OUT/mkprofile" synthetic 1000000 "$OUT/big.html" || fail "synthetic page"
-node tests/browser/viewer.test.js "$OUT"
+NK="$BUILD/nklab" node tests/browser/viewer.test.js "$OUT"

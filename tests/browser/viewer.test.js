@@ -226,6 +226,32 @@ test('selecting an instruction draws arrows to and from its dependencies', async
   await page.evaluate(() => { nkview.selectInstr(-1); nkview.draw(); });
 });
 
+test('markers show the interval between them, are kept per profile and saved beside it', async () => {
+  const page = await open('te.html');
+  await page.evaluate(() => { nkview.resetView(); nkview.addMarker(1000, 'a'); nkview.addMarker(3500, ''); nkview.draw(); });
+  eq(JSON.stringify(await page.evaluate(() => nkview.markers)), '[{"t":1000,"note":"a"},{"t":3500,"note":""}]', 'markers');
+  /* M at the mouse adds one; Shift-M removes the nearest */
+  const p = await page.evaluate(() => { const b = document.getElementById('tl').getBoundingClientRect(); return { x: b.left + nkview.xOf(5000), y: b.top + nkview.rowMid(0) }; });
+  await page.evaluate(() => document.activeElement && document.activeElement.blur()); /* keys go to the page, not the search box */
+  await page.mouse.move(p.x, p.y);
+  await page.keyboard.press('m');
+  const t3 = await page.evaluate(() => nkview.markers.map((m) => m.t));
+  eq(t3.length, 3, 'M adds a marker');
+  assert(Math.abs(t3[2] - 5000) < 100, 'marker at the mouse: ' + t3);
+  await page.keyboard.press('Shift+M');
+  eq(await page.evaluate(() => nkview.markers.length), 2, 'Shift-M removes the nearest');
+  /* kept in the browser: a reload shows them again */
+  await page.reload();
+  await page.waitForFunction(() => window.nkview && window.nkview.ready);
+  eq(await page.evaluate(() => nkview.markers.length), 2, 'markers after a reload');
+  /* the notes file: nklab view embeds DIR/KERNEL.notes.json, and a page without local markers shows them */
+  const notes = JSON.parse(await page.evaluate(() => nkview.notesJson()));
+  eq(notes.format, 'nklab-notes', 'notes format');
+  fs.writeFileSync(path.join(DIR, 'notes.nkp.notes.json'), JSON.stringify(notes));
+  await page.evaluate(() => { nkview.removeMarkerNear(0); nkview.removeMarkerNear(0); });
+  await page.close();
+});
+
 test('the kernel launch is drawn as its own region', async (page) => {
   const g = await page.evaluate(() => nkview.regions.map((r) => r.kind + '@' + r.core + ':' + r.start + '-' + r.end));
   eq(g.length, 2, 'a start-up and a tear-down: ' + g);
@@ -302,6 +328,14 @@ test('a sequence of kernels shows a band per kernel', async () => {
   });
   const plain = ['255,255,255', '247,248,250'];
   assert(!plain.includes(tint.join(',')), 'no band at the first kernel: ' + tint);
+  await page.close();
+});
+
+test('a notes file beside the profile brings its markers into the page', async () => {
+  const { execFileSync } = require('child_process');
+  execFileSync(process.env.NK || 'build/nklab', ['view', path.join(DIR, 'notes.nkp'), '-o', path.join(DIR, 'notes.html')], { stdio: 'ignore' });
+  const page = await open('notes.html');
+  eq(JSON.stringify(await page.evaluate(() => nkview.markers.map((m) => m.t))), '[1000,3500]', 'markers from the notes file');
   await page.close();
 });
 

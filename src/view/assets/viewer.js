@@ -424,6 +424,48 @@ function outlineInstr(i, color, lw) {
   ctx.lineWidth = 1;
 }
 
+/* Time markers: M adds one at the mouse (or clicking the axis), Shift-M
+ * removes the nearest; consecutive markers show the interval between them.
+ * Markers and their notes are kept in the browser per profile (localStorage)
+ * and can be saved to and loaded from a notes file beside the profile. */
+const MARK_KEY = 'nklab-markers:' + D.kernel + ':' + D.target + ':' + D.created;
+try { const n = JSON.parse(($('nk-notes') || {}).textContent || 'null'); if (n && n.format === 'nklab-notes') D.notes = n; } catch (e) { /* not notes */ }
+let markers = [];
+try { markers = JSON.parse(localStorage.getItem(MARK_KEY) || '[]').filter((m) => typeof m.t === 'number'); } catch (e) { markers = []; }
+if (D.notes && Array.isArray(D.notes.markers) && !markers.length) markers = D.notes.markers.filter((m) => typeof m.t === 'number');
+function saveMarkers() {
+  markers.sort((a, b) => a.t - b.t);
+  try { localStorage.setItem(MARK_KEY, JSON.stringify(markers)); } catch (e) { /* private mode: kept for this page */ }
+  requestDraw();
+}
+function addMarker(t, note) { markers.push({ t, note: note || '' }); saveMarkers(); }
+function removeMarkerNear(t) {
+  if (!markers.length) return;
+  let best = 0;
+  for (let k = 1; k < markers.length; k++) if (Math.abs(markers[k].t - t) < Math.abs(markers[best].t - t)) best = k;
+  markers.splice(best, 1);
+  saveMarkers();
+}
+function drawMarkers() {
+  ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+  for (let k = 0; k < markers.length; k++) {
+    const m = markers[k], x = Math.round(X(m.t)) + 0.5;
+    if (k > 0) { /* the interval from the previous marker, on the axis */
+      const xp = X(markers[k - 1].t), mid = (Math.max(LABEL_W, xp) + Math.min(LABEL_W + plotW(), x)) / 2;
+      if (x >= LABEL_W && xp <= LABEL_W + plotW()) {
+        const txt = '\u0394 ' + fmtNs(m.t - markers[k - 1].t), w = ctx.measureText(txt).width + 8;
+        ctx.fillStyle = 'rgba(176,42,55,.9)'; ctx.fillRect(mid - w / 2, 2, w, AXIS_H - 8);
+        ctx.fillStyle = '#fff'; ctx.fillText(txt, mid - w / 2 + 4, AXIS_H / 2 - 1);
+      }
+    }
+    if (x < LABEL_W || x > LABEL_W + plotW()) continue;
+    ctx.strokeStyle = '#b02a37'; ctx.setLineDash([4, 3]);
+    ctx.beginPath(); ctx.moveTo(x, AXIS_H); ctx.lineTo(x, H); ctx.stroke(); ctx.setLineDash([]);
+    ctx.fillStyle = '#b02a37'; ctx.fillText('M' + (k + 1) + (m.note ? ' ' + m.note : ''), x + 3, AXIS_H + 8);
+  }
+}
+function notesJson() { return JSON.stringify({ format: 'nklab-notes', version: 1, kernel: D.kernel, created: D.created, markers }, null, 1); }
+
 /* A dependency arrow from the end of instruction a's last bar to the start of b's first */
 let arrowsDrawn = 0;
 function lastEv(i) { let best = -1; for (let e = iFirstEv[i]; e >= 0 && e < NE && evStart[e] <= iEnd[i]; e++) if (evInstr[e] === i) best = e; return best; }
@@ -453,6 +495,7 @@ function draw() {
   }
   drawKernelBands();
   drawLaunchRegions();
+  drawMarkers();
   ctx.fillStyle = '#f3f5f8'; ctx.fillRect(0, AXIS_H, LABEL_W, H - AXIS_H);
   ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#1d232b';
   for (let r = 0; r < NR; r++) ctx.fillText(ROWS[r].name, 6, rowY(r) + rowH(r) / 2);
@@ -742,8 +785,10 @@ canvas.addEventListener('wheel', (ev) => {
   zoomAt(T(Math.max(LABEL_W, x)), Math.exp(ev.deltaY * 0.0015));
 }, { passive: false });
 
+let mouseT = NaN;
 canvas.addEventListener('mousedown', (ev) => {
   const [x, y] = localXY(ev);
+  if (y < AXIS_H && x >= LABEL_W && ev.button === 0) { addMarker(T(x)); ev.preventDefault(); return; } /* the axis: a marker */
   const mode = ev.button === 1 || ev.altKey || ev.ctrlKey || ev.metaKey ? 'pan' : ev.shiftKey ? 'box' : 'zoom';
   drag = { x0: x, y0: y, x1: x, y1: y, mode, moved: false, v0: view.t0, v1: view.t1 };
   ev.preventDefault();
@@ -761,6 +806,7 @@ window.addEventListener('mousemove', (ev) => {
     return;
   }
   if (ev.target !== canvas) { if (hoverEv >= 0) { hoverEv = -1; hideTip(); requestDraw(); } return; }
+  if (x >= LABEL_W) mouseT = T(x);
   const e = eventAt(x, y);
   if (e !== hoverEv) { hoverEv = e; requestDraw(); }
   if (e >= 0) showTip(e, x, y); else hideTip();
@@ -795,6 +841,8 @@ document.addEventListener('keydown', (ev) => {
   else if (k === 'd' || k === 'D' || k === 'ArrowRight') pan(0.2);
   else if (k === '0' || k === 'Home') resetView();
   else if (k === 'Escape') { clearMarks(); selectInstr(-1); $('search').value = ''; }
+  else if (k === 'm' && !isNaN(mouseT)) addMarker(mouseT);
+  else if (k === 'M' && !isNaN(mouseT)) removeMarkerNear(mouseT);
   else return;
   ev.preventDefault();
 });
@@ -802,6 +850,13 @@ document.addEventListener('keydown', (ev) => {
 $('zoom-in').onclick = () => zoomAt((view.t0 + view.t1) / 2, 0.5);
 $('zoom-out').onclick = () => zoomAt((view.t0 + view.t1) / 2, 2);
 $('zoom-reset').onclick = resetView;
+$('notes-save').onclick = () => { /* a download: put it beside the profile as PROFILE.notes.json */
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([notesJson()], { type: 'application/json' }));
+  a.download = (D.kernel || 'profile') + '.notes.json';
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+};
 $('search').addEventListener('keydown', (ev) => { if (ev.key === 'Enter') runSearch(ev.target.value); });
 $('search').addEventListener('search', (ev) => { if (!ev.target.value) clearMarks(); });
 
@@ -1081,6 +1136,7 @@ const api = {
   kernels: kernelSpans, xOf: X, rowMid(r) { return rowY(r) + rowH(r) / 2; },
   showTab, tileCount: NT, memRects: () => memRects, tileText,
   regions: REGIONS, get labelsDrawn() { return labelsDrawn; }, get arrowsDrawn() { return arrowsDrawn; }, dmaTip,
+  addMarker, removeMarkerNear, get markers() { return markers.map((m) => ({ t: m.t, note: m.note })); }, notesJson,
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
 };
