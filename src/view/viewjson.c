@@ -251,6 +251,8 @@ static uint64_t col_queue(const nk_program *p, uint32_t i) { return p->instrs[i]
 static uint64_t col_core(const nk_program *p, uint32_t i) { return nk__instr_core(p, &p->instrs[i]); }
 static uint64_t col_inst(const nk_program *p, uint32_t i) { return p->instrs[i].inst; }
 static uint64_t col_seg(const nk_program *p, uint32_t i) { return p->instrs[i].seg; }
+static uint64_t col_loop(const nk_program *p, uint32_t i) { return p->instrs[i].loop; }
+static uint64_t col_iter(const nk_program *p, uint32_t i) { return p->instrs[i].iter; }
 
 /* DMA instructions: the first DMA engine their descriptors use and how many (viewer tooltips) */
 static void put_dma_engines(const nk_profile *pr, nk_text *t)
@@ -371,6 +373,8 @@ static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *op
     put_col(p, "core", col_core, t); /* SPMD: NeuronCore and program instance */
     put_col(p, "inst", col_inst, t);
     put_col(p, "seg", col_seg, t); /* sequences: the kernel (index into "kernels") */
+    put_col(p, "loop", col_loop, t); /* innermost loop instance + 1 (0: none), into "loops" */
+    put_col(p, "iter", col_iter, t);
     put_dma_engines(pr, t);
     put_col(p, "loc", col_loc, t);
     nk__vb_str(t, ",\"opnd\":[");
@@ -526,6 +530,19 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     rc = put_tiles(pr, t);
     if (rc)
         goto out;
+    nk__vb_str(t, ",\"loops\":{\"loc\":["); /* per loop instance: its source location and trip count */
+    for (uint32_t l = 0; l < p->nloops; l++) {
+        if (l)
+            nk__vb_chr(t, ',');
+        nk__vb_u64(t, p->loops[l].loc);
+    }
+    nk__vb_str(t, "],\"trip\":[");
+    for (uint32_t l = 0; l < p->nloops; l++) {
+        if (l)
+            nk__vb_chr(t, ',');
+        nk__vb_i64(t, p->loops[l].trip);
+    }
+    nk__vb_str(t, "]}");
     nk__vb_str(t, ",\"regions\":["); /* the kernel launch: start-up and tear-down per core (or per kernel) */
     for (uint32_t k = 0; k < pr->tl->nregions; k++) {
         const nk_region *g = &pr->tl->regions[k];

@@ -252,6 +252,19 @@ test('markers show the interval between them, are kept per profile and saved bes
   await page.close();
 });
 
+test('a selected instruction names its loop iteration and marks its siblings', async (page) => {
+  const i = FACTS.instrs.findIndex((x) => x.op === 'activation');
+  await page.evaluate((i) => nkview.selectInstr(i), i);
+  const text = await page.textContent('#details');
+  assert(/iteration \d+ of 2 of the loop at line \d+/.test(text), 'loop details: ' + text);
+  await page.click('#details [data-siblings]');
+  eq(await page.evaluate(() => nkview.markCount), FACTS.instrs.filter((x) => x.op === 'activation').length, 'siblings marked');
+  await page.click('#details [data-iteration]');
+  eq(await page.evaluate(() => nkview.markCount), 3, "the iteration's load, activation and store");
+  await page.evaluate(() => { nkview.selectInstr(-1); });
+  await page.keyboard.press('Escape');
+});
+
 test('the kernel launch is drawn as its own region', async (page) => {
   const g = await page.evaluate(() => nkview.regions.map((r) => r.kind + '@' + r.core + ':' + r.start + '-' + r.end));
   eq(g.length, 2, 'a start-up and a tear-down: ' + g);

@@ -618,7 +618,7 @@ function selectInstr(i, reveal) {
     (D.instr.seg && D.kernels && D.kernels.length > 1 ? '</span><span>kernel</span><span>' + esc(D.kernels[D.instr.seg[i]]) : '') +
     '</span><span>bytes</span><span>' + fmtBytes(iBytes[i]) + '</span></div>' +
     '<h4>Operands</h4><div class="mono">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
-    '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' +
+    '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' + loopInfo(i) +
     '<h4>Predecessors (waits for)</h4>' + depList(predecessors(i)) +
     '<h4>Successors (wait for it)</h4>' + depList(successors(i));
   showSourceLine(l.file, l.line, true);
@@ -628,6 +628,38 @@ function selectInstr(i, reveal) {
   }
   requestDraw();
 }
+
+/* Loops: the selected instruction's iteration, and links that mark its
+ * siblings (the same line in every iteration of the same source loop) or
+ * everything of its iteration */
+const LOOPS = D.loops || { loc: [], trip: [] };
+function loopOf(i) { const l = D.instr.loop ? D.instr.loop[i] : 0; return l > 0 && l <= LOOPS.loc.length ? l - 1 : -1; }
+function siblings(i) {
+  const li = loopOf(i), out = [];
+  if (li < 0) return out;
+  const lloc = LOOPS.loc[li];
+  for (let j = 0; j < NI; j++) { const lj = loopOf(j); if (iLoc[j] === iLoc[i] && lj >= 0 && LOOPS.loc[lj] === lloc) out.push(j); }
+  return out;
+}
+function iteration(i) {
+  const li = loopOf(i), out = [];
+  if (li < 0) return out;
+  for (let j = 0; j < NI; j++) if (D.instr.loop[j] === li + 1 && D.instr.iter[j] === D.instr.iter[i]) out.push(j);
+  return out;
+}
+function loopInfo(i) {
+  const li = loopOf(i);
+  if (li < 0) return '';
+  const l = LOOPS.loc[li], line = l >= 0 && l < locLine.length ? locLine[l] : '?';
+  return '<h4>Loop</h4><div>iteration ' + D.instr.iter[i] + ' of ' + LOOPS.trip[li] + ' of the loop at line ' + line +
+    ' &#xB7; <a class="jump" data-siblings="' + i + '">mark its ' + siblings(i).length + ' siblings</a> &#xB7; ' +
+    '<a class="jump" data-iteration="' + i + '">mark this iteration (' + iteration(i).length + ')</a></div>';
+}
+document.addEventListener('click', (ev) => {
+  const s = ev.target.closest('[data-siblings]'), t = ev.target.closest('[data-iteration]');
+  if (s) { const i = +s.dataset.siblings; setMarks(siblings(i), 'Siblings of #' + i + ': ' + locText(i) + ', every iteration'); }
+  else if (t) { const i = +t.dataset.iteration; setMarks(iteration(i), 'Iteration ' + D.instr.iter[i] + ' of #' + i + "'s loop"); }
+});
 
 /* ---------------------------------------------------------------- marking (search, lines, box) */
 
@@ -1136,6 +1168,7 @@ const api = {
   kernels: kernelSpans, xOf: X, rowMid(r) { return rowY(r) + rowH(r) / 2; },
   showTab, tileCount: NT, memRects: () => memRects, tileText,
   regions: REGIONS, get labelsDrawn() { return labelsDrawn; }, get arrowsDrawn() { return arrowsDrawn; }, dmaTip,
+  siblings, iteration, get markCount() { return markCount; },
   addMarker, removeMarkerNear, get markers() { return markers.map((m) => ({ t: m.t, note: m.note })); }, notesJson,
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
