@@ -6,7 +6,8 @@
  * to highlight and a concrete suggestion. Also the comparison of two
  * profiles (`nklab diff`).
  *
- * Everything here reads an nk_profile; nothing re-runs or re-times a kernel.
+ * Everything here reads an nk_profile; rules that suggest a change nklab can
+ * make re-time the profile's program with it (or, given a re-trace, the kernel).
  * docs/insights.md describes each rule, its threshold and its source.
  */
 #ifndef NK_INSIGHTS_H
@@ -125,6 +126,8 @@ typedef enum nk_ins_rule {
     NK_RULE_SERIALIZED_TILE,
     NK_RULE_SPILL,
     NK_RULE_HBM_ROUND_TRIP, /* sequences: a kernel's output stored to HBM and loaded back by the next */
+    NK_RULE_PING_PONG,      /* dependent small instructions bounce between two engines on the critical path */
+    NK_RULE_INORDER_STALL,  /* an engine waits behind an unrelated instruction of its own queue */
     NK_RULE_COMPUTE_BOUND,  /* good news */
     NK_RULE_MEMORY_BOUND,   /* good news */
     NK_RULE_COUNT
@@ -165,8 +168,23 @@ typedef struct nk_finding {
     uint32_t ninstrs, ninstrs_total;
 } nk_finding;
 
+/* Re-traces and re-times the kernel a profile came from with other options
+ * (bufs buffers per tile in affine loops, 0: the target's default; the
+ * schedule, NK_SCHED_LIST or NK_SCHED_TRACE_ORDER) and writes the device
+ * time in ns. Callers that have the kernel (the tests, a front-end that
+ * profiles) give it so findings whose fix is a buffer count report a
+ * simulated saving; without it those savings are estimates. */
+typedef struct nk_ins_retrace {
+    int (*retime)(void *ctx, int bufs, int schedule, double *device_ns);
+    void *ctx;
+} nk_ins_retrace;
+
 typedef struct nk_insights {
     const nk_profile *pr;     /* not owned */
+    const nk_ins_retrace *rt; /* not owned; may be NULL */
+    /* the fastest variant the rules could simulate (rules.c: simulate) */
+    int sim_done, sim_retraced, sim_bufs, sim_list;
+    double sim_ns;
     nk_metrics m;             /* the profile's metrics: every figure they define is shown from here */
     nk_ins_analysis a;
     nk_finding *f;            /* ranked: problems by score, then good news */
@@ -175,6 +193,8 @@ typedef struct nk_insights {
 
 /* Analyses a profile and applies every rule. */
 int nk_insights_build(const nk_profile *pr, nk_insights **out);
+/* The same, with a way to re-trace the kernel (may be NULL). */
+int nk_insights_build_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_insights **out);
 void nk_insights_free(nk_insights *ins);
 /* Number of problem findings (severity above NK_SEV_GOOD). */
 uint32_t nk_insights_problems(const nk_insights *ins);

@@ -1298,6 +1298,227 @@ static int rule_hbm_round_trip(nk_insights *ins)
     free(l.v);
     return rc;
 }
+/* ---- simulated savings: the program, or with a re-trace the kernel,
+ * re-timed with the change a finding suggests */
+
+/* Judgement call: a simulated change is worth suggesting from 1% of the
+ * device time. */
+#define SIM_MIN_SHARE 0.01
+/* Judgement call: an instruction is small below 1 us (a few times the ~100
+ * cycles of static overhead and the ~50 ns semaphore hand-off). */
+#define SMALL_INSTR_NS 1000.0
+/* Judgement call: a ping-pong needs at least 4 hand-offs on the path. */
+#define PING_PONG_MIN 4
+
+/* The profile's program rescheduled by the list scheduler and re-timed:
+ * its device time, or -1. */
+static double list_schedule_ns(const nk_profile *pr)
+{
+    nk_program *q = NULL;
+    if (nk__program_copy(pr->prog, &q))
+        return -1;
+    nk_timeline *tl = NULL;
+    double t = -1;
+    if (!nk_schedule(q, NK_SCHED_LIST) && !nk_time_program(q, &pr->arch, &tl))
+        t = tl->total_ns;
+    nk_timeline_free(tl);
+    nk_program_free(q);
+    return t;
+}
+
+/* The fastest variant the profile's program (list schedule) or, with a
+ * re-trace, the kernel (more buffers per tile in affine loops, list
+ * schedule) can be given; computed once. sim_bufs 0: the buffers stay. */
+static void simulate(nk_insights *ins)
+{
+    if (ins->sim_done)
+        return;
+    ins->sim_done = 1;
+    const nk_profile *pr = ins->pr;
+    double base = pr->tl->total_ns;
+    ins->sim_ns = base;
+    ins->sim_bufs = 0;
+    ins->sim_list = 0;
+    double l = list_schedule_ns(pr);
+    if (l >= 0 && l < ins->sim_ns * (1 - 1e-9)) {
+        ins->sim_ns = l;
+        ins->sim_list = 1;
+    }
+    if (!ins->rt || !ins->rt->retime || !pr->prog->nloops)
+        return;
+    ins->sim_retraced = 1;
+    int cur = pr->prog->bufs_default > 0 ? pr->prog->bufs_default : 2;
+    int top = cur + 2 > 4 ? cur + 2 : 4;
+    if (top > NK_IO_MAX_LOOP_BUFS)
+        top = NK_IO_MAX_LOOP_BUFS;
+    for (int b = cur + 1; b <= top; b++) {
+        double t = -1;
+        /* a buffer more is worth it only when it saves a further 1% */
+        if (!ins->rt->retime(ins->rt->ctx, b, NK_SCHED_LIST, &t) && t >= 0 &&
+            t < ins->sim_ns - SIM_MIN_SHARE * base) {
+            ins->sim_ns = t;
+            ins->sim_bufs = b;
+            ins->sim_list = 1;
+        }
+    }
+}
+
+/* "4 buffers per tile and the list schedule: 29.82 -> 24.06 us (-19.3%)" */
+static void sim_say(const nk_insights *ins, char *buf, size_t n)
+{
+    double base = ins->pr->tl->total_ns, t = ins->sim_ns;
+    char change[96];
+    if (ins->sim_bufs)
+        say(change, sizeof change, "%d buffers per tile (NK_AFFINE_RANGE_BUFS(nc, i, n, %d), or nk_options."
+            "default_bufs = %d) and the list schedule", ins->sim_bufs, ins->sim_bufs, ins->sim_bufs);
+    else
+        say(change, sizeof change, "the list schedule (NK_SCHED_LIST)");
+    say(buf, n, "Simulated (re-%s and re-timed): %s: %.2f -> %.2f us (-%.1f%%).",
+        ins->sim_bufs ? "traced" : "scheduled", change, base / 1000, t / 1000, base > 0 ? 100 * (base - t) / base : 0);
+}
+
+static int sim_helps(const nk_insights *ins)
+{
+    double base = ins->pr->tl->total_ns;
+    return base - ins->sim_ns >= SIM_MIN_SHARE * base;
+}
+
+static int sim_evidence(nk_insights *ins, nk_finding *f)
+{
+    if (!sim_helps(ins))
+        return 0;
+    ev(f, "simulated_saving", NK_UNIT_NS, ins->pr->tl->total_ns - ins->sim_ns);
+    ev(f, "simulated_time", NK_UNIT_NS, ins->sim_ns);
+    if (ins->sim_bufs)
+        ev(f, "buffers", NK_UNIT_COUNT, ins->sim_bufs);
+    f->score_ns = ins->pr->tl->total_ns - ins->sim_ns;
+    rate(f, ins->a.total_ns);
+    return 1;
+}
+
+/* Dependent small instructions handed back and forth between two compute
+ * engines along the critical path (softmax: a Vector max, a Scalar exp, a
+ * Vector multiply per tile): each hand-off pays the semaphore latency and
+ * leaves the other engine idle, unless other iterations fill the gaps. */
+static int rule_ping_pong(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    uint32_t hand = 0;
+    double wait = 0;
+    int pair[2] = {-1, -1};
+    ulist l = {0};
+    int rc = 0;
+    for (uint32_t k = 1; !rc && k < a->npath; k++) {
+        const nk_ins_step *x = &a->path[k - 1], *y = &a->path[k];
+        if (x->engine > NK_ENGINE_GPSIMD || y->engine > NK_ENGINE_GPSIMD || x->engine == y->engine ||
+            a->busy[x->instr] >= SMALL_INSTR_NS || a->busy[y->instr] >= SMALL_INSTR_NS)
+            continue;
+        if (pair[0] < 0) {
+            pair[0] = x->engine < y->engine ? x->engine : y->engine;
+            pair[1] = x->engine < y->engine ? y->engine : x->engine;
+        }
+        hand++;
+        wait += y->wait_ns;
+        rc = ul_push(&l, y->instr);
+        if (!rc && (k == 1 || l.v[l.n - 1] != x->instr))
+            rc = ul_push(&l, x->instr);
+    }
+    if (rc || hand < PING_PONG_MIN || a->total_ns <= 0) {
+        free(l.v);
+        return rc;
+    }
+    simulate(ins);
+    if (ins->sim_retraced && !sim_helps(ins)) { /* tried, nothing nklab can change helps: no suggestion */
+        free(l.v);
+        return 0;
+    }
+    if (!sim_helps(ins) && wait < MIN_SHARE * a->total_ns) {
+        free(l.v);
+        return 0;
+    }
+    char subj[32];
+    say(subj, sizeof subj, "%s+%s", nk_engine_name((nk_engine)pair[0]), nk_engine_name((nk_engine)pair[1]));
+    nk_finding *f = add(ins, NK_RULE_PING_PONG, subj);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    f->score_ns = wait;
+    rate(f, a->total_ns);
+    say(f->title, sizeof f->title, "Small dependent instructions ping-pong between %s and %s on the critical path "
+        "(%u hand-offs)", nk_engine_name((nk_engine)pair[0]), nk_engine_name((nk_engine)pair[1]), hand);
+    char w[32];
+    nk__ins_fmt_ns(w, sizeof w, wait);
+    say(f->detail, sizeof f->detail,
+        "Along the chain that bounds the kernel, %u times an instruction of under 1 us on one engine waits for "
+        "one on the other: %s of semaphore hand-offs, and each engine idles while the other works. Work of other "
+        "iterations could fill those gaps if enough tiles were in flight.", hand, w);
+    ev(f, "handoffs", NK_UNIT_COUNT, hand);
+    ev(f, "handoff_wait", NK_UNIT_NS, wait);
+    int simulated = sim_evidence(ins, f);
+    qsort(l.v, l.n, sizeof *l.v, cmp_u32);
+    rc = involve(ins, f, l.v, l.n);
+    char sv[300];
+    if (simulated)
+        sim_say(ins, sv, sizeof sv);
+    else
+        say(sv, sizeof sv, "Not simulated: the profile alone cannot re-trace the kernel with more buffers, and "
+            "re-scheduling its program does not help; the time at stake is the hand-offs' latency.");
+    say(f->suggestion, sizeof f->suggestion,
+        "Keep more tiles in flight so the engines work on different iterations at once: more buffers per tile in "
+        "the affine loop, and let the compile step reorder independent instructions (NK_SCHED_LIST, the "
+        "default). %s", sv);
+    free(l.v);
+    return rc;
+}
+
+/* An engine idles while one of its next instructions is ready: it runs its
+ * stream in order and the one in front waits for something unrelated. */
+static int rule_inorder_stall(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    double stall = 0;
+    int worst = -1;
+    for (int e = 0; e <= NK_ENGINE_GPSIMD; e++) {
+        stall += a->idle_ns[e][NK_CAUSE_INORDER];
+        if (a->idle_ns[e][NK_CAUSE_INORDER] > 0 &&
+            (worst < 0 || a->idle_ns[e][NK_CAUSE_INORDER] > a->idle_ns[worst][NK_CAUSE_INORDER]))
+            worst = e;
+    }
+    if (worst < 0 || a->total_ns <= 0 || stall < MIN_SHARE * a->total_ns)
+        return 0;
+    simulate(ins);
+    if (!sim_helps(ins)) /* reordering was tried and does not help: no suggestion */
+        return 0;
+    nk_finding *f = add(ins, NK_RULE_INORDER_STALL, nk_engine_name((nk_engine)worst));
+    if (!f)
+        return NK_ENOMEM;
+    char st[32];
+    nk__ins_fmt_ns(st, sizeof st, stall);
+    say(f->title, sizeof f->title, "In-order stalls: engines wait %s behind instructions of their own queue",
+        st);
+    say(f->detail, sizeof f->detail,
+        "Each engine runs its instructions in order. For %s in all (most on %s), one of an engine's next 8 "
+        "instructions was ready while the one in front of it waited for an unrelated result.", st,
+        nk_engine_name((nk_engine)worst));
+    ev(f, "stall", NK_UNIT_NS, stall);
+    sim_evidence(ins, f);
+    ulist l = {0};
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++)
+        if (p->instrs[i].engine == worst)
+            rc = ul_push(&l, i);
+    if (!rc)
+        rc = involve(ins, f, l.v, l.n);
+    free(l.v);
+    char sv[300];
+    sim_say(ins, sv, sizeof sv);
+    say(f->suggestion, sizeof f->suggestion, "Let independent instructions pass each other: compile with the list "
+        "schedule (NK_SCHED_LIST, the default; not NK_SCHED_TRACE_ORDER)%s. %s",
+        ins->sim_bufs ? " and more buffers so there are independent instructions to pick" : "", sv);
+    return rc;
+}
 
 int nk__ins_rules(nk_insights *ins)
 {
@@ -1306,7 +1527,7 @@ int nk__ins_rules(nk_insights *ins)
         (rc = rule_static_overhead(ins)) || (rc = rule_matmul(ins, NK_RULE_MATMUL_SHORT_MOVING)) ||
         (rc = rule_matmul(ins, NK_RULE_MATMUL_FP32)) || (rc = rule_reloaded(ins)) ||
         (rc = rule_serialized_tile(ins)) || (rc = rule_spill(ins)) || (rc = rule_hbm_round_trip(ins)) ||
-        (rc = rule_good(ins)))
+        (rc = rule_ping_pong(ins)) || (rc = rule_inorder_stall(ins)) || (rc = rule_good(ins)))
         return rc;
     if (ins->n > 1)
         qsort(ins->f, ins->n, sizeof *ins->f, cmp_finding);
@@ -1317,8 +1538,8 @@ const char *nk_ins_rule_name(int rule)
 {
     static const char *names[NK_RULE_COUNT] = {
         "dma-not-overlapped", "dma-latency-exposed", "engines-never-overlap", "small-dma", "static-overhead", "matmul-short-moving",
-        "matmul-fp32", "tensor-reloaded", "serialized-tile", "spill", "hbm-round-trip", "compute-bound",
-        "memory-bound"};
+        "matmul-fp32", "tensor-reloaded", "serialized-tile", "spill", "hbm-round-trip", "engine-ping-pong",
+        "in-order-stall", "compute-bound", "memory-bound"};
     return (unsigned)rule < NK_RULE_COUNT ? names[rule] : "?";
 }
 
@@ -1330,13 +1551,16 @@ const char *nk_ins_severity_name(int sev)
 
 /* ---- entry points */
 
-int nk_insights_build(const nk_profile *pr, nk_insights **out)
+int nk_insights_build(const nk_profile *pr, nk_insights **out) { return nk_insights_build_retrace(pr, NULL, out); }
+
+int nk_insights_build_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_insights **out)
 {
     *out = NULL;
     nk_insights *ins = calloc(1, sizeof *ins);
     if (!ins)
         return NK_ENOMEM;
     ins->pr = pr;
+    ins->rt = rt;
     int rc = nk_profile_metrics(pr, &ins->m);
     if (!rc)
         rc = nk__ins_analyze(pr, &ins->a);
