@@ -2,6 +2,7 @@
 #   make demo   build and run the walkthrough (NKI's profiling example in C)
 #   make test   build and run every test (also under ASan/UBSan)
 #   make bench  speed of the tool itself
+#   make calibrate  the timing model's micro-benchmarks against the documented figures
 #   make fuzz   fuzz every reader and consumer, FUZZ_SECONDS (60) per target
 #   make install PREFIX=DIR  nklab, libnklab.a, nklab.h, pkg-config file
 
@@ -20,7 +21,7 @@ LDLIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lsleef -lm -lpthread
 BUILD ?= build
 
 LIB_SRC = $(wildcard src/core/*.c src/isa/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/exec/*.c src/rt/*.c \
-                     src/timing/*.c src/profile/*.c src/view/*.c src/bench/*.c src/insights/*.c)
+                     src/timing/*.c src/profile/*.c src/view/*.c src/bench/*.c src/insights/*.c src/calib/*.c)
 KERN_SRC = $(wildcard kernels/*.c)
 CLI_SRC = $(wildcard src/cli/*.c)
 TESTS ?= $(wildcard tests/unit/test_*.c)
@@ -116,6 +117,12 @@ fuzz:
 	@FUZZ_BUILD=$(BUILD)/fuzz FUZZ_TIME=$(FUZZ_SECONDS) FUZZ_RUNS=-1 FUZZ_KEEP=1 tests/fuzz/run.sh
 
 bench: $(BENCH_BIN)
+
+# The timing model's micro-benchmarks beside the documented figures
+# (docs/timing-model.md); fails if one is outside its tolerance.
+.PHONY: calibrate
+calibrate: $(BUILD)/nklab
+	$(BUILD)/nklab calibrate report
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 
 # The walkthrough: NKI's profiling example (exp over [250, 512]) as a C file,

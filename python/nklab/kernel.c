@@ -270,6 +270,7 @@ typedef struct pynk_kcall {
     union { int32_t i; float f; } sval[MAXARGS];
     int placeholders, torch;
     char target[16];
+    const nk_target *table;    /* NKLAB_TARGET_FILE's table, or NULL */
     int grid[NK_MAX_GRID], grid_nc[NK_MAX_GRID]; /* kernel[grid]: the launch grid (zeros: none) */
 } pynk_kcall;
 
@@ -497,10 +498,41 @@ static int env_flag(const char *name)
     return v && *v && strcmp(v, "0");
 }
 
-/* The target: platform_target=, else `nklab python --target`, else
- * NEURON_PLATFORM_TARGET_OVERRIDE, else trn1. */
-static int resolve_target(const kernel_obj *k, char *out)
+/* The table of NKLAB_TARGET_FILE (`nklab python --target-file`), loaded
+ * once per process; NULL when the variable is unset. */
+static const nk_target *file_table(void)
 {
+    static nk_target *t;
+    static int tried;
+    const char *path = getenv("NKLAB_TARGET_FILE");
+    if (!path || !*path)
+        return NULL;
+    if (!tried) {
+        char err[512];
+        tried = 1;
+        if (nk_target_load(path, &t, err, sizeof err)) {
+            PyErr_Format(PyExc_ValueError, "NKLAB_TARGET_FILE: %s", err);
+            return NULL;
+        }
+    }
+    if (!t)
+        PyErr_Format(PyExc_ValueError, "NKLAB_TARGET_FILE: %s could not be loaded", path);
+    return t;
+}
+
+/* The target: platform_target=, else NKLAB_TARGET_FILE's table (`nklab
+ * python --target-file`), else `nklab python --target`, else
+ * NEURON_PLATFORM_TARGET_OVERRIDE, else trn1. A table's name goes into the
+ * signature; *table is NULL for a built-in target. */
+static int resolve_target(const kernel_obj *k, char *out, const nk_target **table)
+{
+    *table = NULL;
+    if (!k->target[0] && getenv("NKLAB_TARGET_FILE") && *getenv("NKLAB_TARGET_FILE")) {
+        if (!(*table = file_table()))
+            return -1;
+        snprintf(out, 16, "%s", nk_target_name(*table));
+        return 0;
+    }
     const char *t = k->target[0] ? k->target : getenv("NKLAB_TARGET");
     if (!t || !*t)
         t = getenv("NEURON_PLATFORM_TARGET_OVERRIDE");
@@ -703,7 +735,7 @@ static int trace_into(kernel_obj *K, pynk_kcall *c, centry *e, int eager, int pr
         PyErr_NoMemory();
         return -1;
     }
-    nk_options opts = {c->target, 0, NULL, 0};
+    nk_options opts = {c->target, 0, c->table, 0};
     memcpy(opts.grid, c->grid, sizeof opts.grid);
     memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
     pynk_trace *saved = pending;
@@ -892,7 +924,7 @@ static int read_call(kernel_obj *K, PyObject *args, PyObject *kw, pynk_kcall *c,
     c->pos = args;
     c->kw = kw && PyDict_GET_SIZE(kw) ? kw : NULL;
     c->npos = (int)PyTuple_GET_SIZE(args);
-    if (resolve_target(K, c->target))
+    if (resolve_target(K, c->target, &c->table))
         return -1;
     uint8_t tl = (uint8_t)strlen(c->target);
     if (kput(k, &tl, 1) || kput(k, c->target, tl))
@@ -1392,7 +1424,7 @@ static PyObject *bench_and_report(kernel_obj *K, centry *e, pynk_kcall *c, int t
             bufs[i] = arr[i].data;
         }
     }
-    nk_options opts = {c->target, 0, NULL, 0};
+    nk_options opts = {c->target, 0, c->table, 0};
     memcpy(opts.grid, c->grid, sizeof opts.grid);
     memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
     nk_bench_options bo = {K->warmup, K->iters, execute, NULL, NULL};

@@ -47,6 +47,8 @@ int nk_cmd_summary(int argc, char **argv);
 void nk_help_summary(void);
 int nk_cmd_target(int argc, char **argv);
 void nk_help_target(void);
+int nk_cmd_calibrate(int argc, char **argv);
+void nk_help_calibrate(void);
 int nk_cmd_python(int argc, char **argv);
 void nk_help_python(void);
 /* run|bench|profile of a FILE.py:FUNCTION kernel (argv[0] the command)? */

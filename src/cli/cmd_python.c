@@ -21,7 +21,7 @@
 
 void nk_help_python(void)
 {
-    printf("usage: nklab python [--eager] [--target trn1|trn2] FILE.py [ARGS...]\n\n"
+    printf("usage: nklab python [--eager] [--target trn1|trn2 | --target-file FILE] FILE.py [ARGS...]\n\n"
            "Runs FILE.py with the system python3 (/usr/bin/python3, or $NKLAB_PYTHON), with\n"
            "`neuronxcc.nki` (and .language, .isa, .typing, ...) and `nki` resolving to nklab:\n"
            "NKI kernel files run unchanged. @nki.jit kernels are traced once per signature\n"
@@ -31,7 +31,9 @@ void nk_help_python(void)
            "  --eager        every kernel call traces again, and print(tile) shows the tile's\n"
            "                 values at that line (as under nki.simulate_kernel)\n"
            "  --target T     the target of kernels without platform_target= (default: the\n"
-           "                 NEURON_PLATFORM_TARGET_OVERRIDE environment variable, else trn1)\n\n"
+           "                 NEURON_PLATFORM_TARGET_OVERRIDE environment variable, else trn1)\n"
+           "  --target-file F  a target file (`nklab target show`) for those kernels instead;\n"
+           "                 sets NKLAB_TARGET_FILE, which names one for a python3 run too\n\n"
            "nklab run|bench|profile FILE.py:FUNCTION run a Python kernel as they run\n"
            "FILE.c:FUNCTION (--in, --random, ...).\n\n"
            "examples:\n"
@@ -110,6 +112,18 @@ int nk_cmd_python(int argc, char **argv)
             if (!nk_target_builtin(t))
                 return nk_cli_error(NK_EXIT_USAGE, "unknown target '%s' (trn1 or trn2)", t);
             setenv("NKLAB_TARGET", t, 1);
+        } else if (!strcmp(argv[i], "--target-file") || !strncmp(argv[i], "--target-file=", 14)) {
+            const char *t = argv[i][13] == '=' ? argv[i] + 14 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!t)
+                return nk_cli_error(NK_EXIT_USAGE, "python: --target-file needs a file");
+            nk_target *tab = NULL;
+            char err[4352];
+            if (nk_target_load(t, &tab, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                return NK_EXIT_FAIL;
+            }
+            nk_target_free(tab);
+            setenv("NKLAB_TARGET_FILE", t, 1);
         } else if (!strcmp(argv[i], "--")) {
             i++;
             break;

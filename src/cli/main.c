@@ -26,6 +26,8 @@ static const nk_command commands[] = {
      nk_help_summary},
     {"target", "print a target table (trn1, trn2 or a what-if target file) as a target file", nk_cmd_target,
      nk_help_target},
+    {"calibrate", "the timing model's micro-benchmarks: report, emit as NKI Python, fit measured latencies",
+     nk_cmd_calibrate, nk_help_calibrate},
     {"python", "run an NKI Python file unchanged, neuronxcc.nki and nki resolving to nklab", nk_cmd_python,
      nk_help_python},
 };
