@@ -16,13 +16,15 @@
 
 void nk_help_view(void)
 {
-    printf("usage: nklab view PROFILE.nkp [-o OUT.html]\n\n"
+    printf("usage: nklab view PROFILE.nkp [-o OUT.html] [--compare OTHER.nkp]\n\n"
            "Writes the profile as one self-contained HTML page that opens in any browser,\n"
            "offline: a timeline per engine and DMA queue with counters, tooltips, search\n"
            "(file:line or /regex/), box selection, the kernel source with per-line time,\n"
            "the summary metrics, an opcode table and the insights. See docs/viewer.md.\n\n"
            "  -o, --out FILE   the page to write (default: PROFILE with .html for .nkp;\n"
-           "                   '-': standard output)\n\n"
+           "                   '-': standard output)\n"
+           "  --compare OTHER  draw OTHER's timeline under each row on the same time axis,\n"
+           "                   its instructions matched to PROFILE's by source line\n\n"
            "exit codes: 0 success, 1 unreadable profile or unwritable page, 2 bad command line\n");
 }
 
@@ -75,11 +77,13 @@ static char *read_notes(const char *profile, const nk_profile *pr)
 
 int nk_cmd_view(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
+    const char *in = NULL, *out = NULL, *with = NULL;
     for (int i = 1; i < argc; i++) {
         int r = nk_cli_optval(argc, argv, &i, "-o", &out);
         if (!r)
             r = nk_cli_optval(argc, argv, &i, "--out", &out);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--compare", &with);
         if (r < 0)
             return NK_EXIT_USAGE;
         if (r > 0)
@@ -96,9 +100,15 @@ int nk_cmd_view(int argc, char **argv)
         out = def;
     if (!out)
         return nk_cli_error(NK_EXIT_FAIL, "view: %s", nk_strerror(NK_ENOMEM));
-    const char *outs[1] = {out}, *inputs[1] = {in};
-    nk_profile *pr;
-    if ((code = nk_cli_check_outputs("view", outs, 1, inputs, 1)) || (code = nk_cli_profile_read("view", in, &pr))) {
+    const char *outs[1] = {out}, *inputs[2] = {in, with};
+    nk_profile *pr, *cmp = NULL;
+    if ((code = nk_cli_check_outputs("view", outs, 1, inputs, with ? 2 : 1)) ||
+        (code = nk_cli_profile_read("view", in, &pr))) {
+        free(def);
+        return code;
+    }
+    if (with && (code = nk_cli_profile_read("view", with, &cmp))) {
+        nk_profile_free(pr);
         free(def);
         return code;
     }
@@ -107,7 +117,7 @@ int nk_cmd_view(int argc, char **argv)
     if (nk_insights_view_json(pr, &ins))
         nk_text_free(&ins);
     char *notes = read_notes(in, pr);
-    int rc = nk_view_html_notes(pr, ins.s, notes, &page);
+    int rc = nk_view_page(pr, ins.s, notes, cmp, &page);
     free(notes);
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, nk_strerror(rc));
@@ -119,5 +129,6 @@ int nk_cmd_view(int argc, char **argv)
     nk_text_free(&page);
     free(def);
     nk_profile_free(pr);
+    nk_profile_free(cmp);
     return code;
 }

@@ -79,8 +79,10 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *out);
 int nk_view_html(const nk_profile *pr, const char *insights_json, nk_text *out);
 /* The same with the viewer's notes (time markers; a JSON document the page
  * reads and checks, NULL: none) embedded, as `nklab view` finds them beside
- * the profile. */
-int nk_view_html_notes(const nk_profile *pr, const char *insights_json, const char *notes_json, nk_text *out);
+ * the profile, and a second profile to compare against (NULL: none), drawn
+ * on the same time axis with its instructions matched by source line. */
+int nk_view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
+                 nk_text *out);
 /* A per-row busy-fraction chart `width` characters wide (>= 40). */
 int nk_view_timeline(const nk_profile *pr, int width, nk_text *out);
 

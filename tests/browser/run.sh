@@ -29,5 +29,8 @@ NK_TARGET=trn2 "$OUT/mkprofile" kernel spmd_tensor_add "$OUT/spmd.nkp" "$OUT/spm
 "$BUILD/nklab" view "$OUT/spmd.nkp" -o "$OUT/spmd.html" 2>/dev/null || fail "nklab view (spmd)"
 "$OUT/mkprofile" kernel seq_scale_matmul_onchip "$OUT/seq.nkp" "$OUT/seq.json" || fail "sequence profile"
 "$BUILD/nklab" view "$OUT/seq.nkp" -o "$OUT/seq.html" 2>/dev/null || fail "nklab view (sequence)"
+"$BUILD/nklab" profile kernels/variants/tensor_exp.c:nk_kernel_tensor_exp_pipelined --random in=250x512:float32 \
+    --no-exec -o "$OUT/pipe.nkp" >/dev/null 2>&1 || fail "pipelined profile"
+"$BUILD/nklab" view "$OUT/te.nkp" --compare "$OUT/pipe.nkp" -o "$OUT/cmp.html" 2>/dev/null || fail "nklab view --compare"
 "$OUT/mkprofile" synthetic 1000000 "$OUT/big.html" || fail "synthetic page"
 NK="$BUILD/nklab" node tests/browser/viewer.test.js "$OUT"

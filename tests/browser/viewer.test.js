@@ -352,6 +352,18 @@ test('a notes file beside the profile brings its markers into the page', async (
   await page.close();
 });
 
+test('a compared profile is drawn on the same time axis, its lines matched', async () => {
+  const page = await open('cmp.html');
+  const c = await page.evaluate(() => { nkview.resetView(); nkview.draw(); return { n: nkview.compare.events, d: nkview.compare.drawn, k: nkview.compare.kernel }; });
+  assert(c.n > 0 && c.d === c.n, 'compared events drawn: ' + JSON.stringify(c));
+  eq(c.k, 'nk_kernel_tensor_exp_pipelined', 'the compared kernel');
+  const i = await page.evaluate(() => { for (let i = 0; i < nkview.instructionCount; i++) if (nkview.instr(i).op === 'activation') return i; return -1; });
+  await page.evaluate((i) => nkview.selectInstr(i), i);
+  const text = await page.textContent('#details');
+  assert(/Compared with nk_kernel_tensor_exp_pipelined.*this line: 2 instructions, busy .* here; 4 instructions, busy .* there/.test(text.replace(/\n/g, ' ')), 'compare details: ' + text);
+  await page.close();
+});
+
 test('1,000,000 instructions render within bounds', async () => {
   const t = Date.now();
   const page = await open('big.html');

@@ -59,6 +59,9 @@ if (D.kernels && D.kernels.length > 1 && D.instr.seg) {
   for (let k = kernelSpans.length - 1; k >= 0; k--) if (!kernelSpans[k].n) kernelSpans.splice(k, 1);
 }
 let total = D.total_ns;
+let CMP = null; /* a compared profile (nklab view A --compare B), on the same time axis */
+try { CMP = JSON.parse(($('nk-cmp') || {}).textContent || 'null'); } catch (e) { CMP = null; }
+if (CMP && CMP.total_ns > total) total = CMP.total_ns;
 for (let e = 0; e < NE; e++) if (evEnd[e] > total) total = evEnd[e];
 if (!(total > 0)) total = 1;
 
@@ -91,6 +94,71 @@ for (let r = 0; r < NR; r++) {
 }
 const locFile = D.locs.file, locLine = D.locs.line;
 const files = D.files.map((f) => ({ path: f.path, text: f.text, base: f.path.split('/').pop() }));
+
+/* A compared profile (nklab view A --compare B): its events, decoded as the
+ * main ones, drawn as a strip at the bottom of the row of the same name,
+ * and its time per source line (matched by file name and line text). */
+const cmp = { n: 0, row: null, start: null, end: null, rowOf: null, lineTime: new Map(), lineCount: new Map() };
+if (CMP && CMP.events) {
+  const E = CMP.events, n = E.n, rowOf = CMP.rows.map((r) => ROWS.findIndex((w) => w.name === r.name));
+  cmp.n = n; cmp.row = new Int32Array(n); cmp.start = new Float64Array(n); cmp.end = new Float64Array(n); cmp.rowOf = rowOf;
+  const cf = CMP.files.map((f) => ({ base: f.path.split('/').pop(), lines: (f.text || '').split('\n') }));
+  const ist = new Float64Array(CMP.instr.n).fill(Infinity), ien = new Float64Array(CMP.instr.n).fill(-Infinity);
+  let ins = 0, ps = 0;
+  for (let e = 0; e < n; e++) {
+    ins += E.instr_delta[e]; ps += E.start_ps_delta[e];
+    cmp.row[e] = rowOf[E.row[e]] !== undefined ? rowOf[E.row[e]] : -1;
+    cmp.start[e] = ps / 1000; cmp.end[e] = (ps + E.dur_ps[e]) / 1000;
+    if (cmp.start[e] < ist[ins]) ist[ins] = cmp.start[e];
+    if (cmp.end[e] > ien[ins]) ien[ins] = cmp.end[e];
+  }
+  for (let i = 0; i < CMP.instr.n; i++) {
+    const l = CMP.instr.loc[i], f = CMP.locs.file[l], ln = CMP.locs.line[l];
+    if (f === undefined || !cf[f]) continue;
+    const key = cf[f].base + '\n' + (cf[f].lines[ln - 1] || '').trim();
+    cmp.lineTime.set(key, (cmp.lineTime.get(key) || 0) + Math.max(0, ien[i] - ist[i]));
+    cmp.lineCount.set(key, (cmp.lineCount.get(key) || 0) + 1);
+  }
+}
+const fileLines = files.map((f) => (f.text || '').split('\n'));
+function lineKey(i) {
+  const l = locOf(i), f = files[l.file];
+  return f ? f.base + '\n' + (fileLines[l.file][l.line - 1] || '').trim() : '';
+}
+let mineByLine = null; /* this profile's time and count per line key, built on first use */
+function mineOf(k) {
+  if (!mineByLine) {
+    mineByLine = new Map();
+    for (let j = 0; j < NI; j++) {
+      const key = lineKey(j), m = mineByLine.get(key) || { n: 0, t: 0 };
+      m.n++; m.t += iEnd[j] - iStart[j];
+      mineByLine.set(key, m);
+    }
+  }
+  return mineByLine.get(k) || { n: 0, t: 0 };
+}
+let cmpDrawn = 0;
+function drawCompare() {
+  cmpDrawn = 0;
+  if (!cmp.n) return;
+  ctx.fillStyle = 'rgba(52,61,75,.75)';
+  for (let e = 0; e < cmp.n; e++) {
+    const r = cmp.row[e];
+    if (r < 0 || cmp.end[e] < view.t0 || cmp.start[e] > view.t1) continue;
+    const a = Math.max(LABEL_W, X(cmp.start[e])), b = Math.min(LABEL_W + plotW(), X(cmp.end[e]));
+    ctx.fillRect(a, rowY(r) + rowH(r) - 4, Math.max(1, b - a), 3);
+    cmpDrawn++;
+  }
+}
+function compareInfo(i) {
+  if (!cmp.n) return '';
+  const k = lineKey(i), n = cmp.lineCount.get(k) || 0, m = mineOf(k), mine = m.t, mn = m.n;
+  return '<h4>Compared with ' + esc(CMP.kernel) + '</h4><div>this line: ' + mn + ' instruction' + (mn === 1 ? '' : 's') +
+    ', busy ' + fmtNs(mine) + ' here; ' + (n ? n + ' instruction' + (n === 1 ? '' : 's') + ', busy ' + fmtNs(cmp.lineTime.get(k)) + ' there'
+      : 'no instruction there') + '</div>';
+}
+
+
 
 function opName(i) { return D.ops[iOp[i]] || '?'; }
 function evName(e) { const k = evKind[e]; return k === 1 || k === 2 ? D.kinds[k] : opName(evInstr[e]); }
@@ -495,6 +563,7 @@ function draw() {
   }
   drawKernelBands();
   drawLaunchRegions();
+  drawCompare();
   drawMarkers();
   ctx.fillStyle = '#f3f5f8'; ctx.fillRect(0, AXIS_H, LABEL_W, H - AXIS_H);
   ctx.font = '12px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#1d232b';
@@ -618,7 +687,7 @@ function selectInstr(i, reveal) {
     (D.instr.seg && D.kernels && D.kernels.length > 1 ? '</span><span>kernel</span><span>' + esc(D.kernels[D.instr.seg[i]]) : '') +
     '</span><span>bytes</span><span>' + fmtBytes(iBytes[i]) + '</span></div>' +
     '<h4>Operands</h4><div class="mono">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
-    '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' + loopInfo(i) +
+    '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' + loopInfo(i) + compareInfo(i) +
     '<h4>Predecessors (waits for)</h4>' + depList(predecessors(i)) +
     '<h4>Successors (wait for it)</h4>' + depList(successors(i));
   showSourceLine(l.file, l.line, true);
@@ -1169,6 +1238,7 @@ const api = {
   showTab, tileCount: NT, memRects: () => memRects, tileText,
   regions: REGIONS, get labelsDrawn() { return labelsDrawn; }, get arrowsDrawn() { return arrowsDrawn; }, dmaTip,
   siblings, iteration, get markCount() { return markCount; },
+  compare: { get events() { return cmp.n; }, get drawn() { return cmpDrawn; }, kernel: CMP ? CMP.kernel : null },
   addMarker, removeMarkerNear, get markers() { return markers.map((m) => ({ t: m.t, note: m.note })); }, notesJson,
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
