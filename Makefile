@@ -117,13 +117,13 @@ fuzz:
 	@FUZZ_BUILD=$(BUILD)/fuzz FUZZ_TIME=$(FUZZ_SECONDS) FUZZ_RUNS=-1 FUZZ_KEEP=1 tests/fuzz/run.sh
 
 bench: $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 
 # The timing model's micro-benchmarks beside the documented figures
 # (docs/timing-model.md); fails if one is outside its tolerance.
 .PHONY: calibrate
 calibrate: $(BUILD)/nklab
 	$(BUILD)/nklab calibrate report
-	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 
 # The walkthrough: NKI's profiling example (exp over [250, 512]) as a C file,
 # run, benchmarked, profiled and summarised with the nklab just built.
