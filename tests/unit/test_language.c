@@ -800,7 +800,7 @@ TEST(lang_shared_constant_is_carried_by_the_program_and_read_only)
     nk_kernel *k = nk_kernel_new("const", k_const);
     const nk_program *p = NULL;
     CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
-    char path[] = "build/test_const_XXXXXX";
+    char path[] = "/tmp/nklab_const_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     if (fd >= 0)
