@@ -99,7 +99,7 @@ $(BUILD)/bench/%: bench/%.c $(HDRS) $(BUILD)/libnklab_kernels.a $(BUILD)/libnkla
 
 # The whole suite: unit tests, then the same tests under ASan/UBSan, then the
 # CLI tests; prints "N passed, N failed" last.
-test: $(BUILD)/nklab $(BUILD)/test_nklab
+test: $(BUILD)/nklab $(BUILD)/test_nklab python
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

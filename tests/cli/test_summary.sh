@@ -76,8 +76,9 @@ d = json.load(open(sys.argv[1]))
 want = ["total_time", "launch_time", "total_time_without_launch", "event_count", "total_active_time_percent"]
 for e in ["tensor", "vector", "scalar", "gpsimd", "sync"]:
     want += [e + "_engine_instruction_count", e + "_engine_active_time", e + "_engine_active_time_percent"]
-want += ["dma_active_time_percent", "dma_transfer_count", "dma_transfer_total_bytes",
-         "dma_transfer_average_bytes", "dma_queue_count", "hbm_read_bytes", "hbm_write_bytes",
+want += ["dma_instruction_count", "dma_active_time", "dma_active_time_percent", "dma_transfer_count",
+         "dma_transfer_total_bytes", "dma_transfer_average_bytes", "dma_queue_count", "dma_queue_busy_time",
+         "dma_queue_busy_time_percent", "hbm_read_bytes", "hbm_write_bytes",
          "sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes", "psum_write_bytes", "hardware_flops",
          "hfu_estimated_percent", "mfu_estimated_percent", "mbu_estimated_percent", "mm_arithmetic_intensity",
          "peak_flops_bandwidth_ratio", "matmul_instruction_count", "spill_store_bytes", "spill_reload_bytes"]
