@@ -443,25 +443,9 @@ static void put_schedule_json(const nk_program *p, nk_text *t)
 static int put_allocations_json(const nk_profile *pr, const instr_ev *ie, const nk_export_opts *o, nk_text *t)
 {
     const nk_program *p = pr->prog;
-    uint32_t *first = malloc((size_t)p->nbufs * sizeof *first), *last = calloc(p->nbufs, sizeof *last);
-    if (!first || !last) {
-        free(first);
-        free(last);
+    uint32_t *first, *last;
+    if (nk_view_tile_uses(p, &first, &last))
         return NK_ENOMEM;
-    }
-    memset(first, 0xff, (size_t)p->nbufs * sizeof *first);
-    for (uint32_t i = 0; i < p->ninstr; i++) {
-        const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
-        for (int k = 0; k < 5; k++) {
-            uint32_t b = ts[k]->buf;
-            if (!b || b >= p->nbufs || p->bufs[b].mem == NK_SHARED_HBM)
-                continue;
-            if (first[b] == UINT32_MAX)
-                first[b] = i;
-            last[b] = i;
-        }
-    }
     nk__vb_str(t, ",\"allocations\":[");
     int n = 0;
     for (uint32_t b = 1; b < p->nbufs; b++) {

@@ -36,6 +36,10 @@ int nk_view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows 
 uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e);
 void nk_view_rows_free(nk_view_rows *r);
 
+/* ---- tiles: per buffer, the first and last instruction using it as an
+ * on-chip tile (UINT32_MAX: unused); the caller frees both arrays */
+int nk_view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last);
+
 /* ---- names and text of one instruction or event */
 
 /* "LoadStationary" / "MultiplyMoving" for matmul parts, else the opcode. */

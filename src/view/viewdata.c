@@ -103,6 +103,34 @@ void nk_view_rows_free(nk_view_rows *r)
     memset(r, 0, sizeof *r);
 }
 
+/* ---- tiles */
+
+int nk_view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last)
+{
+    uint32_t *f = malloc((size_t)p->nbufs * sizeof *f), *l = calloc(p->nbufs, sizeof *l);
+    if (!f || !l) {
+        free(f);
+        free(l);
+        return NK_ENOMEM;
+    }
+    memset(f, 0xff, (size_t)p->nbufs * sizeof *f);
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        for (int k = 0; k < 5; k++) {
+            uint32_t b = ts[k]->buf;
+            if (!b || b >= p->nbufs || p->bufs[b].mem == NK_SHARED_HBM)
+                continue;
+            if (f[b] == UINT32_MAX)
+                f[b] = i;
+            l[b] = i;
+        }
+    }
+    *first = f;
+    *last = l;
+    return NK_OK;
+}
+
 /* ---- names and operand text */
 
 const char *nk_view_event_name(const nk_program *p, const nk_event *e)

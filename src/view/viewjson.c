@@ -182,32 +182,14 @@ static int put_tiles(const nk_profile *pr, nk_text *t)
 {
     const nk_program *p = pr->prog;
     const nk_timeline *tl = pr->tl;
-    double *t0 = malloc((size_t)p->nbufs * sizeof *t0), *t1 = malloc((size_t)p->nbufs * sizeof *t1);
-    uint32_t *ids = malloc((size_t)p->nbufs * sizeof *ids);
-    if (!t0 || !t1 || !ids) {
-        free(t0);
-        free(t1);
+    uint32_t *first, *last, *ids = malloc((size_t)p->nbufs * sizeof *ids);
+    if (!ids || nk_view_tile_uses(p, &first, &last)) {
         free(ids);
         return NK_ENOMEM;
     }
-    for (uint32_t b = 0; b < p->nbufs; b++) {
-        t0[b] = INFINITY;
-        t1[b] = -INFINITY;
-    }
-    for (uint32_t i = 0; i < p->ninstr; i++) {
-        const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
-        for (int k = 0; k < 5; k++) {
-            uint32_t b = ts[k]->buf;
-            if (!b || b >= p->nbufs || p->bufs[b].mem == NK_SHARED_HBM)
-                continue;
-            t0[b] = fmin(t0[b], tl->instr_start[i]);
-            t1[b] = fmax(t1[b], tl->instr_end[i]);
-        }
-    }
-    uint32_t n = 0;
+    uint32_t n = 0; /* live from its first use's start to its last use's end, as the JSON export has it */
     for (uint32_t b = 1; b < p->nbufs; b++)
-        if (p->bufs[b].mem != NK_SHARED_HBM && t0[b] <= t1[b])
+        if (p->bufs[b].mem != NK_SHARED_HBM && first[b] != UINT32_MAX)
             ids[n++] = b;
     static const char *const cols[] = {"mem", "core", "parts", "addr", "bytes", "loc", "spill", "t0", "t1"};
     nk__vb_str(t, ",\"tiles\":{\"sbuf_bytes\":");
@@ -230,15 +212,15 @@ static int put_tiles(const nk_profile *pr, nk_text *t)
             case 4: nk__vb_i64(t, bi->bytes); break;
             case 5: nk__vb_u64(t, bi->loc); break;
             case 6: nk__vb_u64(t, bi->spill); break;
-            case 7: nk__vb_num(t, t0[ids[k]], 3); break;
-            default: nk__vb_num(t, t1[ids[k]], 3); break;
+            case 7: nk__vb_num(t, tl->instr_start[first[ids[k]]], 3); break;
+            default: nk__vb_num(t, tl->instr_end[last[ids[k]]], 3); break;
             }
         }
         nk__vb_chr(t, ']');
     }
     nk__vb_chr(t, '}');
-    free(t0);
-    free(t1);
+    free(first);
+    free(last);
     free(ids);
     return t->oom ? NK_ENOMEM : 0;
 }
