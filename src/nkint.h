@@ -162,6 +162,8 @@ struct nk_program {
     char (*seg_name)[64]; /* per segment: the kernel's name */
     uint32_t *seg_loc;    /* per segment: the location of its nk_launch (the caller's first line for 0) */
     int owned;            /* 1 when loaded from a file (nk_program_free frees it) */
+    int view;             /* 1: a captured profile's view of another program: the
+                             arrays are that program's, freeing it frees the struct */
     nk_arch table;        /* the program's own copy of its target table (a
                              built-in or a modified one), so it never depends
                              on memory its caller may free */
@@ -195,6 +197,40 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
  * NK_SCHED_LIST first reorders the instructions by the list scheduler
  * (sched/listsched.c). */
 int nk_schedule(nk_program *p, int mode);
+
+/* ---- timing model, internal (src/timing): the device time alone */
+
+/* A program in another order without moving its records: position k holds
+ * instruction order[k] of p->instrs, waits for the positions
+ * deps[dep_off[k] .. dep_off[k] + ndep[k]) and uses DMA queue queue[k]. The
+ * scheduler times its candidate orders through one. */
+typedef struct nk__order_view {
+    const uint32_t *order;
+    const uint32_t *dep_off, *ndep, *deps;
+    uint32_t ndeps;
+    const uint16_t *queue;
+} nk__order_view;
+
+/* The device time of p on arch (NULL: its own target), the total_ns of
+ * nk_time_program's timeline bit for bit, or of the order v describes
+ * (NULL: p as it is), without recording a timeline: about half the time of
+ * nk_time_program and none of its memory, for a caller that needs only the
+ * total (the scheduler's candidates, a what-if re-timing). */
+int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *arch, double *total_ns);
+
+/* Threads the library's independent pieces of work may use (timing the
+ * scheduler's candidates, a timeline's counters and event order): the
+ * processors online, at most 4; NK_THREADS=N sets it (1: all on the
+ * calling thread). The results never depend on it. */
+int nk__threads(void);
+
+/* ---- profiles, internal (src/profile) */
+
+/* nk_profile_capture without the copy of p: the profile's program is a view
+ * of p's arrays, so p must outlive the profile (nk_profile_free leaves p
+ * alone). For a caller that captures, writes and frees while it holds p
+ * (`nklab profile`): a large program is not held twice. */
+int nk__profile_capture_view(const nk_program *p, const nk_arch *arch, nk_profile **out);
 
 /* ---- executor (src/exec) */
 
@@ -254,6 +290,52 @@ static inline int nk__feeds_stationary(const nk_program *p, const nk_instr *r, c
 {
     return r->engine == NK_ENGINE_TENSOR && w->engine != r->engine && nk__writes_into(p, w, &r->src[0]);
 }
+/* NK__DEFINE_SORT(name, type, less): static void name(type *a, size_t n,
+ * type *tmp) sorts a[0..n) by less(const type *x, const type *y), stable,
+ * with tmp room for n elements: a bottom-up merge sort over insertion-sorted
+ * runs of 16 that skips merges of runs already in order, so nearly sorted
+ * input (a timeline's events, in the order they were committed) costs about
+ * one pass. The comparison is inlined, which qsort's callback is not. */
+#define NK__DEFINE_SORT(name, type, less)                                                              \
+    static void name(type *a, size_t n, type *tmp)                                                     \
+    {                                                                                                  \
+        const size_t run = 16;                                                                         \
+        for (size_t b = 0; b < n; b += run) {                                                          \
+            size_t e = b + run < n ? b + run : n;                                                      \
+            for (size_t i = b + 1; i < e; i++) {                                                       \
+                if (!less(&a[i], &a[i - 1]))                                                           \
+                    continue;                                                                          \
+                type x = a[i];                                                                         \
+                size_t j = i;                                                                          \
+                for (; j > b && less(&x, &a[j - 1]); j--)                                              \
+                    a[j] = a[j - 1];                                                                   \
+                a[j] = x;                                                                              \
+            }                                                                                          \
+        }                                                                                              \
+        type *src = a, *dst = tmp;                                                                     \
+        for (size_t w = run; w < n; w *= 2) {                                                          \
+            for (size_t b = 0; b < n; b += 2 * w) {                                                    \
+                size_t m = b + w < n ? b + w : n, e = b + 2 * w < n ? b + 2 * w : n;                   \
+                if (m >= e || !less(&src[m], &src[m - 1])) {                                           \
+                    memcpy(dst + b, src + b, (e - b) * sizeof *src);                                   \
+                    continue;                                                                          \
+                }                                                                                      \
+                size_t i = b, j = m, k = b;                                                            \
+                while (i < m && j < e)                                                                 \
+                    dst[k++] = less(&src[j], &src[i]) ? src[j++] : src[i++];                           \
+                while (i < m)                                                                          \
+                    dst[k++] = src[i++];                                                               \
+                while (j < e)                                                                          \
+                    dst[k++] = src[j++];                                                               \
+            }                                                                                          \
+            type *t = src;                                                                             \
+            src = dst;                                                                                 \
+            dst = t;                                                                                   \
+        }                                                                                              \
+        if (src != a)                                                                                  \
+            memcpy(a, src, n * sizeof *a);                                                             \
+    }
+
 /* snprintf into a growing buffer. */
 typedef struct nk_sbuf_text {
     char *s;

@@ -86,12 +86,6 @@ static int parse(int argc, char **argv, export_opts *e)
     return nk_cli_check_outputs("export", out, 1, in, 1);
 }
 
-/* The export to FILE, or to standard output for none or '-'. */
-static int write_out(const char *out, const nk_text *t)
-{
-    return nk_cli_write_text("export", out ? out : "-", t->s, t->len);
-}
-
 int nk_cmd_export(int argc, char **argv)
 {
     export_opts e;
@@ -105,17 +99,16 @@ int nk_cmd_export(int argc, char **argv)
         return code;
     if (nk_profile_read(e.in, &pr, err, sizeof err))
         return nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.in, err);
-    nk_text t = {0};
-    int rc = !strcmp(e.format, "perfetto") ? nk_export_perfetto(pr, &e.o, &t)
-           : !strcmp(e.format, "json")     ? nk_export_json(pr, &e.o, &t)
-                                           : nk_export_csv(pr, &e.o, &t);
-    if (rc)
+    /* written as it is made: a large export is never held whole */
+    uint64_t bytes = 0;
+    char why[384];
+    int rc = nk_export_to(pr, e.format, &e.o, nk_cli_is_stdout(e.out) ? NULL : e.out, &bytes, why, sizeof why);
+    if (rc == NK_EIO)
+        code = nk_cli_write_failed("export", e.out ? e.out : "-", rc, why);
+    else if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "export: %s: %s", e.in, nk_strerror(rc));
-    else
-        code = write_out(e.out, &t);
     if (!code && e.out && !nk_cli_is_stdout(e.out)) /* as view and profile say what they wrote */
-        fprintf(stderr, "wrote %s (%s, %.1f MB)\n", e.out, e.format, (double)t.len / 1e6);
-    nk_text_free(&t);
+        fprintf(stderr, "wrote %s (%s, %.1f MB)\n", e.out, e.format, (double)bytes / 1e6);
     nk_profile_free(pr);
     return code;
 }

@@ -57,7 +57,7 @@ int nk_cli_profile_file(const char *cmd, const char *path)
 int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note)
 {
     nk_profile *pr;
-    int st = nk_profile_capture(p, NULL, &pr);
+    int st = nk__profile_capture_view(p, NULL, &pr); /* p outlives pr: no copy of it */
     if (st)
         return nk_cli_error(NK_EXIT_FAIL, "profile: capturing %s failed: %s", path, nk_strerror(st));
     int code;

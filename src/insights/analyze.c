@@ -9,6 +9,7 @@
  * twice. Peak rates come from the target table (src/arch), which cites them.
  */
 #include "insights/insights.h"
+#include "nkint.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,11 +27,28 @@ static int cmp_ival(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
+static inline int ival_less(const ival *x, const ival *y) { return x->s < y->s; }
+NK__DEFINE_SORT(sort_ivals, ival, ival_less)
+
+/* Sorted by start, stably (as qsort's merge sort did: intervals of equal
+ * start keep their order, which decides the union only for an interval
+ * that ends before it starts). Lists built from a timeline's events or
+ * transfers come sorted already: one pass finds that. */
 void nk__ins_iv_merge(nk_ins_ivlist *l)
 {
     if (l->n < 2)
         return;
-    qsort(l->v, l->n, sizeof *l->v, cmp_ival);
+    uint32_t i0 = 1;
+    while (i0 < l->n && !(l->v[i0].s < l->v[i0 - 1].s))
+        i0++;
+    if (i0 < l->n) {
+        ival *tmp = malloc((size_t)l->n * sizeof *tmp);
+        if (tmp) {
+            sort_ivals(l->v, l->n, tmp);
+            free(tmp);
+        } else
+            qsort(l->v, l->n, sizeof *l->v, cmp_ival);
+    }
     uint32_t k = 0;
     for (uint32_t i = 1; i < l->n; i++) {
         if (l->v[i].s <= l->v[k].e) {
@@ -388,16 +406,23 @@ static void engine_gaps(const nk_program *p, const nk_timeline *tl, nk_ins_analy
 
 static int idle_causes(const nk_program *p, const nk_timeline *tl, nk_ins_analysis *a)
 {
+    /* each compute engine's instructions in program order, from one pass */
     uint32_t *list = malloc((p->ninstr ? p->ninstr : 1) * sizeof *list);
     if (!list)
         return NK_ENOMEM;
-    for (int e = 0; e <= NK_ENGINE_SYNC; e++) {
-        uint32_t n = 0;
-        for (uint32_t i = 0; i < p->ninstr; i++)
-            if (p->instrs[i].engine == e)
-                list[n++] = i;
-        engine_gaps(p, tl, a, e, list, n);
-    }
+    uint32_t off[NK_ENGINE_SYNC + 2] = {0}, cur[NK_ENGINE_SYNC + 1];
+    for (uint32_t i = 0; i < p->ninstr; i++)
+        if (p->instrs[i].engine <= NK_ENGINE_SYNC)
+            off[p->instrs[i].engine + 1]++;
+    for (int e = 0; e <= NK_ENGINE_SYNC; e++)
+        cur[e] = off[e + 1] += off[e];
+    for (int e = NK_ENGINE_SYNC; e >= 0; e--)
+        cur[e] = off[e];
+    for (uint32_t i = 0; i < p->ninstr; i++)
+        if (p->instrs[i].engine <= NK_ENGINE_SYNC)
+            list[cur[p->instrs[i].engine]++] = i;
+    for (int e = 0; e <= NK_ENGINE_SYNC; e++)
+        engine_gaps(p, tl, a, e, list + off[e], off[e + 1] - off[e]);
     free(list);
     return 0;
 }
@@ -495,45 +520,68 @@ static int cmp_linekey(const void *x, const void *y)
     return a->instr < b->instr ? -1 : a->instr > b->instr;
 }
 
-static int cmp_line_busy(const void *x, const void *y)
+static inline int line_busy_less(const nk_ins_line *a, const nk_ins_line *b)
 {
-    const nk_ins_line *a = x, *b = y;
     if (a->busy_ns != b->busy_ns)
-        return a->busy_ns > b->busy_ns ? -1 : 1;
+        return a->busy_ns > b->busy_ns;
     if (a->file != b->file)
-        return a->file < b->file ? -1 : 1;
-    return a->line < b->line ? -1 : a->line > b->line;
+        return a->file < b->file;
+    return a->line < b->line;
 }
+NK__DEFINE_SORT(sort_lines, nk_ins_line, line_busy_less)
 
+/* Instructions grouped by source line, in (file, line) order, each line's
+ * instructions in program order (the sums add up in that order), then the
+ * lines by busy time. The program's locations are few: they are sorted,
+ * each instruction goes to its location's line. */
 static int per_line(const nk_program *p, nk_ins_analysis *a)
 {
     if (!p->ninstr || !p->nlocs)
         return 0;
-    linekey *key = malloc(p->ninstr * sizeof *key);
-    a->lines = calloc(p->ninstr, sizeof *a->lines);
-    if (!key || !a->lines) {
+    linekey *key = malloc(p->nlocs * sizeof *key);
+    uint32_t *group = malloc(p->nlocs * sizeof *group);
+    a->lines = calloc(p->nlocs, sizeof *a->lines);
+    nk_ins_line *tmp = malloc(p->nlocs * sizeof *tmp);
+    if (!key || !group || !a->lines || !tmp) {
         free(key);
+        free(group);
+        free(tmp);
+        return NK_ENOMEM;
+    }
+    for (uint32_t l = 0; l < p->nlocs; l++)
+        key[l] = (linekey){p->locs[l].file, p->locs[l].line, l};
+    qsort(key, p->nlocs, sizeof *key, cmp_linekey);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < p->nlocs; k++) {
+        if (!n || a->lines[n - 1].file != key[k].file || a->lines[n - 1].line != key[k].line)
+            a->lines[n++] = (nk_ins_line){key[k].file, key[k].line, 0, 0, 0, 0};
+        group[key[k].instr] = n - 1;
+    }
+    free(key);
+    uint32_t *used = calloc(n ? n : 1, sizeof *used);
+    if (!used) {
+        free(group);
+        free(tmp);
         return NK_ENOMEM;
     }
     for (uint32_t i = 0; i < p->ninstr; i++) {
-        const nk_locinfo *l = &p->locs[p->instrs[i].loc < p->nlocs ? p->instrs[i].loc : 0];
-        key[i] = (linekey){l->file, l->line, i};
-    }
-    qsort(key, p->ninstr, sizeof *key, cmp_linekey);
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < p->ninstr; k++) {
-        uint32_t i = key[k].instr;
-        if (!n || a->lines[n - 1].file != key[k].file || a->lines[n - 1].line != key[k].line)
-            a->lines[n++] = (nk_ins_line){key[k].file, key[k].line, 0, 0, 0, 0};
-        nk_ins_line *L = &a->lines[n - 1];
+        nk_ins_line *L = &a->lines[group[p->instrs[i].loc < p->nlocs ? p->instrs[i].loc : 0]];
+        used[L - a->lines] = 1;
         L->ninstr++;
         L->engines |= 1u << (p->instrs[i].engine % 32);
         L->busy_ns += a->busy[i];
         L->path_ns += a->path_ns[i];
     }
-    free(key);
-    qsort(a->lines, n, sizeof *a->lines, cmp_line_busy);
-    a->nlines = n;
+    /* only the lines some instruction is on */
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (used[k])
+            a->lines[m++] = a->lines[k];
+    free(used);
+    free(group);
+    sort_lines(a->lines, m, tmp);
+    free(tmp);
+    a->nlines = m;
     return 0;
 }
 

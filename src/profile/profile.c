@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #define MAX_ARCH_TEXT (64u << 10)
@@ -100,7 +101,8 @@ int nk__profile_read_sources(nk_profile *pr)
     return 0;
 }
 
-int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **out)
+/* A capture whose program is p itself (view) or a copy of it. */
+static int capture(const nk_program *p, const nk_arch *arch, int view, nk_profile **out)
 {
     *out = NULL;
     if (!p)
@@ -115,11 +117,24 @@ int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **ou
     pr->arch = *arch;
     snprintf(pr->nklab_version, sizeof pr->nklab_version, "%s", NK_VERSION);
     pr->created_unix = now_unix();
-    int rc = nk__program_copy(p, &pr->prog);
+    int rc = 0;
+    if (!view)
+        rc = nk__program_copy(p, &pr->prog);
+    else if (!p->arch)
+        rc = NK_EINVAL; /* as nk__program_copy */
+    else if (!(pr->prog = malloc(sizeof *pr->prog)))
+        rc = NK_ENOMEM;
+    else { /* the arrays are p's; the struct and the target table the view's own */
+        *pr->prog = *p;
+        pr->prog->table = *p->arch;
+        pr->prog->arch = &pr->prog->table;
+        pr->prog->owned = 0;
+        pr->prog->view = 1;
+    }
+    /* a timeline the model has just computed is trusted as it is (the
+     * reader checks those that come from files) */
     if (!rc)
         rc = nk_time_program(pr->prog, &pr->arch, &pr->tl);
-    if (!rc)
-        rc = nk__timeline_check(pr->tl, pr->prog, &pr->arch, NULL, 0);
     if (!rc)
         rc = nk__profile_read_sources(pr);
     if (rc) {
@@ -128,6 +143,16 @@ int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **ou
     }
     *out = pr;
     return 0;
+}
+
+int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **out)
+{
+    return capture(p, arch, 0, out);
+}
+
+int nk__profile_capture_view(const nk_program *p, const nk_arch *arch, nk_profile **out)
+{
+    return capture(p, arch, 1, out);
 }
 
 void nk_profile_free(nk_profile *pr)
@@ -141,7 +166,10 @@ void nk_profile_free(nk_profile *pr)
         }
     free(pr->sources);
     nk_timeline_free(pr->tl);
-    nk__program_destroy(pr->prog);
+    if (pr->prog && pr->prog->view && !pr->prog->owned)
+        free(pr->prog); /* a capture's view: the arrays are the captured program's */
+    else
+        nk__program_destroy(pr->prog);
     free(pr);
 }
 
@@ -152,47 +180,114 @@ const nk_program *nk_profile_program(const nk_profile *pr) { return pr ? pr->pro
 /* Events, DMA transfers, spans and counter samples are the bulk of a large
  * profile (a million transfers): their fields are variable-length, each
  * time as the xor of its bits with a nearby time (fx), each instruction id
- * as the difference from the previous record's (sv). */
-static void put_events(nk_wr *w, const nk_timeline *tl)
+ * as the difference from the previous record's (sv). The records are
+ * written through the raw pointer of a reserved stretch of the buffer, a
+ * record at a time, with a branch-free LEB128 for values below 2^56: the
+ * same bytes as the nk__wr_* primitives, several times faster. */
+
+enum { REC_MAX = 96 }; /* bytes a record can take: 8 fields of at most 10 bytes, and slack for 8-byte stores */
+
+static inline size_t uv_len(uint64_t v) { return v < 0x80 ? 1 : (size_t)(70 - __builtin_clzll(v)) / 7; }
+
+static inline uint8_t *put_uv(uint8_t *b, uint64_t v)
 {
-    nk__wr_u32(w, tl->nevents);
+    if (v < 0x80) {
+        *b = (uint8_t)v;
+        return b + 1;
+    }
+    if (v < (1ull << 56)) { /* the 7-bit groups spread over 8 bytes, continuation bits on all but the last */
+        size_t n = uv_len(v);
+        uint64_t x = (v & 0x7f) | (v << 1 & 0x7f00ull) | (v << 2 & 0x7f0000ull) | (v << 3 & 0x7f000000ull) |
+                     (v << 4 & 0x7f00000000ull) | (v << 5 & 0x7f0000000000ull) | (v << 6 & 0x7f000000000000ull) |
+                     (v << 7 & 0x7f00000000000000ull);
+        x |= 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
+        nk__put_le(b, x, 8);
+        return b + n;
+    }
+    for (; v >= 0x80; v >>= 7)
+        *b++ = (uint8_t)(v | 0x80);
+    *b++ = (uint8_t)v;
+    return b;
+}
+
+static inline uint64_t zigzag(int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    return (u << 1) ^ (0 - (u >> 63));
+}
+static inline uint64_t fxbits(double v, double prev) { return nk__f64_bits(v) ^ nk__f64_bits(prev); }
+static inline uint8_t *put_sv(uint8_t *b, int64_t v) { return put_uv(b, zigzag(v)); }
+static inline uint8_t *put_fx(uint8_t *b, double v, double prev) { return put_uv(b, fxbits(v, prev)); }
+
+/* Room for one more record, or NULL (oom, or the buffer is to be flushed:
+ * see tflush). */
+typedef struct tout {
+    nk_wr *w;
+    size_t flush_at;                     /* streaming: hand the bytes over beyond this (0: never) */
+    int (*flush)(void *ctx, nk_wr *w);   /* consumes w's bytes (w->n = 0 after) */
+    void *ctx;
+    int rc;
+} tout;
+
+static inline uint8_t *trec(tout *o)
+{
+    nk_wr *w = o->w;
+    if (o->flush_at && w->n >= o->flush_at && !o->rc)
+        o->rc = o->flush(o->ctx, w);
+    return o->rc ? NULL : nk__wr_room(w, REC_MAX);
+}
+
+static inline void tdone(tout *o, uint8_t *b) { o->w->n = (size_t)(b - o->w->p); }
+
+static void put_events(tout *o, const nk_timeline *tl)
+{
+    nk__wr_u32(o->w, tl->nevents);
     int64_t instr = 0;
     double start = 0;
     for (uint32_t i = 0; i < tl->nevents; i++) {
         const nk_event *e = &tl->events[i];
-        nk__wr_sv(w, (int64_t)e->instr - instr);
-        nk__wr_u8(w, e->engine);
-        nk__wr_u8(w, e->kind);
-        nk__wr_uv(w, e->queue);
-        nk__wr_fx(w, e->start, start);
-        nk__wr_fx(w, e->end, e->start);
+        uint8_t *b = trec(o);
+        if (!b)
+            return;
+        b = put_sv(b, (int64_t)e->instr - instr);
+        *b++ = e->engine;
+        *b++ = e->kind;
+        b = put_uv(b, e->queue);
+        b = put_fx(b, e->start, start);
+        b = put_fx(b, e->end, e->start);
+        tdone(o, b);
         instr = e->instr;
         start = e->start;
     }
 }
 
-static void put_xfers(nk_wr *w, const nk_timeline *tl)
+static void put_xfers(tout *o, const nk_timeline *tl)
 {
-    nk__wr_u32(w, tl->nxfers);
+    nk__wr_u32(o->w, tl->nxfers);
     int64_t instr = 0;
     double start = 0;
     for (uint32_t i = 0; i < tl->nxfers; i++) {
         const nk_dma_xfer *x = &tl->xfers[i];
-        nk__wr_sv(w, (int64_t)x->instr - instr);
-        nk__wr_uv(w, x->queue);
-        nk__wr_u8(w, x->dma_engine);
-        nk__wr_u8(w, x->to_hbm);
-        nk__wr_uv(w, x->partitions);
-        nk__wr_uv(w, x->bytes);
-        nk__wr_fx(w, x->start, start);
-        nk__wr_fx(w, x->end, x->start);
+        uint8_t *b = trec(o);
+        if (!b)
+            return;
+        b = put_sv(b, (int64_t)x->instr - instr);
+        b = put_uv(b, x->queue);
+        *b++ = x->dma_engine;
+        *b++ = x->to_hbm;
+        b = put_uv(b, x->partitions);
+        b = put_uv(b, x->bytes);
+        b = put_fx(b, x->start, start);
+        b = put_fx(b, x->end, x->start);
+        tdone(o, b);
         instr = x->instr;
         start = x->start;
     }
 }
 
-static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
+static void put_timeline(tout *o, const nk_timeline *tl, uint32_t ninstr)
 {
+    nk_wr *w = o->w;
     nk__wr_str(w, tl->target);
     nk__wr_f64(w, tl->total_ns);
     nk__wr_f64(w, tl->host_in_ns);
@@ -200,13 +295,17 @@ static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
     nk__wr_u32(w, NK_ENGINE_COUNT);
     for (int e = 0; e < NK_ENGINE_COUNT; e++)
         nk__wr_f64(w, tl->active_ns[e]);
-    put_events(w, tl);
-    put_xfers(w, tl);
+    put_events(o, tl);
+    put_xfers(o, tl);
     nk__wr_u32(w, ninstr);
     double prev = 0;
     for (uint32_t i = 0; i < ninstr; i++) {
-        nk__wr_fx(w, tl->instr_start[i], prev);
-        nk__wr_fx(w, tl->instr_end[i], tl->instr_start[i]);
+        uint8_t *b = trec(o);
+        if (!b)
+            return;
+        b = put_fx(b, tl->instr_start[i], prev);
+        b = put_fx(b, tl->instr_end[i], tl->instr_start[i]);
+        tdone(o, b);
         prev = tl->instr_start[i];
     }
     nk__wr_u32(w, tl->ncounters);
@@ -216,8 +315,12 @@ static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
         nk__wr_str(w, c->unit);
         nk__wr_u32(w, c->n);
         for (uint32_t k = 0; k < c->n; k++) {
-            nk__wr_fx(w, c->t[k], k ? c->t[k - 1] : 0);
-            nk__wr_fx(w, c->value[k], k ? c->value[k - 1] : 0);
+            uint8_t *b = trec(o);
+            if (!b)
+                return;
+            b = put_fx(b, c->t[k], k ? c->t[k - 1] : 0);
+            b = put_fx(b, c->value[k], k ? c->value[k - 1] : 0);
+            tdone(o, b);
         }
     }
     /* version 5: the launch regions */
@@ -231,6 +334,54 @@ static void put_timeline(nk_wr *w, const nk_timeline *tl, uint32_t ninstr)
         nk__wr_fx(w, g->end, g->start);
         rs = g->start;
     }
+}
+
+static size_t str_len(const char *s) { return 4 + (s ? strlen(s) : 0); }
+
+/* The bytes put_timeline writes, counted without writing them. */
+static uint64_t timeline_bytes(const nk_timeline *tl, uint32_t ninstr)
+{
+    uint64_t n = str_len(tl->target) + 3 * 8 + 4 + 8 * NK_ENGINE_COUNT + 4;
+    int64_t instr = 0;
+    double start = 0;
+    for (uint32_t i = 0; i < tl->nevents; i++) {
+        const nk_event *e = &tl->events[i];
+        n += uv_len(zigzag((int64_t)e->instr - instr)) + 2 + uv_len(e->queue) + uv_len(fxbits(e->start, start)) +
+             uv_len(fxbits(e->end, e->start));
+        instr = e->instr;
+        start = e->start;
+    }
+    n += 4;
+    instr = 0;
+    start = 0;
+    for (uint32_t i = 0; i < tl->nxfers; i++) {
+        const nk_dma_xfer *x = &tl->xfers[i];
+        n += uv_len(zigzag((int64_t)x->instr - instr)) + uv_len(x->queue) + 2 + uv_len(x->partitions) +
+             uv_len(x->bytes) + uv_len(fxbits(x->start, start)) + uv_len(fxbits(x->end, x->start));
+        instr = x->instr;
+        start = x->start;
+    }
+    n += 4;
+    double prev = 0;
+    for (uint32_t i = 0; i < ninstr; i++) {
+        n += uv_len(fxbits(tl->instr_start[i], prev)) + uv_len(fxbits(tl->instr_end[i], tl->instr_start[i]));
+        prev = tl->instr_start[i];
+    }
+    n += 4;
+    for (uint32_t i = 0; i < tl->ncounters; i++) {
+        const nk_counter *c = &tl->counters[i];
+        n += str_len(c->name) + str_len(c->unit) + 4;
+        for (uint32_t k = 0; k < c->n; k++)
+            n += uv_len(fxbits(c->t[k], k ? c->t[k - 1] : 0)) + uv_len(fxbits(c->value[k], k ? c->value[k - 1] : 0));
+    }
+    n += 4;
+    double rs = 0;
+    for (uint32_t i = 0; i < tl->nregions; i++) {
+        const nk_region *g = &tl->regions[i];
+        n += 2 + uv_len(fxbits(g->start, rs)) + uv_len(fxbits(g->end, g->start));
+        rs = g->start;
+    }
+    return n;
 }
 
 /* Bytes the file will take, about (most fields are variable-length): to
@@ -248,6 +399,27 @@ static size_t encoded_estimate(const nk_profile *pr)
     return n;
 }
 
+static void put_meta(nk_wr *w, const nk_profile *pr)
+{
+    size_t s = nk__wr_begin(w, "META");
+    nk__wr_str(w, pr->nklab_version);
+    nk__wr_f64(w, pr->created_unix);
+    nk__wr_end(w, s);
+}
+
+static void put_sources(nk_wr *w, const nk_profile *pr)
+{
+    size_t s = nk__wr_begin(w, "SRCS");
+    nk__wr_u32(w, pr->prog->nfiles);
+    for (uint32_t i = 0; i < pr->prog->nfiles; i++) {
+        const char *text = pr->sources ? pr->sources[i].text : NULL;
+        nk__wr_u8(w, text != NULL);
+        if (text)
+            nk__wr_str(w, text);
+    }
+    nk__wr_end(w, s);
+}
+
 int nk__profile_encode(const nk_profile *pr, nk_wr *w)
 {
     if (!pr || !pr->prog || !pr->tl)
@@ -258,11 +430,8 @@ int nk__profile_encode(const nk_profile *pr, nk_wr *w)
         return rc;
     nk__wr_reserve(w, encoded_estimate(pr));
     nk__file_begin(w, NK_MAGIC_PROFILE);
-    size_t s = nk__wr_begin(w, "META");
-    nk__wr_str(w, pr->nklab_version);
-    nk__wr_f64(w, pr->created_unix);
-    nk__wr_end(w, s);
-    s = nk__wr_begin(w, "ARCH");
+    put_meta(w, pr);
+    size_t s = nk__wr_begin(w, "ARCH");
     nk__wr_str(w, arch_text);
     nk__wr_end(w, s);
     free(arch_text);
@@ -270,25 +439,207 @@ int nk__profile_encode(const nk_profile *pr, nk_wr *w)
     rc = nk__program_encode(pr->prog, w);
     nk__wr_end(w, s);
     s = nk__wr_begin(w, "TIME");
-    put_timeline(w, pr->tl, pr->prog->ninstr);
+    tout o = {w, 0, NULL, NULL, 0};
+    put_timeline(&o, pr->tl, pr->prog->ninstr);
     nk__wr_end(w, s);
-    s = nk__wr_begin(w, "SRCS");
-    nk__wr_u32(w, pr->prog->nfiles);
-    for (uint32_t i = 0; i < pr->prog->nfiles; i++) {
-        const char *text = pr->sources ? pr->sources[i].text : NULL;
-        nk__wr_u8(w, text != NULL);
-        if (text)
-            nk__wr_str(w, text);
-    }
-    nk__wr_end(w, s);
+    put_sources(w, pr);
     nk__file_finish(w);
     return rc ? rc : w->oom ? NK_ENOMEM : 0;
+}
+
+/* ---- writing a profile as a stream */
+
+/* XXH64 (seed 0) over bytes given piece by piece: nk__checksum of their
+ * concatenation. */
+#define XP1 0x9e3779b185ebca87ull
+#define XP2 0xc2b2ae3d27d4eb4full
+#define XP3 0x165667b19e3779f9ull
+#define XP4 0x85ebca77c2b2ae63ull
+#define XP5 0x27d4eb2f165667c5ull
+
+typedef struct xxh {
+    uint64_t v[4], total;
+    uint8_t mem[32];
+    size_t nmem;
+} xxh;
+
+static inline uint64_t xrotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static inline uint64_t xround(uint64_t acc, uint64_t in) { return xrotl(acc + in * XP2, 31) * XP1; }
+static inline uint64_t xmerge(uint64_t h, uint64_t v) { return (h ^ xround(0, v)) * XP1 + XP4; }
+
+static void xxh_init(xxh *x)
+{
+    memset(x, 0, sizeof *x);
+    x->v[0] = XP1 + XP2;
+    x->v[1] = XP2;
+    x->v[2] = 0;
+    x->v[3] = 0 - XP1;
+}
+
+static inline void xxh_stripe(xxh *x, const uint8_t *b)
+{
+    x->v[0] = xround(x->v[0], nk__get_le(b, 8));
+    x->v[1] = xround(x->v[1], nk__get_le(b + 8, 8));
+    x->v[2] = xround(x->v[2], nk__get_le(b + 16, 8));
+    x->v[3] = xround(x->v[3], nk__get_le(b + 24, 8));
+}
+
+static void xxh_update(xxh *x, const uint8_t *b, size_t n)
+{
+    x->total += n;
+    if (x->nmem + n < 32) {
+        memcpy(x->mem + x->nmem, b, n);
+        x->nmem += n;
+        return;
+    }
+    if (x->nmem) {
+        size_t k = 32 - x->nmem;
+        memcpy(x->mem + x->nmem, b, k);
+        xxh_stripe(x, x->mem);
+        b += k;
+        n -= k;
+        x->nmem = 0;
+    }
+    for (; n >= 32; b += 32, n -= 32)
+        xxh_stripe(x, b);
+    memcpy(x->mem, b, n);
+    x->nmem = n;
+}
+
+static uint64_t xxh_digest(const xxh *x)
+{
+    uint64_t h;
+    if (x->total >= 32) {
+        h = xrotl(x->v[0], 1) + xrotl(x->v[1], 7) + xrotl(x->v[2], 12) + xrotl(x->v[3], 18);
+        for (int k = 0; k < 4; k++)
+            h = xmerge(h, x->v[k]);
+    } else
+        h = XP5;
+    h += x->total;
+    const uint8_t *b = x->mem, *end = x->mem + x->nmem;
+    for (; end - b >= 8; b += 8)
+        h = xrotl(h ^ xround(0, nk__get_le(b, 8)), 27) * XP1 + XP4;
+    if (end - b >= 4) {
+        h = xrotl(h ^ nk__get_le(b, 4) * XP1, 23) * XP2 + XP3;
+        b += 4;
+    }
+    for (; b < end; b++)
+        h = xrotl(h ^ *b * XP5, 11) * XP1;
+    h ^= h >> 33;
+    h *= XP2;
+    h ^= h >> 29;
+    h *= XP3;
+    return h ^ (h >> 32);
+}
+
+/* The content goes to the file as it is encoded, hashed on the way; the
+ * header (content length and checksum) is written over its placeholder at
+ * the end. */
+typedef struct sout {
+    nk__afile *f;
+    xxh h;
+    uint64_t len;
+} sout;
+
+static int sout_flush(void *ctx, nk_wr *w)
+{
+    sout *o = ctx;
+    xxh_update(&o->h, w->p, w->n);
+    o->len += w->n;
+    int rc = w->n ? nk__afile_write(o->f, w->p, w->n) : 0;
+    w->n = 0;
+    return rc;
+}
+
+/* Profiles below this many bytes (about) are encoded in memory and written
+ * at once; larger ones stream. */
+#define STREAM_MIN_BYTES (4u << 20)
+#define STREAM_CHUNK (1u << 20)
+
+/* Streams pr to the open file f: 1 written (commit next), 0 when f cannot
+ * take a stream (written in place: nothing written, encode in memory
+ * instead), < 0 an error. */
+static int stream_profile(const nk_profile *pr, nk__afile *f)
+{
+    if (f->through || f->fd < 0)
+        return 0;
+    char *arch_text = NULL;
+    int rc = nk_arch_format(&pr->arch, &arch_text);
+    if (rc)
+        return rc;
+    nk_wr w = {0};
+    sout so = {f, {{0}}, 0};
+    xxh_init(&so.h);
+    tout o = {&w, STREAM_CHUNK, sout_flush, &so, 0};
+    nk__wr_reserve(&w, STREAM_CHUNK + (64u << 10));
+    /* the header's placeholder: the content starts after it, so the bytes
+     * handed over are hashed as they go */
+    nk__file_begin(&w, NK_MAGIC_PROFILE);
+    uint8_t header[NK_FILE_HEADER_BYTES];
+    memcpy(header, w.p, sizeof header);
+    rc = w.oom ? NK_ENOMEM : nk__afile_write(f, w.p, w.n);
+    w.n = 0;
+    if (!rc) {
+        put_meta(&w, pr);
+        size_t s = nk__wr_begin(&w, "ARCH");
+        nk__wr_str(&w, arch_text);
+        nk__wr_end(&w, s);
+        s = nk__wr_begin(&w, "PROG");
+        rc = nk__program_encode(pr->prog, &w);
+        nk__wr_end(&w, s);
+    }
+    free(arch_text);
+    if (!rc && !w.oom) {
+        /* the timeline's length first (its section header comes before it) */
+        nk__wr_bytes(&w, "TIME", 4);
+        nk__wr_u64(&w, timeline_bytes(pr->tl, pr->prog->ninstr));
+        size_t before = so.len + w.n;
+        put_timeline(&o, pr->tl, pr->prog->ninstr);
+        rc = o.rc;
+        if (!rc && so.len + w.n - before != timeline_bytes(pr->tl, pr->prog->ninstr))
+            rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
+    }
+    if (!rc && !w.oom) {
+        put_sources(&w, pr);
+        rc = sout_flush(&so, &w);
+    }
+    if (!rc && w.oom)
+        rc = NK_ENOMEM;
+    nk__wr_free(&w);
+    if (rc)
+        return rc;
+    /* the header: bytes 16..31 are the content's length and checksum. Its
+     * placeholder is in the file once the writer has passed it on (more
+     * than its buffer has been written since), and is then written over
+     * where it lies; else the bytes are encoded again in memory. */
+    nk__put_le(header + 16, so.len, 8);
+    nk__put_le(header + 24, xxh_digest(&so.h), 8);
+    if (lseek(f->fd, 0, SEEK_CUR) < (off_t)sizeof header)
+        return 0;
+    if (pwrite(f->fd, header, sizeof header, 0) != (ssize_t)sizeof header)
+        return NK_EIO;
+    return 1;
 }
 
 int nk_profile_write(const nk_profile *pr, const char *path)
 {
     if (!path)
         return NK_EINVAL;
+    if (!pr || !pr->prog || !pr->tl)
+        return NK_EINVAL;
+    if (encoded_estimate(pr) >= STREAM_MIN_BYTES) {
+        nk__afile f;
+        int rc = nk__afile_open(&f, path);
+        if (rc)
+            return rc;
+        rc = stream_profile(pr, &f);
+        if (rc == 1)
+            return nk__afile_commit(&f);
+        nk__afile_abort(&f);
+        if (rc < 0)
+            return rc;
+        /* a target written in place: in memory, as below */
+    }
     nk_wr w = {0};
     int rc = nk__profile_encode(pr, &w);
     if (!rc)
@@ -356,6 +707,60 @@ static uint32_t get_instr_id(nk_rd *s, int64_t *prev, const char *what, uint32_t
     return (uint32_t)v;
 }
 
+
+/* The fast way through the bulk of a timeline: a record decoded from a raw
+ * pointer when at least FAST_AT bytes are left, every value canonical
+ * LEB128 (as nk__rd_uv checks) and in range; anything else (an error, a
+ * record near the end, format version 1) goes the checked way from the
+ * record's start, which then reports it. */
+enum { FAST_AT = 96 };
+
+/* A canonical LEB128 value at b, ten readable bytes: its length, or 0
+ * (malformed: overlong, a superfluous zero byte, above 2^64 - 1). */
+static inline int fast_uv(const uint8_t *b, uint64_t *v)
+{
+    if (b[0] < 0x80) {
+        *v = b[0];
+        return 1;
+    }
+    uint64_t x = nk__get_le(b, 8), stop = ~x & 0x8080808080808080ull;
+    if (stop) { /* ends within 8 bytes */
+        int n = (__builtin_ctzll(stop) >> 3) + 1;
+        if (b[n - 1] == 0)
+            return 0;
+        x &= n == 8 ? ~0ull : (1ull << (8 * n)) - 1;
+        *v = (x & 0x7f) | (x >> 1 & 0x3f80ull) | (x >> 2 & 0x1fc000ull) | (x >> 3 & 0xfe00000ull) |
+             (x >> 4 & 0x7f0000000ull) | (x >> 5 & 0x3f800000000ull) | (x >> 6 & 0x1fc0000000000ull) |
+             (x >> 7 & 0xfe000000000000ull);
+        return n;
+    }
+    uint64_t r = 0;
+    for (int k = 0; k < 10; k++) {
+        uint8_t c = b[k];
+        if (k == 9 && c > 1)
+            return 0;
+        r |= (uint64_t)(c & 0x7f) << (7 * k);
+        if (c < 0x80) {
+            if (!c)
+                return 0;
+            *v = r;
+            return k + 1;
+        }
+    }
+    return 0;
+}
+
+#define FAST_UV(var)                     \
+    do {                                 \
+        int fl_ = fast_uv(b, &(var));    \
+        if (!fl_)                        \
+            goto slow;                   \
+        b += fl_;                        \
+    } while (0)
+
+static inline double fast_fx(uint64_t v, double prev) { return nk__bits_f64(v ^ nk__f64_bits(prev)); }
+static inline int64_t unzig(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
+
 static void get_events(nk_rd *s, nk_timeline *tl)
 {
     tl->nevents = nk__rd_count(s, nk__rd_vmin(s, MIN_EVENT_V1, MIN_EVENT), "events");
@@ -368,6 +773,29 @@ static void get_events(nk_rd *s, nk_timeline *tl)
     double start = 0;
     for (uint32_t i = 0; i < tl->nevents && !s->rc; i++) {
         nk_event *e = &tl->events[i];
+        if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
+            const uint8_t *b = s->p + s->pos;
+            uint64_t d, q, st, en;
+            FAST_UV(d);
+            int64_t id = instr + unzig(d);
+            uint8_t eng = b[0], kind = b[1];
+            b += 2;
+            FAST_UV(q);
+            FAST_UV(st);
+            FAST_UV(en);
+            if (id < 0 || id > UINT32_MAX || q > UINT16_MAX)
+                goto slow;
+            e->instr = (uint32_t)id;
+            e->engine = eng;
+            e->kind = kind;
+            e->queue = (uint16_t)q;
+            e->start = start = fast_fx(st, start);
+            e->end = fast_fx(en, e->start);
+            instr = id;
+            s->pos = (size_t)(b - s->p);
+            continue;
+        }
+    slow:
         e->instr = get_instr_id(s, &instr, "event", i);
         e->engine = nk__rd_u8(s);
         e->kind = nk__rd_u8(s);
@@ -389,6 +817,33 @@ static void get_xfers(nk_rd *s, nk_timeline *tl)
     double start = 0;
     for (uint32_t i = 0; i < tl->nxfers && !s->rc; i++) {
         nk_dma_xfer *x = &tl->xfers[i];
+        if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
+            const uint8_t *b = s->p + s->pos;
+            uint64_t d, q, parts, bytes, st, en;
+            FAST_UV(d);
+            int64_t id = instr + unzig(d);
+            FAST_UV(q);
+            uint8_t eng = b[0], to_hbm = b[1];
+            b += 2;
+            FAST_UV(parts);
+            FAST_UV(bytes);
+            FAST_UV(st);
+            FAST_UV(en);
+            if (id < 0 || id > UINT32_MAX || q > UINT16_MAX || parts > UINT32_MAX)
+                goto slow;
+            x->instr = (uint32_t)id;
+            x->queue = (uint16_t)q;
+            x->dma_engine = eng;
+            x->to_hbm = to_hbm;
+            x->partitions = (uint32_t)parts;
+            x->bytes = bytes;
+            x->start = start = fast_fx(st, start);
+            x->end = fast_fx(en, x->start);
+            instr = id;
+            s->pos = (size_t)(b - s->p);
+            continue;
+        }
+    slow:
         x->instr = get_instr_id(s, &instr, "DMA transfer", i);
         x->queue = nk__rd_vu16(s);
         x->dma_engine = nk__rd_u8(s);
@@ -415,6 +870,17 @@ static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
     }
     double prev = 0;
     for (uint32_t i = 0; i < n && !s->rc; i++) {
+        if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
+            const uint8_t *b = s->p + s->pos;
+            uint64_t st, en;
+            FAST_UV(st);
+            FAST_UV(en);
+            tl->instr_start[i] = prev = fast_fx(st, prev);
+            tl->instr_end[i] = fast_fx(en, prev);
+            s->pos = (size_t)(b - s->p);
+            continue;
+        }
+    slow:
         tl->instr_start[i] = prev = nk__rd_vfx(s, prev);
         tl->instr_end[i] = nk__rd_vfx(s, prev);
     }

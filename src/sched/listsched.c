@@ -58,9 +58,9 @@ static double duration(const nk_arch *a, const nk_instr *in)
 static uint32_t unit_of(const nk_instr *in) { return in->engine; }
 
 /* The queue whose order trace order keeps: an engine's, or a DMA queue's. */
-static uint32_t queue_of(const nk_instr *in, uint32_t nq)
+static uint32_t queue_of(const nk_instr *in, uint16_t queue, uint32_t nq)
 {
-    return in->engine == NK_ENGINE_DMA ? NK_ENGINE_COUNT + (in->queue < nq ? in->queue : nq - 1) : in->engine;
+    return in->engine == NK_ENGINE_DMA ? NK_ENGINE_COUNT + (queue < nq ? queue : nq - 1) : in->engine;
 }
 
 /* Is the instruction inside a sequential loop (at any depth)? */
@@ -90,18 +90,20 @@ typedef struct g {
     const uint32_t *useq, *uoff; /* each unit's instructions in trace order */
     uint32_t *upos;
     uint32_t nq, nseq; /* DMA queues; order keys (engines + queues) */
+    const uint8_t *eng;  /* per instruction: its engine */
+    const uint32_t *qk;  /* per instruction: queue_of */
 } g;
 
 static uint32_t unit_idx(const g *s, uint32_t i)
 {
-    uint32_t u = unit_of(&s->p->instrs[i]);
+    uint32_t u = s->eng[i];
     return u < s->nunits ? u : s->nunits - 1;
 }
 
 static double start_at(const g *s, uint32_t i)
 {
     double u = s->ufree[unit_idx(s, i)];
-    double r = s->ready[i] + (s->p->instrs[i].engine == NK_ENGINE_DMA ? s->p->arch->dma_latency_ns : 0);
+    double r = s->ready[i] + (s->eng[i] == NK_ENGINE_DMA ? s->p->arch->dma_latency_ns : 0);
     return r > u ? r : u;
 }
 
@@ -128,7 +130,7 @@ static int simulate(g *s, double *span)
             int have = 0;
             double bstart = 0;
             for (uint32_t c = 0; c < ncand; c++) {
-                uint32_t i = s->cand[c], u = queue_of(&s->p->instrs[i], s->nq);
+                uint32_t i = s->cand[c], u = s->qk[i];
                 if (s->useq[s->uoff[u] + s->upos[u]] != i)
                     continue;
                 double st = start_at(s, i);
@@ -173,7 +175,7 @@ static int simulate(g *s, double *span)
         }
         uint32_t i = s->cand[best];
         s->cand[best] = s->cand[--ncand];
-        s->upos[queue_of(&s->p->instrs[i], s->nq)]++;
+        s->upos[s->qk[i]]++;
         s->fin[i] = start_at(s, i) + s->dur[i];
         s->ufree[unit_idx(s, i)] = s->fin[i];
         if (s->fin[i] > *span)
@@ -194,7 +196,8 @@ static int simulate(g *s, double *span)
     return 0;
 }
 
-int nk__list_orders(const nk_program *p, uint32_t *orders)
+int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t *ndep, const uint32_t *deps,
+                    const uint16_t *queue, uint32_t *orders)
 {
     uint32_t n = p->ninstr;
     int rc = NK_ENOMEM;
@@ -204,17 +207,22 @@ int nk__list_orders(const nk_program *p, uint32_t *orders)
     uint32_t *npred = calloc(n, sizeof *npred), *soff = calloc((size_t)n + 1, sizeof *soff);
     uint32_t *chain = malloc(n * sizeof *chain), *lastseq = malloc(nunits * sizeof *lastseq);
     uint32_t *succ = NULL, *cand = malloc(n * sizeof *cand), *order = malloc(n * sizeof *order);
-    uint8_t *done = calloc(n, 1);
-    uint32_t *npred0 = malloc(n * sizeof *npred0), *best = NULL, *useq = NULL;
+    uint8_t *done = calloc(n, 1), *eng = malloc(n);
+    uint32_t *npred0 = malloc(n * sizeof *npred0), *useq = NULL, *qk = malloc(n * sizeof *qk);
     uint32_t *uoff = NULL, *upos = NULL;
     if (!dur || !bl || !ready || !fin || !ufree || !npred || !soff || !chain || !lastseq || !cand || !order || !done ||
-        !npred0)
+        !npred0 || !eng || !qk)
         goto out;
-    /* sequential-loop chains: each such instruction follows the previous one on its unit */
+    uint32_t nq = (uint32_t)p->arch->dma_queues, nseq = NK_ENGINE_COUNT + nq;
+    /* one pass over the records: engines, queues, durations, and the
+     * sequential-loop chains (each such instruction follows the previous
+     * one on its unit) */
     memset(lastseq, 0xff, nunits * sizeof *lastseq);
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
         uint32_t u = unit_of(in) < nunits ? unit_of(in) : nunits - 1;
+        eng[i] = in->engine;
+        qk[i] = queue_of(in, queue[i], nq);
         chain[i] = UINT32_MAX;
         if (in_sequential(p, in)) {
             chain[i] = lastseq[u];
@@ -224,28 +232,26 @@ int nk__list_orders(const nk_program *p, uint32_t *orders)
     }
     /* successor lists (CSR), counting chain edges as dependencies */
     for (uint32_t i = 0; i < n; i++) {
-        const nk_instr *in = &p->instrs[i];
-        for (uint32_t k = 0; k < in->ndep; k++)
-            soff[p->deps[in->dep_off + k] + 1]++;
+        for (uint32_t k = 0; k < ndep[i]; k++)
+            soff[deps[dep_off[i] + k] + 1]++;
         if (chain[i] != UINT32_MAX)
             soff[chain[i] + 1]++;
-        npred[i] = in->ndep + (chain[i] != UINT32_MAX);
+        npred[i] = ndep[i] + (chain[i] != UINT32_MAX);
     }
     for (uint32_t i = 0; i < n; i++)
         soff[i + 1] += soff[i];
     memcpy(npred0, npred, n * sizeof *npred0);
-    uint32_t nq = (uint32_t)p->arch->dma_queues, nseq = NK_ENGINE_COUNT + nq;
     uoff = calloc((size_t)nseq + 1, sizeof *uoff);
     upos = calloc(nseq, sizeof *upos);
     useq = malloc(n * sizeof *useq);
     if (!useq || !uoff || !upos)
         goto out;
     for (uint32_t i = 0; i < n; i++)
-        uoff[queue_of(&p->instrs[i], nq) + 1]++;
+        uoff[qk[i] + 1]++;
     for (uint32_t u = 0; u < nseq; u++)
         uoff[u + 1] += uoff[u];
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t u = queue_of(&p->instrs[i], nq);
+        uint32_t u = qk[i];
         useq[uoff[u] + upos[u]++] = i;
     }
     succ = malloc(((size_t)soff[n] + 1) * sizeof *succ);
@@ -255,9 +261,8 @@ int nk__list_orders(const nk_program *p, uint32_t *orders)
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
-        const nk_instr *in = &p->instrs[i];
-        for (uint32_t k = 0; k < in->ndep; k++) {
-            uint32_t j = p->deps[in->dep_off + k];
+        for (uint32_t k = 0; k < ndep[i]; k++) {
+            uint32_t j = deps[dep_off[i] + k];
             succ[soff[j] + fill[j]++] = i;
         }
         if (chain[i] != UINT32_MAX)
@@ -270,11 +275,12 @@ int nk__list_orders(const nk_program *p, uint32_t *orders)
         for (uint32_t k = soff[i]; k < soff[i + 1]; k++)
             if (bl[succ[k]] > m)
                 m = bl[succ[k]];
-        bl[i] = dur[i] + m + (p->instrs[i].engine == NK_ENGINE_DMA ? p->arch->dma_latency_ns : 0);
+        bl[i] = dur[i] + m + (eng[i] == NK_ENGINE_DMA ? p->arch->dma_latency_ns : 0);
     }
     /* each list policy's order; the caller times them against trace order */
     for (int pol = 1; pol < NK_POLICIES; pol++) {
-        g g = {p, n, nunits, dur, bl, ready, fin, ufree, npred, soff, succ, cand, order, done, pol, useq, uoff, upos, nq, nseq};
+        g g = {p, n, nunits, dur, bl, ready, fin, ufree, npred, soff, succ, cand, order, done, pol, useq, uoff, upos,
+               nq, nseq, eng, qk};
         memcpy(npred, npred0, n * sizeof *npred);
         double span;
         rc = simulate(&g, &span);
@@ -297,10 +303,11 @@ out:
     free(cand);
     free(order);
     free(done);
+    free(eng);
     free(npred0);
     free(useq);
+    free(qk);
     free(uoff);
     free(upos);
-    free(best);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "nkint.h"
 #include "timing/timing.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +30,25 @@ typedef struct alist {
     uint32_t n, cap;
 } alist;
 
+/* Dependencies of the program in some order: position k waits for
+ * positions deps[dep_off[k] .. + ndep[k]) and uses DMA queue queue[k]. */
+typedef struct graph {
+    uint32_t *dep_off, *ndep, *deps;
+    uint32_t ndeps;
+    uint16_t *queue;
+} graph;
+
+static void graph_free(graph *g)
+{
+    free(g->dep_off);
+    free(g->ndep);
+    free(g->deps);
+    free(g->queue);
+    memset(g, 0, sizeof *g);
+}
+
 typedef struct sched {
-    nk_program *p;
+    const nk_program *p;
     alist *lists;   /* per key */
     uint8_t *hbm_written;
     uint32_t *deps;
@@ -40,7 +58,6 @@ typedef struct sched {
     int oom;
     int conservative; /* no same-unit shortcut: the graph holds for any order */
 } sched;
-
 static int covers(const region *a, const region *b)
 {
     return a->p0 <= b->p0 && a->p1 >= b->p1 && a->b0 <= b->b0 && a->b1 >= b->b1;
@@ -87,14 +104,18 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
     if (!tracked(s, r))
         return 0;
     alist *l = &s->lists[r->key];
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < l->n; i++) {
-        entry *e = &l->e[i];
-        int drop = write ? covers(r, &e->r)
-                         : (!s->conservative && !e->write && e->unit == unit && covers(r, &e->r)); /* same unit: in order */
-        if (!drop)
-            l->e[k++] = *e;
-    }
+    /* the accesses this one makes redundant leave (the others keep their
+     * order); nothing moves before the first of them */
+#define DROP(e) (write ? covers(r, &(e)->r) \
+                       : (!s->conservative && !(e)->write && (e)->unit == unit && covers(r, &(e)->r))) /* same unit: in order */
+    uint32_t i = 0;
+    while (i < l->n && !DROP(&l->e[i]))
+        i++;
+    uint32_t k = i;
+    for (i = i < l->n ? i + 1 : i; i < l->n; i++)
+        if (!DROP(&l->e[i]))
+            l->e[k++] = l->e[i];
+#undef DROP
     l->n = k;
     if (l->n == l->cap) {
         uint32_t cap = l->cap ? l->cap * 2 : 16;
@@ -110,50 +131,59 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
 
 /* DMA queues: one per (HBM tensor, direction) in order of first use, over the
  * target's queues per DMA engine (assumed: the compiler's queue choice is not
- * documented). */
-static void assign_queues(nk_program *p)
+ * documented). Position k (instruction order[k], or k without an order) gets
+ * queue[k]. */
+static void assign_queues(const nk_program *p, const uint32_t *order, uint16_t *queue)
 {
     uint32_t nq = (uint32_t)p->arch->dma_queues;
     uint32_t *q = calloc((size_t)p->nbufs * 2, sizeof *q);
     uint32_t next = 0;
-    for (uint32_t i = 0; i < p->ninstr; i++) {
-        nk_instr *in = &p->instrs[i];
+    for (uint32_t k = 0; k < p->ninstr; k++) {
+        const nk_instr *in = &p->instrs[order ? order[k] : k];
+        queue[k] = in->queue;
         if (in->engine != NK_ENGINE_DMA)
             continue;
         int store = in->dst.mem == NK_SHARED_HBM; /* to HBM */
         uint32_t b = store ? in->dst.buf : in->src[0].buf;
         if (!q) {
-            in->queue = (uint16_t)(store && nq > 1 ? 1 : 0);
+            queue[k] = (uint16_t)(store && nq > 1 ? 1 : 0);
             continue;
         }
         uint32_t *slot = &q[b * 2 + (uint32_t)store];
         if (!*slot)
             *slot = 1 + (next++ % nq);
-        in->queue = (uint16_t)(*slot - 1);
+        queue[k] = (uint16_t)(*slot - 1);
     }
     free(q);
 }
 
-static int derive(nk_program *p, int conservative)
+/* The dependencies of p in the order given (NULL: as it is) into g (its
+ * arrays allocated here). */
+static int derive(const nk_program *p, const uint32_t *order, int conservative, graph *g)
 {
     sched s = {0};
     s.conservative = conservative;
     int rc = NK_ENOMEM;
+    uint32_t n = p->ninstr;
+    memset(g, 0, sizeof *g);
     if (!p->arch || p->arch->dma_queues < 1)
         return NK_EINVAL;
     s.p = p;
     s.lists = calloc((size_t)p->nbufs + NK_REGION_KEY_HBM0, sizeof *s.lists);
     s.hbm_written = calloc(p->nbufs, 1);
-    if (!s.lists || !s.hbm_written)
+    g->dep_off = malloc((n ? n : 1) * sizeof *g->dep_off);
+    g->ndep = malloc((n ? n : 1) * sizeof *g->ndep);
+    g->queue = malloc((n ? n : 1) * sizeof *g->queue);
+    if (!s.lists || !s.hbm_written || !g->dep_off || !g->ndep || !g->queue)
         goto out;
-    assign_queues(p);
-    for (uint32_t i = 0; i < p->ninstr; i++) {
+    assign_queues(p, order, g->queue);
+    for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
         if (in->dst.mem == NK_SHARED_HBM)
             s.hbm_written[in->dst.buf] = 1;
     }
-    for (uint32_t i = 0; i < p->ninstr; i++) {
-        nk_instr *in = &p->instrs[i];
+    for (uint32_t i = 0; i < n; i++) {
+        const nk_instr *in = &p->instrs[order ? order[i] : i];
         region rd[5], wr[2];
         int nrd = 0, nwr = 0;
         for (int k = 0; k < in->nsrc; k++)
@@ -171,7 +201,7 @@ static int derive(nk_program *p, int conservative)
             find_deps(&s, &wr[k], 1);
         if (s.oom)
             goto out;
-        uint32_t unit = (in->engine == NK_ENGINE_DMA ? NK_ENGINE_COUNT + in->queue : in->engine) +
+        uint32_t unit = (in->engine == NK_ENGINE_DMA ? NK_ENGINE_COUNT + g->queue[i] : in->engine) +
                         nk__instr_core(p, in) * (NK_ENGINE_COUNT + NK_ARCH_MAX_DMA_QUEUES);
         for (int k = 0; k < nrd; k++)
             if (record(&s, &rd[k], i, unit, 0))
@@ -179,9 +209,17 @@ static int derive(nk_program *p, int conservative)
         for (int k = 0; k < nwr; k++)
             if (record(&s, &wr[k], i, unit, 1))
                 goto out;
-        /* sorted, so listings and files are stable */
-        if (s.ncur > 1)
+        /* sorted, so listings and files are stable (a handful: insertion) */
+        if (s.ncur > 32)
             qsort(s.cur, (size_t)s.ncur, sizeof *s.cur, cmp_u32);
+        else
+            for (int a = 1; a < s.ncur; a++) {
+                uint32_t x = s.cur[a];
+                int b = a;
+                for (; b > 0 && s.cur[b - 1] > x; b--)
+                    s.cur[b] = s.cur[b - 1];
+                s.cur[b] = x;
+            }
         if (s.ndeps + (uint32_t)s.ncur > s.cap_deps) {
             uint32_t cap = s.cap_deps ? s.cap_deps * 2 : 1024;
             while (cap < s.ndeps + (uint32_t)s.ncur)
@@ -192,18 +230,19 @@ static int derive(nk_program *p, int conservative)
             s.deps = d;
             s.cap_deps = cap;
         }
-        in->dep_off = s.ndeps;
-        in->ndep = (uint32_t)s.ncur;
+        g->dep_off[i] = s.ndeps;
+        g->ndep[i] = (uint32_t)s.ncur;
         if (s.ncur)
             memcpy(s.deps + s.ndeps, s.cur, (size_t)s.ncur * sizeof *s.deps);
         s.ndeps += (uint32_t)s.ncur;
     }
-    free(p->deps);
-    p->deps = s.deps;
-    p->ndeps = s.ndeps;
+    g->deps = s.deps;
+    g->ndeps = s.ndeps;
     s.deps = NULL;
     rc = 0;
 out:
+    if (rc)
+        graph_free(g);
     if (s.lists)
         for (uint32_t k = 0; k < p->nbufs + NK_REGION_KEY_HBM0; k++)
             free(s.lists[k].e);
@@ -214,7 +253,26 @@ out:
     return rc;
 }
 
-int nk__list_orders(const nk_program *p, uint32_t *orders); /* listsched.c: NK_LIST_POLICIES orders */
+/* The graph g of p's order becomes p's dependencies and queues. */
+static void install(nk_program *p, graph *g)
+{
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        nk_instr *in = &p->instrs[i];
+        in->dep_off = g->dep_off[i];
+        in->ndep = g->ndep[i];
+        in->queue = g->queue[i];
+    }
+    free(p->deps);
+    p->deps = g->deps;
+    p->ndeps = g->ndeps;
+    g->deps = NULL;
+    graph_free(g);
+}
+
+/* listsched.c: NK_LIST_POLICIES orders of p over its conservative graph g
+ * (dependencies and queues in trace order). */
+int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t *ndep, const uint32_t *deps,
+                    const uint16_t *queue, uint32_t *orders);
 #define NK_LIST_POLICIES 2
 
 /* Programs up to this size choose their schedule by timing each candidate on
@@ -222,18 +280,10 @@ int nk__list_orders(const nk_program *p, uint32_t *orders); /* listsched.c: NK_L
  * cost of choosing would dominate the compile). */
 #define NK_SCHED_TIMED_MAX 200000
 
-static double device_ns(const nk_program *p)
-{
-    nk_timeline *tl = NULL;
-    double t = nk_time_program(p, NULL, &tl) ? -1 : tl->total_ns;
-    nk_timeline_free(tl);
-    return t;
-}
-
 /* Does the order keep every engine's sequence (the DMA instructions as one
  * sequence, which also fixes their queues) of the reference order ref (NULL:
  * trace order)? Then it times exactly as ref does. */
-static int same_sequences(const nk_program *p, const nk_instr *orig, const uint32_t *order, const uint32_t *ref)
+static int same_sequences(const nk_program *p, const uint32_t *order, const uint32_t *ref)
 {
     uint32_t pos[NK_ENGINE_COUNT] = {0}, n = p->ninstr;
     uint32_t *next = malloc((size_t)NK_ENGINE_COUNT * n * sizeof *next);
@@ -242,13 +292,13 @@ static int same_sequences(const nk_program *p, const nk_instr *orig, const uint3
     uint32_t cnt[NK_ENGINE_COUNT] = {0};
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = ref ? ref[k] : k;
-        uint32_t e = orig[i].engine < NK_ENGINE_COUNT ? orig[i].engine : NK_ENGINE_COUNT - 1;
+        uint32_t e = p->instrs[i].engine < NK_ENGINE_COUNT ? p->instrs[i].engine : NK_ENGINE_COUNT - 1;
         next[(size_t)e * n + cnt[e]++] = i;
     }
     int same = 1;
     for (uint32_t k = 0; k < n && same; k++) {
         uint32_t i = order[k];
-        uint32_t e = orig[i].engine < NK_ENGINE_COUNT ? orig[i].engine : NK_ENGINE_COUNT - 1;
+        uint32_t e = p->instrs[i].engine < NK_ENGINE_COUNT ? p->instrs[i].engine : NK_ENGINE_COUNT - 1;
         same = next[(size_t)e * n + pos[e]++] == i;
     }
     free(next);
@@ -283,60 +333,196 @@ static int group_by_instance(const nk_program *p, uint32_t *order)
     return 0;
 }
 
-static void apply_order(nk_program *p, const nk_instr *orig, const uint32_t *order)
+/* Puts the records in the order given (position k gets instruction
+ * order[k]), in place: each cycle of the permutation is followed once, so
+ * every record moves once and no second copy of the program is made.
+ * order is consumed (left as the identity). */
+static void apply_order(nk_program *p, uint32_t *order)
 {
-    for (uint32_t k = 0; k < p->ninstr; k++)
-        p->instrs[k] = orig[order ? order[k] : k];
+    for (uint32_t k = 0; k < p->ninstr; k++) {
+        if (order[k] == k)
+            continue;
+        nk_instr tmp = p->instrs[k];
+        uint32_t j = k;
+        for (;;) {
+            uint32_t from = order[j];
+            order[j] = j;
+            if (from == k) {
+                p->instrs[j] = tmp;
+                break;
+            }
+            p->instrs[j] = p->instrs[from];
+            j = from;
+        }
+    }
+}
+
+/* ---- timing the candidates: each one's graph and device time is a task
+ * of its own; tasks run on as many threads as there are processors (at
+ * most NK_SCHED_THREADS), the choice among them is made afterwards in the
+ * order the serial code made it, so the result does not depend on how
+ * many threads ran. */
+
+#define NK_SCHED_THREADS 4
+
+typedef struct cand {
+    const uint32_t *order; /* NULL: trace order */
+    graph g;
+    double ns;
+    int rc;
+} cand;
+
+static void time_candidate(const nk_program *p, cand *c)
+{
+    c->rc = derive(p, c->order, 0, &c->g);
+    if (c->rc)
+        return;
+    nk__order_view v = {c->order, c->g.dep_off, c->g.ndep, c->g.deps, c->g.ndeps, c->g.queue};
+    uint32_t *ident = NULL;
+    if (!v.order) { /* the view needs an order: trace order's is the identity */
+        ident = malloc((p->ninstr ? p->ninstr : 1) * sizeof *ident);
+        if (!ident) {
+            c->rc = NK_ENOMEM;
+            return;
+        }
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            ident[i] = i;
+        v.order = ident;
+    }
+    if (nk__time_total(p, &v, NULL, &c->ns))
+        c->ns = -1; /* an order the model cannot time is not chosen */
+    free(ident);
+}
+
+typedef struct pool {
+    const nk_program *p;
+    cand *c;
+    int n, next;
+    pthread_mutex_t mu;
+} pool;
+
+static void *pool_worker(void *arg)
+{
+    pool *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        int k = w->next < w->n ? w->next++ : -1;
+        pthread_mutex_unlock(&w->mu);
+        if (k < 0)
+            return NULL;
+        time_candidate(w->p, &w->c[k]);
+    }
+}
+
+static void time_candidates(const nk_program *p, cand *c, int n)
+{
+    int nt = nk__threads();
+    if (nt > n)
+        nt = n;
+    pool w = {p, c, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t th[NK_SCHED_THREADS];
+    int started = 0;
+    for (int t = 1; t < nt; t++)
+        if (!pthread_create(&th[started], NULL, pool_worker, &w))
+            started++;
+    pool_worker(&w); /* the calling thread works too */
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* The tracer grows its records by doubling (and zeroes what it grows):
+ * once the program is complete, the arrays keep what they hold, not up to
+ * half again as much. */
+static void trim(nk_program *p)
+{
+    nk_instr *in = p->ninstr ? realloc(p->instrs, (size_t)p->ninstr * sizeof *in) : NULL;
+    if (in)
+        p->instrs = in;
+    nk_bufinfo *b = p->nbufs ? realloc(p->bufs, (size_t)p->nbufs * sizeof *b) : NULL;
+    if (b)
+        p->bufs = b;
 }
 
 int nk_schedule(nk_program *p, int mode)
 {
     if (mode != NK_SCHED_LIST && mode != NK_SCHED_TRACE_ORDER)
         return NK_EINVAL;
+    trim(p);
     p->sched = (uint8_t)mode;
     p->sched_policy = 0;
     p->trace_order_ns = -1;
-    if (mode == NK_SCHED_TRACE_ORDER || p->ninstr < 2)
-        return derive(p, 0);
+    graph g0 = {0};
+    int rc;
+    if (mode == NK_SCHED_TRACE_ORDER || p->ninstr < 2) {
+        if (!(rc = derive(p, NULL, 0, &g0)))
+            install(p, &g0);
+        return rc;
+    }
     uint32_t n = p->ninstr;
-    nk_instr *orig = malloc((size_t)n * sizeof *orig);
     uint32_t *orders = malloc((size_t)NK_LIST_POLICIES * n * sizeof *orders);
-    int rc = NK_ENOMEM;
-    if (!orig || !orders)
+    cand c[1 + NK_LIST_POLICIES];
+    int nc = 0, best = 1, slot[1 + NK_LIST_POLICIES];
+    memset(c, 0, sizeof c);
+    rc = NK_ENOMEM;
+    if (!orders)
         goto out;
-    if ((rc = derive(p, 1)) || (rc = nk__list_orders(p, orders)))
+    if ((rc = derive(p, NULL, 1, &g0)))
         goto out;
+    if ((rc = nk__list_orders(p, g0.dep_off, g0.ndep, g0.deps, g0.queue, orders)))
+        goto out;
+    graph_free(&g0);
     for (int k = 0; k < NK_LIST_POLICIES; k++)
         if ((rc = group_by_instance(p, orders + (size_t)k * n)))
             goto out;
-    memcpy(orig, p->instrs, (size_t)n * sizeof *orig);
-    int best = 1;
     if (n <= NK_SCHED_TIMED_MAX) {
-        if ((rc = derive(p, 0)))
-            goto out;
-        double best_ns = p->trace_order_ns = device_ns(p);
+        /* trace order, and each policy's order unless it keeps every
+         * engine's sequence of trace order or of the previous candidate
+         * (then it times the same) */
+        c[nc++] = (cand){NULL, {0}, -1, 0};
+        for (int k = 0; k < NK_LIST_POLICIES; k++) {
+            const uint32_t *o = orders + (size_t)k * n;
+            slot[k] = -1;
+            if (same_sequences(p, o, NULL) || (k && same_sequences(p, o, orders + (size_t)(k - 1) * n)))
+                continue;
+            slot[k] = nc;
+            c[nc++] = (cand){o, {0}, -1, 0};
+        }
+        time_candidates(p, c, nc);
+        for (int k = 0; k < nc; k++)
+            if ((rc = c[k].rc))
+                goto out;
+        double best_ns = p->trace_order_ns = c[0].ns;
         best = 0;
         for (int k = 0; k < NK_LIST_POLICIES; k++) {
-            /* an order that keeps every engine's sequence of trace order, or
-             * of the previous candidate, times the same: skip it */
-            if (same_sequences(p, orig, orders + (size_t)k * n, NULL) ||
-                (k && same_sequences(p, orig, orders + (size_t)k * n, orders + (size_t)(k - 1) * n)))
+            if (slot[k] < 0)
                 continue;
-            apply_order(p, orig, orders + (size_t)k * n);
-            if ((rc = derive(p, 0)))
-                goto out;
-            double t = device_ns(p);
+            double t = c[slot[k]].ns;
             if (t >= 0 && (best_ns < 0 || t < best_ns * (1 - 1e-9))) {
                 best_ns = t;
                 best = k + 1;
             }
         }
     }
-    apply_order(p, orig, best ? orders + (size_t)(best - 1) * n : NULL);
+    /* the chosen order's graph: timed already, or derived now */
+    graph *gb = NULL;
+    if (best == 0)
+        gb = &c[0].g;
+    else if (n <= NK_SCHED_TIMED_MAX)
+        gb = &c[slot[best - 1]].g;
+    else {
+        if ((rc = derive(p, orders + (size_t)(best - 1) * n, 0, &g0)))
+            goto out;
+        gb = &g0;
+    }
+    if (best)
+        apply_order(p, orders + (size_t)(best - 1) * n);
+    install(p, gb);
     p->sched_policy = (uint8_t)best;
-    rc = derive(p, 0);
+    rc = 0;
 out:
-    free(orig);
+    graph_free(&g0);
+    for (int k = 0; k < nc; k++)
+        graph_free(&c[k].g);
     free(orders);
     return rc;
 }

@@ -25,34 +25,48 @@
  * follows its last completion, and the device time ends with the latest
  * tear-down.
  *
- * The simulation pops the earliest ready engine from a heap; every decision
- * is made in time order, so shared resources are granted first come, first
- * served. Memory: arrays sized up front, nothing allocated per instruction.
+ * The simulation takes events in time order (ties by a fixed id order):
+ * compute engines and DMA triggers from a heap, DMA engines from a
+ * tournament tree of their next times; every decision is made in time
+ * order, so shared resources are granted first come, first served. Memory:
+ * arrays sized up front, nothing allocated per instruction. The same run
+ * gives the whole timeline (nk_time_program) or the device time alone
+ * (nk__time_total, also of a reordered view of the program: the
+ * scheduler's candidates), bit for bit the same total.
  */
 #include "timing/timing.h"
 #include "timing/model.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct hent {
     double t;
-    uint32_t id; /* compute engine, DMA engine (from ncomp), DMA trigger (from trig0) */
+    uint32_t id; /* compute engine, DMA trigger (from trig0); DMA engines wait in their own tree */
 } hent;
 
 /* A load/store as the DMA engines see it: one descriptor per engine used,
  * engines e0, e0 + 1, ... (mod the engine count), partitions spread evenly. */
 typedef struct dmainfo {
-    double rate;         /* bytes per ns of one engine at this efficiency */
+    double xfer_ns[2];   /* a descriptor of per (extra) partitions: bytes / rate */
+    double hbm_ns[2];    /* its time on the shared HBM bandwidth: hbm_sides * bytes / hbm_gbps */
     uint64_t part_bytes; /* bytes per partition */
-    uint32_t parts;      /* partitions */
     uint32_t per, extra; /* parts / neng, parts % neng: the first `extra` descriptors take one more */
     uint16_t queue;
     uint8_t e0, neng, store;
     uint8_t hbm_sides;   /* times its bytes pass the shared HBM bandwidth */
 } dmainfo;
+
+/* What the simulation knows of one instruction: a compute instruction's
+ * cost, or a DMA instruction's descriptors. */
+typedef union iinfo {
+    nk_cost cost;
+    dmainfo dma;
+} iinfo;
 
 typedef struct engine {
     uint32_t off, end, cur;          /* its instructions: stream[off..end) */
@@ -62,18 +76,33 @@ typedef struct engine {
 } engine;
 
 typedef struct dmaeng {
-    double busy, next_ev;
+    double busy;
     uint64_t nonempty; /* queues with descriptors left (bit q) */
     uint32_t rr;       /* next queue to serve */
 } dmaeng;
 
+/* How a dependency edge j -> i passes j's completion on (decided once per
+ * edge, before the run). */
+enum {
+    EDGE_WAIT = 0,  /* i waits for done[j]: i is a DMA (its trigger), or on j's engine and reads j's output */
+    EDGE_NONE,      /* i on j's engine, in order, not reading j's output: nothing to wait for */
+    EDGE_SEM,       /* another engine: done[j] plus the semaphore latency */
+    EDGE_SEM_LS     /* the same, and i's LoadStationary waits for it too */
+};
+
 typedef struct sim {
     const nk_program *p;
     const nk_arch *a;
-    nk_timeline *tl;
+    nk_timeline *tl;    /* NULL: the device time only (nk__time_total) */
     uint32_t n;
     uint32_t ncores;
+    /* the order timed: NULL arrays for the program as it is */
+    const uint32_t *ord, *vdep_off, *vndep, *vdeps;
+    const uint16_t *vqueue;
     uint8_t *core;      /* per instruction: its physical NeuronCore */
+    uint8_t *eng;       /* per instruction: its engine */
+    uint16_t *queue;    /* per instruction: its DMA queue */
+    uint16_t *unit;     /* per instruction: its launch unit (when there are several) */
     /* SPMD: instances on one core run one after another */
     uint32_t *inst_off; /* instructions of instance k: [inst_off[k], inst_off[k + 1]) */
     uint32_t *inst_left;/* per instance: instructions not committed yet */
@@ -83,22 +112,33 @@ typedef struct sim {
     double *unit_t0;    /* per instance: when it may start (sequences: after the previous kernel's launch) */
     uint32_t *rem;      /* dependencies not yet resolved */
     uint32_t *succ_off, *succ;
+    uint8_t *edge;      /* per successor edge: EDGE_* */
     uint32_t *stream;   /* instruction ids grouped by engine */
     double *ready;      /* compute: earliest start from dependencies; DMA: start of transfers */
     double *aux;        /* Tensor engine: LS readiness; DMA: trigger time */
     double *done;       /* output visible (DMA: last transfer end) */
-    nk_cost *cost;
+    iinfo *info;
     engine e[NK_MAX_CORES][NK_ENGINE_DMA];
     double lock_sbuf[NK_MAX_CORES], lock_psum[NK_MAX_CORES];
+    double core_end[NK_MAX_CORES]; /* latest instruction end per core */
     uint32_t ncomp;     /* heap ids below this are compute engines (core * NK_ENGINE_DMA + engine) */
     uint32_t trig0;     /* heap id of instruction i's DMA trigger: trig0 + i */
     double sync_free[NK_MAX_CORES]; /* each core's Sync engine: free for the next trigger */
     uint32_t ne, nq;
-    dmainfo *dma;       /* per instruction (DMA ones) */
     uint32_t *fifo, *fifo_off, *fifo_cur; /* instruction ids by (core's DMA engine, queue) */
     uint32_t *left;     /* DMA: descriptors not started */
     dmaeng *d;          /* core * ne + DMA engine */
+    uint8_t *gcore, *geng; /* per DMA engine g: its core and its engine on that core */
+    /* DMA engines' next events: a tournament tree over dnext (the engine's
+     * event time, INFINITY for none), ties to the lower engine, as the
+     * engines' heap ids ncomp + g would order them */
+    double *dnext;
+    uint32_t *win, nleaf;
     double hbm_free[NK_MAX_CORES]; /* each core's share of the HBM bandwidth */
+    /* the timeline's events, written stream by stream: each stream's events
+     * come in time order, so finish merges them rather than sorting */
+    uint32_t *ev_cur, *ev_off; /* per stream (core * EV_STREAMS + EVS_*): next slot, first slot */
+    uint32_t *ev_at;           /* DMA instructions: the slot of their issue event (its end comes later) */
     hent *heap;
     uint32_t nheap, cap_heap;
     uint32_t committed;
@@ -107,9 +147,26 @@ typedef struct sim {
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 
+
+static inline const nk_instr *instr_at(const sim *s, uint32_t i)
+{
+    return &s->p->instrs[s->ord ? s->ord[i] : i];
+}
+
+static inline uint32_t ndep_of(const sim *s, uint32_t i)
+{
+    return s->vndep ? s->vndep[i] : instr_at(s, i)->ndep;
+}
+
+static inline const uint32_t *deps_of(const sim *s, uint32_t i)
+{
+    const uint32_t *d = s->vndep ? s->vdeps : s->p->deps; /* NULL when there are none */
+    return d ? d + (s->vndep ? s->vdep_off[i] : instr_at(s, i)->dep_off) : NULL;
+}
+
 /* ---- heap of (time, id), earliest first; ties by id for determinism */
 
-static int hless(hent a, hent b) { return a.t < b.t || (a.t == b.t && a.id < b.id); }
+static inline int hless(hent a, hent b) { return a.t < b.t || (a.t == b.t && a.id < b.id); }
 
 static void heap_push(sim *s, double t, uint32_t id)
 {
@@ -152,18 +209,45 @@ static hent heap_pop(sim *s)
     return top;
 }
 
-/* ---- events */
+/* ---- the DMA engines' tree */
 
-static void add_event_on(sim *s, uint32_t i, int engine, int kind, double start, double end)
+static inline uint32_t dbetter(const sim *s, uint32_t a, uint32_t b)
 {
-    const nk_instr *in = &s->p->instrs[i];
-    nk_timeline *tl = s->tl;
-    tl->events[tl->nevents++] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, in->queue, start, end};
+    return s->dnext[b] < s->dnext[a] || (s->dnext[b] == s->dnext[a] && b < a) ? b : a;
 }
 
-static void add_event(sim *s, uint32_t i, int kind, double start, double end)
+static void dset(sim *s, uint32_t g, double t)
 {
-    add_event_on(s, i, s->p->instrs[i].engine, kind, start, end);
+    s->dnext[g] = t;
+    for (uint32_t k = (s->nleaf + g) >> 1; k; k >>= 1)
+        s->win[k] = dbetter(s, s->win[2 * k], s->win[2 * k + 1]);
+}
+
+/* ---- events */
+
+/* Event streams per core: each compute engine's (0..4), the Sync engine's
+ * DMA triggers, the DMA issue bars. */
+enum { EVS_TRIGGER = NK_ENGINE_DMA, EVS_ISSUE, EV_STREAMS };
+
+static inline uint32_t add_event_on(sim *s, uint32_t i, int engine, int kind, double start, double end)
+{
+    uint32_t st = s->core[i] * EV_STREAMS +
+                  (kind == NK_EV_DMA_TRIGGER ? EVS_TRIGGER : kind == NK_EV_DMA_ISSUE ? EVS_ISSUE : (uint32_t)engine);
+    uint32_t at = s->ev_cur[st]++;
+    s->tl->events[at] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, s->queue[i], start, end};
+    return at;
+}
+
+/* Instruction i's span on its engine: recorded in the timeline, and the
+ * latest end per core (the launch's tear-down follows it). */
+static inline void note_span(sim *s, uint32_t i, double start, double end)
+{
+    if (s->tl) {
+        s->tl->instr_start[i] = start;
+        s->tl->instr_end[i] = end;
+    }
+    uint32_t c = s->core[i];
+    s->core_end[c] = dmax(s->core_end[c], end);
 }
 
 static void on_resolved(sim *s, uint32_t i);
@@ -185,7 +269,7 @@ static void instance_step(sim *s, uint32_t k, double t)
         s->unit_t0[nx - 1] = t0;
         for (uint32_t i = b; i < e; i++) {
             s->ready[i] = dmax(s->ready[i], t0);
-            if (s->p->instrs[i].engine == NK_ENGINE_TENSOR)
+            if (s->eng[i] == NK_ENGINE_TENSOR)
                 s->aux[i] = dmax(s->aux[i], t0);
             if (--s->rem[i] == 0)
                 on_resolved(s, i);
@@ -198,30 +282,28 @@ static void instance_step(sim *s, uint32_t k, double t)
 /* Instruction j has its completion time: pass it on to its successors. */
 static void propagate(sim *s, uint32_t j)
 {
-    const nk_program *p = s->p;
-    const nk_instr *pj = &p->instrs[j];
+    double dj = s->done[j], sem = dj + s->a->sem_latency_ns;
     s->committed++;
     for (uint32_t k = s->succ_off[j]; k < s->succ_off[j + 1]; k++) {
         uint32_t i = s->succ[k];
-        const nk_instr *pi = &p->instrs[i];
-        if (pi->engine == NK_ENGINE_DMA) {
-            s->ready[i] = dmax(s->ready[i], s->done[j]); /* the trigger; latency added on resolve */
-        } else if (pi->engine == pj->engine) {
-            /* in order on one engine: only a read of the output waits for its write;
-               the Tensor engine's PSUM writes are ordered by its pipeline */
-            if (pi->engine != NK_ENGINE_TENSOR && nk__reads_output(p, pi, pj))
-                s->ready[i] = dmax(s->ready[i], s->done[j]);
-        } else {
-            double t = s->done[j] + s->a->sem_latency_ns;
-            s->ready[i] = dmax(s->ready[i], t);
-            if (nk__feeds_stationary(p, pi, pj))
-                s->aux[i] = dmax(s->aux[i], t);
+        switch (s->edge[k]) {
+        case EDGE_WAIT:
+            s->ready[i] = dmax(s->ready[i], dj);
+            break;
+        case EDGE_SEM_LS:
+            s->aux[i] = dmax(s->aux[i], sem);
+            /* fall through */
+        case EDGE_SEM:
+            s->ready[i] = dmax(s->ready[i], sem);
+            break;
+        default:
+            break;
         }
         if (--s->rem[i] == 0)
             on_resolved(s, i);
     }
     if (s->inst_left)
-        instance_step(s, nk__unit_of(p, pj), s->done[j]);
+        instance_step(s, s->unit[j], dj);
 }
 
 /* ---- compute engines */
@@ -240,7 +322,7 @@ static void push_engine(sim *s, uint32_t c, int e)
 
 static void commit_tensor(sim *s, engine *E, uint32_t h)
 {
-    const nk_cost *c = &s->cost[h];
+    const nk_cost *c = &s->info[h].cost;
     double ls = dmax(dmax(s->aux[h], E->ls_free), E->mm_start); /* one weight buffer in the background */
     double ls_end = ls + c->ls_ns;
     double mm = dmax(dmax(ls_end, E->mm_free), s->ready[h]);
@@ -249,15 +331,16 @@ static void commit_tensor(sim *s, engine *E, uint32_t h)
     E->mm_free = mm_end;
     E->mm_start = mm;
     s->done[h] = mm_end + c->write_ns;
-    add_event(s, h, NK_EV_LOAD_STATIONARY, ls, ls_end);
-    add_event(s, h, NK_EV_MULTIPLY_MOVING, mm, mm_end);
-    s->tl->instr_start[h] = ls;
-    s->tl->instr_end[h] = mm_end;
+    if (s->tl) {
+        add_event_on(s, h, NK_ENGINE_TENSOR, NK_EV_LOAD_STATIONARY, ls, ls_end);
+        add_event_on(s, h, NK_ENGINE_TENSOR, NK_EV_MULTIPLY_MOVING, mm, mm_end);
+    }
+    note_span(s, h, ls, mm_end);
 }
 
 static void commit_stream(sim *s, uint32_t core, int e, engine *E, uint32_t h)
 {
-    const nk_cost *c = &s->cost[h];
+    const nk_cost *c = &s->info[h].cost;
     const nk_arch *a = s->a;
     double f = dmax(s->ready[h], E->fixed_free);
     double st = dmax(f + c->fixed_ns, E->stream_free);
@@ -277,9 +360,9 @@ static void commit_stream(sim *s, uint32_t core, int e, engine *E, uint32_t h)
     if (lock_p)
         s->lock_psum[core] = end;
     s->done[h] = end + c->write_ns;
-    add_event(s, h, NK_EV_INSTR, bar, end);
-    s->tl->instr_start[h] = bar;
-    s->tl->instr_end[h] = end;
+    if (s->tl)
+        add_event_on(s, h, e, NK_EV_INSTR, bar, end);
+    note_span(s, h, bar, end);
 }
 
 static void commit_compute(sim *s, uint32_t id)
@@ -299,28 +382,25 @@ static void commit_compute(sim *s, uint32_t id)
 
 /* ---- DMA */
 
-static void wake(sim *s, uint32_t e, double t)
+static inline void wake(sim *s, uint32_t g, double t)
 {
-    dmaeng *D = &s->d[e];
-    t = dmax(t, D->busy);
-    if (t < D->next_ev) {
-        D->next_ev = t;
-        heap_push(s, t, s->ncomp + e);
-    }
+    t = dmax(t, s->d[g].busy);
+    if (t < s->dnext[g])
+        dset(s, g, t);
 }
 
 static void commit_dma(sim *s, uint32_t i)
 {
     double trig = s->aux[i];
-    add_event(s, i, NK_EV_DMA_ISSUE, trig, s->done[i]);
-    s->tl->instr_start[i] = trig;
-    s->tl->instr_end[i] = s->done[i];
+    if (s->tl) /* the issue bar went in at the trigger; now it has its end */
+        s->tl->events[s->ev_at[i]].end = s->done[i];
+    note_span(s, i, trig, s->done[i]);
     propagate(s, i);
 }
 
 /* DMA instruction i is triggered at t: its transfers may start the DMA
- * latency later (semaphore to start [DMAbw], which includes the trigger
- * instruction itself: not added to it). */
+ * latency after the trigger starts (semaphore to start [DMAbw], which
+ * includes the trigger instruction itself: not added to it). */
 static void dma_triggered(sim *s, uint32_t i, double t)
 {
     s->aux[i] = t;
@@ -330,8 +410,9 @@ static void dma_triggered(sim *s, uint32_t i, double t)
         commit_dma(s, i);
         return;
     }
+    const dmainfo *m = &s->info[i].dma;
     uint32_t g0 = s->core[i] * s->ne;
-    for (uint32_t k = 0, e = s->dma[i].e0; k < s->dma[i].neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
+    for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
         wake(s, g0 + e, s->ready[i]);
 }
 
@@ -343,7 +424,10 @@ static void trigger_dma(sim *s, uint32_t i, double t)
     uint32_t c = s->core[i];
     double ts = dmax(t, s->sync_free[c]), te = ts + s->a->dma_trigger_ns;
     s->sync_free[c] = te;
-    add_event_on(s, i, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, ts, te);
+    if (s->tl) {
+        add_event_on(s, i, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, ts, te);
+        s->ev_at[i] = add_event_on(s, i, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, ts, ts);
+    }
     dma_triggered(s, i, ts);
 }
 
@@ -351,68 +435,69 @@ static void trigger_dma(sim *s, uint32_t i, double t)
  * the core's engine e) at time t. */
 static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
 {
-    const dmainfo *m = &s->dma[i];
-    uint32_t c = g / s->ne, e = g % s->ne;
-    uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, parts = m->per + (k < m->extra);
-    uint64_t bytes = (uint64_t)parts * m->part_bytes;
-    double end = t + (double)bytes / m->rate;
+    const dmainfo *m = &s->info[i].dma;
+    uint32_t c = s->gcore[g], e = s->geng[g];
+    uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, big = k < m->extra;
+    double end = t + m->xfer_ns[big];
     if (m->hbm_sides) { /* SBUF to SBUF leaves HBM alone */
-        s->hbm_free[c] = dmax(s->hbm_free[c], t) + (double)m->hbm_sides * (double)bytes / s->a->hbm_gbps;
+        s->hbm_free[c] = dmax(s->hbm_free[c], t) + m->hbm_ns[big];
         end = dmax(end, s->hbm_free[c]);
     }
-    nk_timeline *tl = s->tl;
-    tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
+    if (s->tl) {
+        nk_timeline *tl = s->tl;
+        uint32_t parts = m->per + big;
+        tl->xfers[tl->nxfers++] =
+            (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, (uint64_t)parts * m->part_bytes, t, end};
+    }
     s->d[g].busy = end;
     s->done[i] = dmax(s->done[i], end);
     if (--s->left[i] == 0)
         commit_dma(s, i);
 }
 
-/* The head of queue q on engine e, if it may start at t: 1 started, 0 not
- * ready (*soonest lowered to when it will be), -1 not resolved yet. */
-static int try_queue(sim *s, uint32_t e, uint32_t q, double t, double *soonest)
+/* Engine g may start a descriptor at t: serve its queues round-robin from
+ * rr, in order within each queue. The head of a queue starts when it is
+ * resolved and ready; else the soonest readiness is when to look again. */
+static void dma_event(sim *s, uint32_t g, double t)
 {
-    dmaeng *D = &s->d[e];
-    uint32_t slot = e * s->nq + q;
-    uint32_t i = s->fifo[s->fifo_cur[slot]];
-    if (s->rem[i])
-        return -1;
-    if (s->ready[i] > t) {
-        *soonest = s->ready[i] < *soonest ? s->ready[i] : *soonest;
-        return 0;
-    }
-    if (++s->fifo_cur[slot] == s->fifo_off[slot + 1])
-        D->nonempty &= ~(1ull << q);
-    D->rr = q + 1 == s->nq ? 0 : q + 1;
-    start_desc(s, e, i, t);
-    return 1;
-}
-
-/* Engine e may start a descriptor at t: serve its queues round-robin from
- * rr, in order within each queue. */
-static void dma_event(sim *s, uint32_t e, double t)
-{
-    dmaeng *D = &s->d[e];
-    if (t != D->next_ev)
-        return; /* superseded by an earlier wake */
-    D->next_ev = INFINITY;
+    dmaeng *D = &s->d[g];
+    /* no event until woken again; the tree learns g's next time at the end
+     * (the loop reads it only between events; a wake of g meanwhile updates it) */
+    s->dnext[g] = INFINITY;
     double soonest = INFINITY;
     uint64_t from_rr = D->nonempty & (~0ull << D->rr);
     uint64_t pass[2] = {from_rr, D->nonempty & ~from_rr};
+    uint32_t base = g * s->nq;
     for (int k = 0; k < 2; k++)
         for (uint64_t m = pass[k]; m; m &= m - 1) {
-            if (try_queue(s, e, (uint32_t)__builtin_ctzll(m), t, &soonest) == 1) {
-                wake(s, e, D->busy);
-                return;
+            uint32_t q = (uint32_t)__builtin_ctzll(m), slot = base + q;
+            uint32_t i = s->fifo[s->fifo_cur[slot]];
+            if (s->rem[i])
+                continue;
+            if (s->ready[i] > t) {
+                soonest = s->ready[i] < soonest ? s->ready[i] : soonest;
+                continue;
             }
+            if (++s->fifo_cur[slot] == s->fifo_off[slot + 1])
+                D->nonempty &= ~(1ull << q);
+            D->rr = q + 1 == s->nq ? 0 : q + 1;
+            start_desc(s, g, i, t);
+            if (D->busy < s->dnext[g]) /* wake(g, busy) */
+                s->dnext[g] = D->busy;
+            dset(s, g, s->dnext[g]);
+            return;
         }
-    if (soonest < INFINITY)
-        wake(s, e, soonest);
+    if (soonest < INFINITY) { /* wake(g, soonest) */
+        soonest = dmax(soonest, D->busy);
+        if (soonest < s->dnext[g])
+            s->dnext[g] = soonest;
+    }
+    dset(s, g, s->dnext[g]);
 }
 
 static void on_resolved(sim *s, uint32_t i)
 {
-    int e = s->p->instrs[i].engine;
+    int e = s->eng[i];
     if (e == NK_ENGINE_DMA) {
         heap_push(s, s->ready[i], s->trig0 + i);
         s->ready[i] = INFINITY; /* no transfer before the trigger */
@@ -444,37 +529,126 @@ static int check_program(const nk_program *p)
     return 0;
 }
 
+/* An order view from the scheduler: the program was checked when traced or
+ * read; the view's own arrays must still make sense. */
+static int check_view(const nk_program *p, const nk__order_view *v)
+{
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        if (v->order[i] >= p->ninstr || (uint64_t)v->dep_off[i] + v->ndep[i] > v->ndeps)
+            return NK_EINVAL;
+        const nk_instr *in = &p->instrs[v->order[i]];
+        if (i && nk__unit_of(p, in) < nk__unit_of(p, &p->instrs[v->order[i - 1]]))
+            return NK_EINVAL;
+        for (uint32_t k = 0; k < v->ndep[i]; k++)
+            if (v->deps[v->dep_off[i] + k] >= i)
+                return NK_EINVAL;
+    }
+    return 0;
+}
+
+/* nk__writes_into(p, w, t) with t's region r already known. */
+static int writes_region(const nk_program *p, const nk_instr *w, const nk__region *r)
+{
+    nk__region d = nk__region_of(p, &w->dst);
+    if (nk__regions_overlap(&d, r))
+        return 1;
+    if (!w->dst2.buf)
+        return 0;
+    d = nk__region_of(p, &w->dst2);
+    return nk__regions_overlap(&d, r);
+}
+
+/* The regions of instruction i's operands that edges into it compare
+ * (computed once per instruction, for all its edges). */
+typedef struct iregions {
+    uint32_t i;
+    int have;
+    int nsrc;
+    nk__region src[3];   /* of src[k] with a buffer, k < nsrc */
+    uint8_t used[3];
+    nk__region st;       /* src[0]: what a Tensor-engine instruction's LoadStationary reads */
+} iregions;
+
+static void ensure_regions(const sim *s, iregions *r, uint32_t i)
+{
+    if (r->have && r->i == i)
+        return;
+    const nk_instr *in = instr_at(s, i);
+    r->i = i;
+    r->have = 1;
+    r->nsrc = in->nsrc < 3 ? in->nsrc : 3;
+    for (int k = 0; k < r->nsrc; k++)
+        if ((r->used[k] = in->src[k].buf != 0))
+            r->src[k] = nk__region_of(s->p, &in->src[k]);
+    r->st = nk__region_of(s->p, &in->src[0]);
+}
+
+/* How the edge j -> i passes j's completion on (propagate). */
+static uint8_t edge_kind(const sim *s, iregions *r, uint32_t i, uint32_t j)
+{
+    const nk_program *p = s->p;
+    int ei = s->eng[i], ej = s->eng[j];
+    if (ei == NK_ENGINE_DMA)
+        return EDGE_WAIT; /* the trigger; latency added on resolve */
+    if (ei == ej) {
+        /* in order on one engine: only a read of the output waits for its write
+           (nk__reads_output); the Tensor engine's PSUM writes are ordered by its pipeline */
+        if (ei == NK_ENGINE_TENSOR)
+            return EDGE_NONE;
+        ensure_regions(s, r, i);
+        const nk_instr *pj = instr_at(s, j);
+        for (int k = 0; k < r->nsrc; k++)
+            if (r->used[k] && writes_region(p, pj, &r->src[k]))
+                return EDGE_WAIT;
+        return EDGE_NONE;
+    }
+    if (ei != NK_ENGINE_TENSOR) /* nk__feeds_stationary */
+        return EDGE_SEM;
+    ensure_regions(s, r, i);
+    return writes_region(p, instr_at(s, j), &r->st) ? EDGE_SEM_LS : EDGE_SEM;
+}
+
 static int build_graph(sim *s)
 {
     const nk_program *p = s->p;
-    s->succ = malloc(((size_t)p->ndeps + 1) * sizeof *s->succ);
-    if (!s->succ)
+    size_t ndeps = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        ndeps += ndep_of(s, i);
+    s->succ = malloc((ndeps + 1) * sizeof *s->succ);
+    s->edge = malloc(ndeps + 1);
+    if (!s->succ || !s->edge)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < s->n; i++) {
-        const nk_instr *in = &p->instrs[i];
-        s->rem[i] = in->ndep;
-        for (uint32_t k = 0; k < in->ndep; k++)
-            s->succ_off[p->deps[in->dep_off + k] + 1]++;
+        uint32_t nd = ndep_of(s, i);
+        const uint32_t *dp = deps_of(s, i);
+        s->rem[i] = nd;
+        for (uint32_t k = 0; k < nd; k++)
+            s->succ_off[dp[k] + 1]++;
     }
     for (uint32_t i = 0; i < s->n; i++)
         s->succ_off[i + 1] += s->succ_off[i];
-    uint32_t *fill = s->left; /* borrowed as a cursor; reset by plan_dma */
+    uint32_t *fill = s->stream; /* borrowed as a cursor; filled below */
     memcpy(fill, s->succ_off, s->n * sizeof *fill);
+    iregions reg = {0};
     for (uint32_t i = 0; i < s->n; i++) {
-        const nk_instr *in = &p->instrs[i];
-        for (uint32_t k = 0; k < in->ndep; k++)
-            s->succ[fill[p->deps[in->dep_off + k]]++] = i;
+        uint32_t nd = ndep_of(s, i);
+        const uint32_t *dp = deps_of(s, i);
+        for (uint32_t k = 0; k < nd; k++) {
+            uint32_t at = fill[dp[k]]++;
+            s->succ[at] = i;
+            s->edge[at] = edge_kind(s, &reg, i, dp[k]);
+        }
     }
     uint32_t cnt[NK_MAX_CORES][NK_ENGINE_COUNT] = {{0}}, off = 0;
     for (uint32_t i = 0; i < s->n; i++)
-        cnt[s->core[i]][p->instrs[i].engine]++;
+        cnt[s->core[i]][s->eng[i]]++;
     for (uint32_t c = 0; c < s->ncores; c++)
         for (int e = 0; e < NK_ENGINE_DMA; e++) {
             s->e[c][e].off = s->e[c][e].cur = s->e[c][e].end = off;
             off += cnt[c][e];
         }
     for (uint32_t i = 0; i < s->n; i++) {
-        int e = p->instrs[i].engine;
+        int e = s->eng[i];
         if (e != NK_ENGINE_DMA)
             s->stream[s->e[s->core[i]][e].end++] = i;
     }
@@ -484,7 +658,7 @@ static int build_graph(sim *s)
     if (nu > 1) {
         uint32_t last[NK_MAX_CORES] = {0};
         for (uint32_t i = 0; i < s->n; i++)
-            s->inst_off[nk__unit_of(p, &p->instrs[i]) + 1]++;
+            s->inst_off[s->unit[i] + 1]++;
         for (uint32_t k = 0; k < nu; k++) {
             s->inst_left[k] = s->inst_off[k + 1];
             s->inst_off[k + 1] += s->inst_off[k];
@@ -504,25 +678,13 @@ static int build_graph(sim *s)
     return 0;
 }
 
-static int cost_all(sim *s)
+/* One pass over the records: each DMA instruction's descriptors (the
+ * engines rotate per core in program order) and the per-(engine, queue)
+ * FIFOs of instruction ids in program order (one descriptor per engine and
+ * instruction, so the id says which descriptor it is), each compute
+ * instruction's cost. */
+static int plan_all(sim *s)
 {
-    for (uint32_t i = 0; i < s->n; i++) {
-        const nk_instr *in = &s->p->instrs[i];
-        if (in->engine == NK_ENGINE_DMA)
-            continue;
-        int rc = nk__time_cost(s->a, in, &s->cost[i]);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* Every load/store: its descriptors, and per-(engine, queue) FIFOs of
- * instruction ids in program order (one descriptor per engine and
- * instruction, so the id says which descriptor it is). */
-static int plan_dma(sim *s)
-{
-    const nk_program *p = s->p;
     size_t nslot = (size_t)s->ncores * s->ne * s->nq;
     uint64_t total = 0;
     uint32_t rots[NK_MAX_CORES] = {0};
@@ -531,19 +693,29 @@ static int plan_dma(sim *s)
     if (!s->fifo_off || !s->fifo_cur)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < s->n; i++) {
-        const nk_instr *in = &p->instrs[i];
+        const nk_instr *in = instr_at(s, i);
         s->left[i] = 0;
-        if (in->engine != NK_ENGINE_DMA)
+        if (s->eng[i] != NK_ENGINE_DMA) {
+            int rc = nk__time_cost(s->a, in, &s->info[i].cost);
+            if (rc)
+                return rc;
             continue;
+        }
         nk_dma_plan pl;
         if (nk__time_dma_plan(s->a, in, &pl))
             return NK_EINVAL;
-        uint16_t q = (uint16_t)(in->queue % s->nq);
+        uint16_t q = (uint16_t)(s->queue[i] % s->nq);
         uint32_t *rp = &rots[s->core[i]], rot = *rp, g0 = s->core[i] * s->ne;
         uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
-        s->dma[i] = (dmainfo){s->a->dma_engine_gbps * pl.efficiency, pl.part_bytes, pl.partitions, per, extra,
-                              in->queue, (uint8_t)rot, (uint8_t)pl.engines, in->dst.mem == NK_SHARED_HBM,
-                              pl.hbm_sides};
+        double rate = s->a->dma_engine_gbps * pl.efficiency; /* bytes per ns of one engine */
+        dmainfo *m = &s->info[i].dma;
+        *m = (dmainfo){{0, 0}, {0, 0}, pl.part_bytes, per, extra, s->queue[i], (uint8_t)rot, (uint8_t)pl.engines,
+                       in->dst.mem == NK_SHARED_HBM, pl.hbm_sides};
+        for (int big = 0; big < 2; big++) {
+            uint64_t bytes = (uint64_t)(per + (uint32_t)big) * pl.part_bytes;
+            m->xfer_ns[big] = (double)bytes / rate;
+            m->hbm_ns[big] = (double)pl.hbm_sides * (double)bytes / s->a->hbm_gbps;
+        }
         s->left[i] = pl.engines;
         for (uint32_t k = 0, e = rot; k < pl.engines; k++, e = e + 1 == s->ne ? 0 : e + 1)
             s->fifo_off[(g0 + e) * s->nq + q + 1]++;
@@ -553,16 +725,17 @@ static int plan_dma(sim *s)
     if (total > UINT32_MAX)
         return NK_ELIMIT;
     s->fifo = malloc((total ? total : 1) * sizeof *s->fifo);
-    s->tl->xfers = malloc((total ? total : 1) * sizeof *s->tl->xfers);
-    if (!s->fifo || !s->tl->xfers)
+    if (!s->fifo)
+        return NK_ENOMEM;
+    if (s->tl && !(s->tl->xfers = malloc((total ? total : 1) * sizeof *s->tl->xfers)))
         return NK_ENOMEM;
     for (size_t k = 0; k < nslot; k++)
         s->fifo_off[k + 1] += s->fifo_off[k];
     memcpy(s->fifo_cur, s->fifo_off, nslot * sizeof *s->fifo_cur);
     for (uint32_t i = 0; i < s->n; i++) {
-        if (p->instrs[i].engine != NK_ENGINE_DMA)
+        if (s->eng[i] != NK_ENGINE_DMA)
             continue;
-        const dmainfo *m = &s->dma[i];
+        const dmainfo *m = &s->info[i].dma;
         uint32_t q = m->queue % s->nq, g0 = s->core[i] * s->ne;
         for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
             s->fifo[s->fifo_cur[(g0 + e) * s->nq + q]++] = i;
@@ -575,10 +748,11 @@ static int plan_dma(sim *s)
     return 0;
 }
 
+/* Pops events in time order, ties by id: compute engines (core * 5 +
+ * engine), then DMA engines (ncomp + core * ne + engine), then DMA triggers
+ * (trig0 + instruction). */
 static int run(sim *s)
 {
-    for (uint32_t g = 0; g < s->ncores * s->ne; g++)
-        s->d[g].next_ev = INFINITY;
     for (uint32_t i = 0; i < s->n; i++) /* nothing before the kernel's start-up */
         s->ready[i] = s->aux[i] = s->a->launch_startup_ns;
     for (uint32_t i = 0; i < s->n && !s->rc; i++)
@@ -590,14 +764,19 @@ static int run(sim *s)
             s->inst_left[k] = 1;
             instance_step(s, k, 0);
         }
-    while (s->nheap && !s->rc) {
-        hent h = heap_pop(s);
-        if (h.id < s->ncomp)
-            commit_compute(s, h.id);
-        else if (h.id < s->trig0)
-            dma_event(s, h.id - s->ncomp, h.t);
+    while (!s->rc) {
+        uint32_t g = s->win[1];
+        double dt = s->dnext[g];
+        if (s->nheap && (dt == INFINITY || hless(s->heap[0], (hent){dt, s->ncomp + g}))) {
+            hent h = heap_pop(s);
+            if (h.id < s->ncomp)
+                commit_compute(s, h.id);
+            else
+                trigger_dma(s, h.id - s->trig0, h.t);
+        } else if (dt < INFINITY)
+            dma_event(s, g, dt);
         else
-            trigger_dma(s, h.id - s->trig0, h.t);
+            break;
     }
     if (s->rc)
         return s->rc;
@@ -606,14 +785,84 @@ static int run(sim *s)
 
 /* ---- results: order, totals, active time, counters */
 
-static int cmp_event(const void *x, const void *y)
+/* Events by start, then instruction, then kind (every event has its own
+ * (instruction, kind), so the order is total). */
+static inline int event_less(const nk_event *a, const nk_event *b)
 {
-    const nk_event *a = x, *b = y;
     if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
+        return a->start < b->start;
     if (a->instr != b->instr)
-        return a->instr < b->instr ? -1 : 1;
-    return (int)a->kind - (int)b->kind;
+        return a->instr < b->instr;
+    return a->kind < b->kind;
+}
+NK__DEFINE_SORT(sort_events, nk_event, event_less)
+
+/* The events in order: each stream's run is in time order as the model
+ * makes them (checked; a run that is not, say with triggers of equal start
+ * out of instruction order, is sorted first), then the runs are merged. */
+static int order_events(sim *s)
+{
+    nk_timeline *tl = s->tl;
+    uint32_t nst = s->ncores * EV_STREAMS, n = tl->nevents;
+    nk_event *out = malloc((n ? n : 1) * sizeof *out);
+    uint32_t *head = malloc((nst ? nst : 1) * sizeof *head), *hp = malloc((nst ? nst : 1) * sizeof *hp);
+    int rc = NK_ENOMEM;
+    if (!out || !head || !hp)
+        goto out;
+    for (uint32_t k = 0; k < nst; k++) {
+        nk_event *a = tl->events + s->ev_off[k];
+        uint32_t m = s->ev_off[k + 1] - s->ev_off[k];
+        for (uint32_t j = 1; j < m; j++)
+            if (event_less(&a[j], &a[j - 1])) {
+                sort_events(a, m, out);
+                break;
+            }
+    }
+    /* a heap of the streams by their next event */
+    uint32_t nh = 0;
+#define EV_HEAD(k) (&tl->events[head[k]])
+#define EV_HLESS(a, b) event_less(EV_HEAD(a), EV_HEAD(b))
+    for (uint32_t k = 0; k < nst; k++) {
+        if (s->ev_off[k + 1] == s->ev_off[k])
+            continue;
+        head[k] = s->ev_off[k];
+        uint32_t i = nh++;
+        for (; i > 0 && EV_HLESS(k, hp[(i - 1) / 2]); i = (i - 1) / 2)
+            hp[i] = hp[(i - 1) / 2];
+        hp[i] = k;
+    }
+    for (uint32_t o = 0; o < n; o++) {
+        uint32_t k = hp[0];
+        out[o] = *EV_HEAD(k);
+        uint32_t top = ++head[k] < s->ev_off[k + 1] ? k : hp[--nh];
+        if (!nh)
+            break;
+        /* sift the new top down */
+        uint32_t i = 0;
+        for (;;) {
+            uint32_t c = 2 * i + 1;
+            if (c >= nh)
+                break;
+            if (c + 1 < nh && EV_HLESS(hp[c + 1], hp[c]))
+                c++;
+            if (!EV_HLESS(hp[c], top))
+                break;
+            hp[i] = hp[c];
+            i = c;
+        }
+        hp[i] = top;
+    }
+#undef EV_HEAD
+#undef EV_HLESS
+    free(tl->events);
+    tl->events = out;
+    out = NULL;
+    rc = 0;
+out:
+    free(out);
+    free(head);
+    free(hp);
+    return rc;
 }
 
 static void active_times(nk_timeline *tl)
@@ -647,39 +896,113 @@ static void active_times(nk_timeline *tl)
         tl->active_ns[e] += e0[e] - s0[e];
 }
 
-static int new_counter(nk_counter *c, const char *name, const char *unit, uint32_t n)
+/* A counter filled sample by sample: grows as it goes, trimmed at the end. */
+typedef struct cbuild {
+    nk_counter *c;
+    uint32_t cap;
+    int oom;
+} cbuild;
+
+static int cb_init(cbuild *b, nk_counter *c, const char *name, const char *unit, uint32_t cap)
 {
     snprintf(c->name, sizeof c->name, "%s", name);
     snprintf(c->unit, sizeof c->unit, "%s", unit);
+    b->c = c;
+    b->cap = cap ? cap : 1;
+    b->oom = 0;
     c->n = 0;
-    c->t = malloc((n ? n : 1) * sizeof *c->t);
-    c->value = malloc((n ? n : 1) * sizeof *c->value);
-    return c->t && c->value ? 0 : NK_ENOMEM;
+    c->t = malloc(b->cap * sizeof *c->t);
+    c->value = malloc(b->cap * sizeof *c->value);
+    if (!c->t || !c->value)
+        return NK_ENOMEM;
+    c->t[0] = c->value[0] = 0;
+    c->n = 1;
+    return 0;
+}
+
+/* The value from time t on: the last sample's when t is its time, else a new one. */
+static inline void cb_put(cbuild *b, double t, double v)
+{
+    nk_counter *c = b->c;
+    if (c->t[c->n - 1] == t) {
+        c->value[c->n - 1] = v;
+        return;
+    }
+    if (c->n == b->cap) {
+        uint32_t cap = b->cap > UINT32_MAX / 2 ? UINT32_MAX : b->cap * 2;
+        double *nt = cap > b->cap ? realloc(c->t, cap * sizeof *nt) : NULL;
+        if (nt)
+            c->t = nt;
+        double *nv = nt ? realloc(c->value, cap * sizeof *nv) : NULL;
+        if (!nv) {
+            b->oom = 1;
+            return;
+        }
+        c->value = nv;
+        b->cap = cap;
+    }
+    c->t[c->n] = t;
+    c->value[c->n++] = v;
+}
+
+static int cb_finish(cbuild *b)
+{
+    nk_counter *c = b->c;
+    if (b->oom)
+        return NK_ENOMEM;
+    if (c->n < b->cap) { /* the counter keeps what it holds, not its guess */
+        double *nt = realloc(c->t, c->n * sizeof *nt);
+        if (nt)
+            c->t = nt;
+        double *nv = realloc(c->value, c->n * sizeof *nv);
+        if (nv)
+            c->value = nv;
+    }
+    return 0;
 }
 
 typedef struct mpoint {
     double t, delta;
 } mpoint;
 
-static int cmp_mpoint(const void *x, const void *y)
+/* By time, then frees first (the smaller delta). Points with equal keys are
+ * equal values, so the sums below do not depend on how ties fall. */
+static inline int mpoint_less(const mpoint *a, const mpoint *b)
 {
-    const mpoint *a = x, *b = y;
-    if (a->t != b->t)
-        return a->t < b->t ? -1 : 1;
-    return (a->delta > b->delta) - (a->delta < b->delta); /* frees first */
+    return a->t < b->t || (a->t == b->t && a->delta < b->delta);
+}
+NK__DEFINE_SORT(sort_mpoints, mpoint, mpoint_less)
+
+/* One step of the throughput's sweep: the change pt, next_t the time of the
+ * change after it (NAN for none). */
+typedef struct tsweep {
+    double v;
+    long active; /* transfers in flight */
+} tsweep;
+
+static inline void tsweep_step(tsweep *w, cbuild *b, const mpoint *pt, int more, double next_t)
+{
+    w->v += pt->delta;
+    w->active += pt->delta > 0 ? 1 : -1;
+    if (!w->active)
+        w->v = 0; /* nothing in flight: exactly zero, whatever the rounding */
+    if (more && next_t == pt->t)
+        return; /* the value after every change at this time */
+    nk_counter *c = b->c;
+    if (fabs(c->value[c->n - 1] - w->v) <= 1e-12 * w->v)
+        return; /* the same rate, summed in another order */
+    cb_put(b, pt->t, w->v);
 }
 
-/* DMA throughput as a step function that changes exactly where transfers
- * start and end: the sum of the rates (bytes / duration) of the transfers in
- * flight, so its integral is the bytes moved. At most 2 samples per transfer
- * plus the first; equal neighbouring values (to 1e-12, as one transfer
- * hands over to another of the same rate) are one sample. */
-static int dma_throughput(nk_timeline *tl, nk_counter *c)
+/* Every transfer's start and end, sorted (the general way). */
+static int throughput_sorted(const nk_timeline *tl, cbuild *b)
 {
     size_t np = 0;
     mpoint *pt = malloc(((size_t)tl->nxfers * 2 + 1) * sizeof *pt);
-    if (!pt || new_counter(c, "dma_throughput", "GB/s", tl->nxfers * 2 + 1)) {
+    mpoint *tmp = malloc(((size_t)tl->nxfers * 2 + 1) * sizeof *tmp);
+    if (!pt || !tmp) {
         free(pt);
+        free(tmp);
         return NK_ENOMEM;
     }
     for (uint32_t k = 0; k < tl->nxfers; k++) {
@@ -690,85 +1013,228 @@ static int dma_throughput(nk_timeline *tl, nk_counter *c)
         pt[np++] = (mpoint){x->start, rate};
         pt[np++] = (mpoint){x->end, -rate};
     }
-    qsort(pt, np, sizeof *pt, cmp_mpoint);
-    c->t[0] = c->value[0] = 0;
-    c->n = 1;
-    double v = 0;
-    long active = 0; /* transfers in flight */
-    for (size_t k = 0; k < np; k++) {
-        v += pt[k].delta;
-        active += pt[k].delta > 0 ? 1 : -1;
-        if (!active)
-            v = 0; /* nothing in flight: exactly zero, whatever the rounding */
-        if (k + 1 < np && pt[k + 1].t == pt[k].t)
-            continue; /* the value after every change at this time */
-        if (fabs(c->value[c->n - 1] - v) <= 1e-12 * v)
-            continue; /* the same rate, summed in another order */
-        if (c->t[c->n - 1] == pt[k].t)
-            c->value[c->n - 1] = v;
-        else {
-            c->t[c->n] = pt[k].t;
-            c->value[c->n++] = v;
-        }
-    }
+    sort_mpoints(pt, np, tmp);
+    free(tmp);
+    tsweep w = {0, 0};
+    for (size_t k = 0; k < np; k++)
+        tsweep_step(&w, b, &pt[k], k + 1 < np, k + 1 < np ? pt[k + 1].t : 0);
     free(pt);
     return 0;
 }
 
-/* Bytes of tiles in `mem` alive over time: from first write to last use. */
-static int tile_bytes(const nk_program *p, const nk_timeline *tl, int mem, const char *name, nk_counter *c)
+/* The ends of the transfers in flight, earliest (then largest rate) first. */
+typedef struct endheap {
+    mpoint *h;
+    uint32_t n, cap;
+} endheap;
+
+static int eh_push(endheap *e, mpoint x)
 {
-    double *first = malloc(p->nbufs * sizeof *first), *last = malloc(p->nbufs * sizeof *last);
+    if (e->n == e->cap) {
+        uint32_t cap = e->cap ? e->cap * 2 : 64;
+        mpoint *h = realloc(e->h, cap * sizeof *h);
+        if (!h)
+            return NK_ENOMEM;
+        e->h = h;
+        e->cap = cap;
+    }
+    uint32_t i = e->n++;
+    while (i > 0 && mpoint_less(&x, &e->h[(i - 1) / 2])) {
+        e->h[i] = e->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    e->h[i] = x;
+    return 0;
+}
+
+static mpoint eh_pop(endheap *e)
+{
+    mpoint top = e->h[0], x = e->h[--e->n];
+    uint32_t i = 0, n = e->n;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && mpoint_less(&e->h[c + 1], &e->h[c]))
+            c++;
+        if (!mpoint_less(&e->h[c], &x))
+            break;
+        e->h[i] = e->h[c];
+        i = c;
+    }
+    if (n)
+        e->h[i] = x;
+    return top;
+}
+
+/* DMA throughput as a step function that changes exactly where transfers
+ * start and end: the sum of the rates (bytes / duration) of the transfers in
+ * flight, so its integral is the bytes moved. At most 2 samples per transfer
+ * plus the first; equal neighbouring values (to 1e-12, as one transfer
+ * hands over to another of the same rate) are one sample.
+ *
+ * The changes are taken in order of time, frees first: the transfers come
+ * sorted by start, so the starts need ordering only among equal times, and
+ * the ends wait in a heap of the transfers in flight (a DMA engine moves one
+ * descriptor at a time: a few dozen), so the sweep is about linear. Transfers
+ * out of order, or with a rate that is not positive and finite, take the
+ * general way (every point sorted); both give the same samples. */
+typedef struct gstart {
+    double t, rate, end;
+} gstart;
+
+static int dma_throughput(const nk_timeline *tl, nk_counter *c)
+{
+    cbuild b;
+    int rc = cb_init(&b, c, "dma_throughput", "GB/s", tl->nxfers / 8 + 16);
+    if (rc)
+        return rc;
+    int simple = 1;
+    for (uint32_t k = 0; k < tl->nxfers && simple; k++) {
+        const nk_dma_xfer *x = &tl->xfers[k];
+        if (k && !(x->start >= tl->xfers[k - 1].start))
+            simple = 0;
+        else if (x->end > x->start) {
+            double rate = (double)x->bytes / (x->end - x->start);
+            simple = rate > 0 && isfinite(rate);
+        }
+    }
+    if (!simple) {
+        rc = throughput_sorted(tl, &b);
+        return rc ? rc : cb_finish(&b);
+    }
+    const nk_dma_xfer *xs = tl->xfers;
+    uint32_t nx = tl->nxfers, k = 0, ng = 0, gi = 0, gcap = 0;
+    endheap eh = {0};
+    gstart *g = NULL;
+    tsweep w = {0, 0};
+    for (;;) {
+        if (gi == ng) { /* the next time transfers start: those starts, by rate */
+            ng = gi = 0;
+            while (k < nx && !(xs[k].end > xs[k].start))
+                k++;
+            for (double t0 = k < nx ? xs[k].start : 0; k < nx && xs[k].start == t0; k++) {
+                if (!(xs[k].end > xs[k].start))
+                    continue;
+                if (ng == gcap) {
+                    uint32_t cap = gcap ? 2 * gcap : 64;
+                    gstart *ng2 = realloc(g, cap * sizeof *ng2);
+                    if (!ng2) {
+                        rc = NK_ENOMEM;
+                        goto out;
+                    }
+                    g = ng2;
+                    gcap = cap;
+                }
+                gstart x = {xs[k].start, (double)xs[k].bytes / (xs[k].end - xs[k].start), xs[k].end};
+                uint32_t j = ng++;
+                for (; j > 0 && x.rate < g[j - 1].rate; j--)
+                    g[j] = g[j - 1];
+                g[j] = x;
+            }
+        }
+        int have_s = gi < ng;
+        if (!have_s && !eh.n)
+            break;
+        mpoint cur;
+        if (eh.n && (!have_s || mpoint_less(&eh.h[0], &(mpoint){g[gi].t, g[gi].rate})))
+            cur = eh_pop(&eh);
+        else {
+            cur = (mpoint){g[gi].t, g[gi].rate};
+            if ((rc = eh_push(&eh, (mpoint){g[gi].end, -g[gi].rate})))
+                goto out;
+            gi++;
+        }
+        /* the time of the change after this one */
+        int more = 0;
+        double next_t = 0;
+        if (gi < ng) {
+            more = 1;
+            next_t = g[gi].t;
+        } else {
+            while (k < nx && !(xs[k].end > xs[k].start))
+                k++;
+            if (k < nx) {
+                more = 1;
+                next_t = xs[k].start;
+            }
+        }
+        if (eh.n && (!more || eh.h[0].t < next_t)) {
+            more = 1;
+            next_t = eh.h[0].t;
+        }
+        tsweep_step(&w, &b, &cur, more, next_t);
+    }
+    rc = cb_finish(&b);
+out:
+    free(eh.h);
+    free(g);
+    return rc;
+}
+
+/* Bytes of tiles alive over time, from first write to last use: the
+ * counters of SBUF (c[0]) and PSUM (c[1]), from one pass over the program. */
+static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
+{
+    static const int mems[2] = {NK_SBUF, NK_PSUM};
+    static const char *names[2] = {"sbuf_bytes", "psum_bytes"};
+    size_t nb = p->nbufs ? p->nbufs : 1;
+    double *first = malloc(2 * nb * sizeof *first), *last = malloc(2 * nb * sizeof *last);
     mpoint *pt = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *pt);
+    mpoint *tmp = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *tmp);
     int rc = NK_ENOMEM;
-    if (!first || !last || !pt)
+    if (!first || !last || !pt || !tmp)
         goto out;
-    for (uint32_t b = 0; b < p->nbufs; b++) {
+    for (size_t b = 0; b < 2 * nb; b++) {
         first[b] = INFINITY;
         last[b] = -INFINITY;
     }
+    /* per memory m: first[m * nb + buffer], last[m * nb + buffer] */
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
+        double t0 = tl->instr_start[i], t1 = tl->instr_end[i];
         const nk_tensor *w[2] = {&in->dst, &in->dst2};
         for (int k = 0; k < 2; k++)
-            if (w[k]->buf && w[k]->mem == mem) {
-                first[w[k]->buf] = fmin(first[w[k]->buf], tl->instr_start[i]);
-                last[w[k]->buf] = dmax(last[w[k]->buf], tl->instr_end[i]);
+            if (w[k]->buf && (w[k]->mem == NK_SBUF || w[k]->mem == NK_PSUM)) {
+                size_t at = (size_t)(w[k]->mem == NK_PSUM) * nb + w[k]->buf;
+                first[at] = fmin(first[at], t0);
+                last[at] = dmax(last[at], t1);
             }
         for (int k = 0; k < in->nsrc && k < 3; k++)
-            if (in->src[k].buf && in->src[k].mem == mem)
-                last[in->src[k].buf] = dmax(last[in->src[k].buf], tl->instr_end[i]);
+            if (in->src[k].buf && (in->src[k].mem == NK_SBUF || in->src[k].mem == NK_PSUM)) {
+                size_t at = (size_t)(in->src[k].mem == NK_PSUM) * nb + in->src[k].buf;
+                last[at] = dmax(last[at], t1);
+            }
     }
-    size_t np = 0;
-    for (uint32_t b = 1; b < p->nbufs; b++) {
-        const nk_bufinfo *bi = &p->bufs[b];
-        if (bi->mem != mem || first[b] == INFINITY)
-            continue;
-        double bytes = (double)bi->bytes * (double)bi->shape[0];
-        pt[np++] = (mpoint){first[b], bytes};
-        pt[np++] = (mpoint){last[b], -bytes};
-    }
-    qsort(pt, np, sizeof *pt, cmp_mpoint);
-    if ((rc = new_counter(c, name, "bytes", (uint32_t)np + 1)))
-        goto out;
-    double v = 0;
-    c->t[0] = 0;
-    c->value[0] = 0;
-    c->n = 1;
-    for (size_t k = 0; k < np; k++) {
-        v += pt[k].delta;
-        if (c->t[c->n - 1] == pt[k].t)
-            c->value[c->n - 1] = v;
-        else {
-            c->t[c->n] = pt[k].t;
-            c->value[c->n++] = v;
+    for (int m = 0; m < 2; m++) {
+        size_t np = 0;
+        for (uint32_t b = 1; b < p->nbufs; b++) {
+            const nk_bufinfo *bi = &p->bufs[b];
+            size_t at = (size_t)m * nb + b;
+            if (bi->mem != mems[m] || first[at] == INFINITY)
+                continue;
+            double bytes = (double)bi->bytes * (double)bi->shape[0];
+            pt[np++] = (mpoint){first[at], bytes};
+            pt[np++] = (mpoint){last[at], -bytes};
         }
+        sort_mpoints(pt, np, tmp);
+        cbuild cb;
+        if ((rc = cb_init(&cb, &c[m], names[m], "bytes", (uint32_t)np + 1)))
+            goto out;
+        double v = 0;
+        for (size_t k = 0; k < np; k++) {
+            v += pt[k].delta;
+            cb_put(&cb, pt[k].t, v);
+        }
+        if ((rc = cb_finish(&cb)))
+            goto out;
     }
     rc = 0;
 out:
     free(first);
     free(last);
     free(pt);
+    free(tmp);
     return rc;
 }
 
@@ -791,45 +1257,54 @@ static int cmp_region(const void *x, const void *y)
 }
 
 /* Per core: the start-up before its first instruction and the tear-down
- * after its last completion; the device time ends with the last tear-down. */
-static int launch_regions(sim *s)
+ * after its last completion; the device time ends with the last tear-down.
+ * Without a timeline (tl NULL) the device time alone, into *total. */
+static int launch_regions(sim *s, nk_timeline *tl, double *total)
 {
-    nk_timeline *tl = s->tl;
     double last[NK_MAX_CORES];
     for (uint32_t c = 0; c < s->ncores; c++)
-        last[c] = s->a->launch_startup_ns;
-    for (uint32_t i = 0; i < s->n; i++)
-        last[s->core[i]] = dmax(last[s->core[i]], tl->instr_end[i]);
-    tl->regions = malloc(2 * s->ncores * sizeof *tl->regions);
-    if (!tl->regions)
-        return NK_ENOMEM;
-    if (s->p->nseg > 1 && s->unit_t0) { /* a sequence: every kernel is launched, one after another */
-        uint32_t nu = nk__nunits(s->p), nonempty = 0;
+        last[c] = dmax(s->a->launch_startup_ns, s->core_end[c]);
+    *total = 0;
+    uint32_t nu = nk__nunits(s->p), nr = 2 * s->ncores;
+    int seq = s->p->nseg > 1 && s->unit_t0; /* a sequence: every kernel is launched, one after another */
+    if (seq) {
+        uint32_t nonempty = 0;
         for (uint32_t u = 0; u < nu; u++)
             nonempty += s->inst_off[u + 1] > s->inst_off[u];
-        nk_region *r = realloc(tl->regions, 2 * (size_t)(nonempty ? nonempty : 1) * sizeof *r);
-        if (!r)
-            return NK_ENOMEM;
-        tl->regions = r;
+        nr = 2 * (nonempty ? nonempty : 1);
+    }
+    if (tl && !(tl->regions = malloc(nr * sizeof *tl->regions)))
+        return NK_ENOMEM;
+    nk_region r[2];
+    if (seq) {
         int first = 1;
         for (uint32_t u = 0; u < nu; u++) {
             if (s->inst_off[u + 1] == s->inst_off[u])
                 continue;
             double t0 = first ? s->a->launch_startup_ns : s->unit_t0[u], end = s->inst_end[u];
             first = 0;
-            tl->regions[tl->nregions++] = (nk_region){NK_REGION_STARTUP, 0, t0 - s->a->launch_startup_ns, t0};
-            tl->regions[tl->nregions++] = (nk_region){NK_REGION_TEARDOWN, 0, end, end + s->a->launch_teardown_ns};
-            tl->total_ns = dmax(tl->total_ns, end + s->a->launch_teardown_ns);
+            r[0] = (nk_region){NK_REGION_STARTUP, 0, t0 - s->a->launch_startup_ns, t0};
+            r[1] = (nk_region){NK_REGION_TEARDOWN, 0, end, end + s->a->launch_teardown_ns};
+            if (tl) {
+                tl->regions[tl->nregions++] = r[0];
+                tl->regions[tl->nregions++] = r[1];
+            }
+            *total = dmax(*total, end + s->a->launch_teardown_ns);
         }
     } else {
         for (uint32_t c = 0; c < s->ncores; c++) {
             double end = last[c] + s->a->launch_teardown_ns;
-            tl->regions[tl->nregions++] = (nk_region){NK_REGION_STARTUP, (uint8_t)c, 0, s->a->launch_startup_ns};
-            tl->regions[tl->nregions++] = (nk_region){NK_REGION_TEARDOWN, (uint8_t)c, last[c], end};
-            tl->total_ns = dmax(tl->total_ns, end);
+            r[0] = (nk_region){NK_REGION_STARTUP, (uint8_t)c, 0, s->a->launch_startup_ns};
+            r[1] = (nk_region){NK_REGION_TEARDOWN, (uint8_t)c, last[c], end};
+            if (tl) {
+                tl->regions[tl->nregions++] = r[0];
+                tl->regions[tl->nregions++] = r[1];
+            }
+            *total = dmax(*total, end);
         }
     }
-    qsort(tl->regions, tl->nregions, sizeof *tl->regions, cmp_region);
+    if (tl)
+        qsort(tl->regions, tl->nregions, sizeof *tl->regions, cmp_region);
     return 0;
 }
 
@@ -848,26 +1323,55 @@ double nk_timeline_launch_ns(const nk_timeline *tl)
     return t;
 }
 
+int nk__threads(void)
+{
+    const char *e = getenv("NK_THREADS");
+    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 4 ? 4 : (int)n;
+}
+
+/* The DMA throughput counter, from the transfers (on a thread of its own
+ * while the events are sorted and the tile counters made). */
+typedef struct counters_job {
+    const nk_program *p;
+    nk_timeline *tl;
+    int rc;
+} counters_job;
+
+static void *counters_work(void *arg)
+{
+    counters_job *j = arg;
+    j->rc = dma_throughput(j->tl, &j->tl->counters[0]);
+    return NULL;
+}
+
 static int finish(sim *s)
 {
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
-    qsort(tl->events, tl->nevents, sizeof *tl->events, cmp_event);
-    int rc = launch_regions(s);
-    if (rc)
-        return rc;
-    tl->host_in_ns = host_ns(p, p->input_buf, p->ninputs, s->a->host_gbps);
-    tl->host_out_ns = host_ns(p, p->output_buf, p->noutputs, s->a->host_gbps);
-    active_times(tl);
     tl->counters = calloc(3, sizeof *tl->counters);
     if (!tl->counters)
         return NK_ENOMEM;
     tl->ncounters = 3;
-    rc = dma_throughput(tl, &tl->counters[0]);
+    counters_job cj = {p, tl, 0};
+    pthread_t th;
+    int threaded = nk__threads() > 1 && !pthread_create(&th, NULL, counters_work, &cj);
+    int rc = order_events(s);
     if (!rc)
-        rc = tile_bytes(p, tl, NK_SBUF, "sbuf_bytes", &tl->counters[1]);
+        rc = launch_regions(s, tl, &tl->total_ns);
+    if (!rc) {
+        tl->host_in_ns = host_ns(p, p->input_buf, p->ninputs, s->a->host_gbps);
+        tl->host_out_ns = host_ns(p, p->output_buf, p->noutputs, s->a->host_gbps);
+        active_times(tl);
+    }
     if (!rc)
-        rc = tile_bytes(p, tl, NK_PSUM, "psum_bytes", &tl->counters[2]);
+        rc = tile_bytes(p, tl, &tl->counters[1]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        counters_work(&cj);
+    if (!rc)
+        rc = cj.rc;
     return rc;
 }
 
@@ -875,62 +1379,111 @@ static int alloc_sim(sim *s)
 {
     size_t n = s->n ? s->n : 1;
     nk_timeline *tl = s->tl;
+    const nk_program *p = s->p;
     uint32_t nev = 0;
-    for (uint32_t i = 0; i < s->n; i++)
-        nev += s->p->instrs[i].engine == NK_ENGINE_TENSOR || s->p->instrs[i].engine == NK_ENGINE_DMA ? 2 : 1;
+    s->core = malloc(n);
+    s->eng = malloc(n);
+    s->queue = malloc(n * sizeof *s->queue);
+    s->d = calloc((size_t)s->ncores * s->ne, sizeof *s->d);
+    uint32_t G = s->ncores * s->ne;
+    for (s->nleaf = 1; s->nleaf < G; s->nleaf *= 2)
+        ;
+    s->dnext = malloc(s->nleaf * sizeof *s->dnext);
+    s->win = malloc(2 * s->nleaf * sizeof *s->win);
+    s->gcore = malloc(G);
+    s->geng = malloc(G);
+    if (!s->core || !s->eng || !s->queue || !s->d || !s->dnext || !s->win || !s->gcore || !s->geng)
+        return NK_ENOMEM;
+    for (uint32_t g = 0; g < G; g++) {
+        s->gcore[g] = (uint8_t)(g / s->ne);
+        s->geng[g] = (uint8_t)(g % s->ne);
+    }
+    for (uint32_t g = 0; g < s->nleaf; g++) {
+        s->dnext[g] = INFINITY;
+        s->win[s->nleaf + g] = g;
+    }
+    for (uint32_t k = s->nleaf; k-- > 1;)
+        s->win[k] = dbetter(s, s->win[2 * k], s->win[2 * k + 1]);
+    uint32_t nu = nk__nunits(p);
+    if (nu > 1 && !(s->unit = malloc(n * sizeof *s->unit)))
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const nk_instr *in = instr_at(s, i);
+        s->core[i] = (uint8_t)nk__instr_core(p, in);
+        s->eng[i] = in->engine;
+        s->queue[i] = s->vqueue ? s->vqueue[i] : in->queue;
+        if (s->unit)
+            s->unit[i] = (uint16_t)nk__unit_of(p, in);
+        nev += in->engine == NK_ENGINE_TENSOR || in->engine == NK_ENGINE_DMA ? 2 : 1;
+    }
     s->rem = malloc(n * sizeof *s->rem);
     s->succ_off = calloc(n + 1, sizeof *s->succ_off);
     s->stream = malloc(n * sizeof *s->stream);
-    s->ready = calloc(n, sizeof *s->ready);
-    s->aux = calloc(n, sizeof *s->aux);
+    s->ready = malloc(n * sizeof *s->ready);
+    s->aux = malloc(n * sizeof *s->aux);
     s->done = calloc(n, sizeof *s->done);
-    s->cost = malloc(n * sizeof *s->cost);
+    s->info = malloc(n * sizeof *s->info);
     s->left = malloc(n * sizeof *s->left);
-    s->dma = calloc(n, sizeof *s->dma);
-    s->core = malloc(n);
-    s->d = calloc((size_t)s->ncores * s->ne, sizeof *s->d);
-    if (!s->core || !s->d)
-        return NK_ENOMEM;
-    for (uint32_t i = 0; i < s->n; i++)
-        s->core[i] = (uint8_t)nk__instr_core(s->p, &s->p->instrs[i]);
-    if (nk__nunits(s->p) > 1) {
-        size_t ni = nk__nunits(s->p);
-        s->inst_off = calloc(ni + 1, sizeof *s->inst_off);
-        s->inst_left = calloc(ni, sizeof *s->inst_left);
-        s->inst_next = calloc(ni, sizeof *s->inst_next);
-        s->inst_end = calloc(ni, sizeof *s->inst_end);
-        s->inst_gated = calloc(ni, 1);
-        s->unit_t0 = calloc(ni, sizeof *s->unit_t0);
+    if (nu > 1) {
+        s->inst_off = calloc(nu + 1, sizeof *s->inst_off);
+        s->inst_left = calloc(nu, sizeof *s->inst_left);
+        s->inst_next = calloc(nu, sizeof *s->inst_next);
+        s->inst_end = calloc(nu, sizeof *s->inst_end);
+        s->inst_gated = calloc(nu, 1);
+        s->unit_t0 = calloc(nu, sizeof *s->unit_t0);
         if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end || !s->inst_gated || !s->unit_t0)
             return NK_ENOMEM;
     }
-    tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
-    tl->instr_start = calloc(n, sizeof(double));
-    tl->instr_end = calloc(n, sizeof(double));
-    if (!s->rem || !s->succ_off || !s->stream || !s->ready || !s->aux || !s->done || !s->cost || !s->left ||
-        !s->dma || !tl->events || !tl->instr_start || !tl->instr_end)
+    if (!s->rem || !s->succ_off || !s->stream || !s->ready || !s->aux || !s->done || !s->info || !s->left)
         return NK_ENOMEM;
+    if (tl) {
+        uint32_t nst = s->ncores * EV_STREAMS;
+        s->ev_cur = calloc(nst, sizeof *s->ev_cur);
+        s->ev_off = calloc(nst + 1, sizeof *s->ev_off);
+        s->ev_at = malloc(n * sizeof *s->ev_at);
+        if (!s->ev_cur || !s->ev_off || !s->ev_at)
+            return NK_ENOMEM;
+        for (uint32_t i = 0; i < s->n; i++) {
+            uint32_t c = s->core[i] * EV_STREAMS;
+            if (s->eng[i] == NK_ENGINE_DMA) {
+                s->ev_off[c + EVS_TRIGGER + 1]++;
+                s->ev_off[c + EVS_ISSUE + 1]++;
+            } else
+                s->ev_off[c + s->eng[i] + 1] += s->eng[i] == NK_ENGINE_TENSOR ? 2 : 1;
+        }
+        for (uint32_t k = 0; k < nst; k++)
+            s->ev_off[k + 1] += s->ev_off[k];
+        memcpy(s->ev_cur, s->ev_off, nst * sizeof *s->ev_cur);
+        tl->nevents = nev;
+        tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
+        tl->instr_start = calloc(n, sizeof(double));
+        tl->instr_end = calloc(n, sizeof(double));
+        if (!tl->events || !tl->instr_start || !tl->instr_end)
+            return NK_ENOMEM;
+    }
     return 0;
+}
+
+/* What only the run needs: freed before the results are put together. */
+static void free_run(sim *s)
+{
+    void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->queue, (void **)&s->unit, (void **)&s->rem,
+                   (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
+                   (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->info, (void **)&s->left,
+                   (void **)&s->fifo, (void **)&s->fifo_off, (void **)&s->fifo_cur, (void **)&s->heap,
+                   (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
+                   (void **)&s->ev_at};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+        free(*ps[k]);
+        *ps[k] = NULL;
+    }
 }
 
 static void free_sim(sim *s)
 {
-    free(s->rem);
-    free(s->succ_off);
-    free(s->succ);
-    free(s->stream);
-    free(s->ready);
-    free(s->aux);
-    free(s->done);
-    free(s->cost);
-    free(s->left);
-    free(s->dma);
-    free(s->fifo);
-    free(s->fifo_off);
-    free(s->fifo_cur);
-    free(s->heap);
-    free(s->core);
-    free(s->d);
+    free_run(s);
+    free(s->ev_cur);
+    free(s->ev_off);
     free(s->inst_off);
     free(s->inst_left);
     free(s->inst_next);
@@ -939,11 +1492,11 @@ static void free_sim(sim *s)
     free(s->unit_t0);
 }
 
-int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
+/* The simulation of p (in the order v gives, when not NULL) on arch: into a
+ * new timeline at *out, or only the device time into *total (out NULL). */
+static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch *arch, nk_timeline **out,
+                    double *total)
 {
-    if (!out)
-        return NK_EINVAL;
-    *out = NULL;
     if (!p)
         return NK_EINVAL;
     if (!arch)
@@ -953,7 +1506,7 @@ int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
     if (arch->dma_engines < 1 || arch->dma_engines > NK_ARCH_MAX_DMA_ENGINES || arch->dma_queues < 1 ||
         arch->dma_queues > NK_ARCH_MAX_DMA_QUEUES)
         return NK_EINVAL;
-    int rc = check_program(p);
+    int rc = v ? check_view(p, v) : check_program(p);
     if (rc)
         return rc;
     sim s;
@@ -961,6 +1514,13 @@ int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
     s.p = p;
     s.a = arch;
     s.n = p->ninstr;
+    if (v) {
+        s.ord = v->order;
+        s.vdep_off = v->dep_off;
+        s.vndep = v->ndep;
+        s.vdeps = v->deps;
+        s.vqueue = v->queue;
+    }
     s.ne = (uint32_t)arch->dma_engines;
     s.nq = (uint32_t)arch->dma_queues;
     s.ncores = p->ncores ? p->ncores : 1;
@@ -970,28 +1530,44 @@ int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
     s.trig0 = s.ncomp + s.ncores * s.ne;
     if ((uint64_t)s.trig0 + s.n > UINT32_MAX)
         return NK_ELIMIT;
-    s.tl = calloc(1, sizeof *s.tl);
-    if (!s.tl)
-        return NK_ENOMEM;
-    snprintf(s.tl->target, sizeof s.tl->target, "%s", arch->name);
+    if (out) {
+        s.tl = calloc(1, sizeof *s.tl);
+        if (!s.tl)
+            return NK_ENOMEM;
+        snprintf(s.tl->target, sizeof s.tl->target, "%s", arch->name);
+    }
     rc = alloc_sim(&s);
+    if (!rc)
+        rc = plan_all(&s);
     if (!rc)
         rc = build_graph(&s);
     if (!rc)
-        rc = cost_all(&s);
-    if (!rc)
-        rc = plan_dma(&s);
-    if (!rc)
         rc = run(&s);
+    free_run(&s);
     if (!rc)
-        rc = finish(&s);
+        rc = s.tl ? finish(&s) : launch_regions(&s, NULL, total);
     free_sim(&s);
     if (rc) {
         nk_timeline_free(s.tl);
         return rc;
     }
-    *out = s.tl;
+    if (out)
+        *out = s.tl;
     return 0;
+}
+
+int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
+{
+    if (!out)
+        return NK_EINVAL;
+    *out = NULL;
+    return simulate(p, NULL, arch, out, NULL);
+}
+
+int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *arch, double *total_ns)
+{
+    *total_ns = -1;
+    return simulate(p, v, arch, NULL, total_ns);
 }
 
 void nk_timeline_free(nk_timeline *tl)

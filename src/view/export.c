@@ -4,8 +4,13 @@
  * list) and CSV (one row per instruction).
  */
 #include "view/view.h"
+#include "view/opnd.h"
 #include "isa/optable.h"
+#include "core/atomicfile.h"
 #include "core/vbuf.h"
+
+#include <errno.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +18,53 @@
 #include <string.h>
 
 static int64_t ps(double ns) { return isfinite(ns) ? llround(ns * 1000.0) : 0; }
+
+/* ---- streaming (nk_export_to): the text goes out in chunks of about
+ * EXPORT_CHUNK bytes, at record boundaries, as it is made; and the operand
+ * text of repeated instructions comes from a cache (view/opnd.h). Both are
+ * the calling thread's, set for the length of one export. */
+
+#define EXPORT_CHUNK (1u << 20)
+
+typedef struct esink {
+    nk__afile f;      /* a file; else standard output */
+    int to_file;
+    int rc;
+    uint64_t bytes;
+    char why[384];
+} esink;
+
+static _Thread_local esink *cur_sink;
+static _Thread_local nk_opnd_cache *cur_opnd;
+
+static void sink_write(esink *k, const char *s, size_t n)
+{
+    if (k->rc || !n)
+        return;
+    k->rc = k->to_file ? nk__afile_write(&k->f, s, n) : nk__fd_write_all(STDOUT_FILENO, s, n);
+    if (k->rc)
+        snprintf(k->why, sizeof k->why, "%s", k->to_file ? k->f.msg : strerror(errno));
+    k->bytes += n;
+}
+
+/* At a record boundary: hands the text made so far over when streaming. */
+static inline void drain(nk_text *t)
+{
+    esink *k = cur_sink;
+    if (!k || t->len < EXPORT_CHUNK || t->oom)
+        return;
+    sink_write(k, t->s, t->len);
+    t->len = 0;
+    t->s[0] = 0;
+}
+
+static void export_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
+{
+    if (cur_opnd && i < p->ninstr)
+        nk__opnd_text(cur_opnd, i, buf, n);
+    else
+        nk_view_operands(p, i, buf, n);
+}
 
 /* Picoseconds as microseconds with six decimals: exact, so slices that touch
  * in the model still touch in the trace. */
@@ -181,7 +233,7 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     char opnd[1024];
     int line;
     const char *file = nk_view_instr_file(p, ev->instr, &line);
-    nk_view_operands(p, ev->instr, opnd, sizeof opnd);
+    export_operands(p, ev->instr, opnd, sizeof opnd);
     nk__vb_str(t, ",\n{\"ph\":\"X\",\"pid\":");
     nk__vb_u64(t, 1u + rows->row[r].core); /* SPMD: a process per NeuronCore */
     nk__vb_str(t, ",\"tid\":");
@@ -232,6 +284,7 @@ static void put_counter_events(const nk_timeline *tl, nk_text *t)
             nk__vb_chr(t, ':');
             nk__vb_num(t, k->value[i], 6);
             nk__vb_str(t, "}}");
+            drain(t);
         }
     }
 }
@@ -287,6 +340,7 @@ static void put_flows(const nk_profile *pr, const nk_view_rows *rows, const lane
             put_flow(pr, rows, L, consumer_event(pr, ie, i, j), 0, id, t);
             id++;
         }
+        drain(t);
     }
 }
 
@@ -323,8 +377,10 @@ int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *t
         nk__vb_str(t, "}}");
     }
     put_thread_names(&rows, &L, t);
-    for (uint32_t e = 0; e < pr->tl->nevents; e++)
+    for (uint32_t e = 0; e < pr->tl->nevents; e++) {
         put_slice(pr, &rows, &L, e, t);
+        drain(t);
+    }
     put_counter_events(pr->tl, t);
     if (!o || !o->no_flows)
         put_flows(pr, &rows, &L, &ie, t);
@@ -356,7 +412,7 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     char opnd[1024];
     int line;
     const char *file = nk_view_instr_file(p, i, &line);
-    nk_view_operands(p, i, opnd, sizeof opnd);
+    export_operands(p, i, opnd, sizeof opnd);
     nk__vb_str(t, first ? "\n{\"index\":" : ",\n{\"index\":");
     nk__vb_u64(t, i);
     nk__vb_str(t, ",\"start_ns\":");
@@ -533,6 +589,7 @@ int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
             continue;
         put_instr_json(pr, i, s, e, first, t);
         first = 0;
+        drain(t);
     }
     nk__vb_str(t, "\n]");
     rc = put_allocations_json(pr, &ie, o, t);
@@ -567,7 +624,7 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         const nk_instr *in = &p->instrs[i];
         int line;
         const char *file = nk_view_instr_file(p, i, &line);
-        nk_view_operands(p, i, opnd, sizeof opnd);
+        export_operands(p, i, opnd, sizeof opnd);
         nk__vb_u64(t, i);
         nk__vb_chr(t, ',');
         nk__vb_num(t, s, 3);
@@ -599,9 +656,66 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         nk__vb_chr(t, ','); /* sequences: the kernel the instruction belongs to */
         nk__vb_csv(t, p->nseg > 1 && in->seg < p->nseg ? p->seg_name[in->seg] : p->kernel);
         nk__vb_str(t, "\r\n");
+        drain(t);
     }
     rc = t->oom ? NK_ENOMEM : NK_OK;
 out:
     instr_ev_free(&ie);
+    return rc;
+}
+
+/* ---- an export straight to its file */
+
+int nk_export_to(const nk_profile *pr, const char *format, const nk_export_opts *o, const char *path,
+                 uint64_t *bytes, char *why, size_t whylen)
+{
+    int (*fn)(const nk_profile *, const nk_export_opts *, nk_text *) =
+        !strcmp(format, "perfetto") ? nk_export_perfetto : !strcmp(format, "json") ? nk_export_json
+        : !strcmp(format, "csv") ? nk_export_csv : NULL;
+    *bytes = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (!fn || !pr || !pr->prog)
+        return NK_EINVAL;
+    esink *k = calloc(1, sizeof *k);
+    if (!k)
+        return NK_ENOMEM;
+    int rc = 0;
+    k->to_file = path && strcmp(path, "-");
+    if (!k->to_file) {
+        if (fflush(stdout)) { /* what printf already buffered goes first */
+            snprintf(k->why, sizeof k->why, "%s", strerror(errno));
+            rc = NK_EIO;
+        }
+    } else if (nk__afile_open(&k->f, path)) {
+        snprintf(k->why, sizeof k->why, "%s", k->f.msg);
+        rc = NK_EIO;
+    }
+    nk_text t = {0};
+    if (!rc) {
+        cur_sink = k;
+        cur_opnd = nk__opnd_new(pr->prog); /* NULL: formatted one by one */
+        rc = fn(pr, o, &t);
+        if (!rc)
+            sink_write(k, t.s, t.len);
+        nk__opnd_free(cur_opnd);
+        cur_opnd = NULL;
+        cur_sink = NULL;
+        if (!rc && k->rc)
+            rc = NK_EIO;
+        if (k->to_file) {
+            if (rc)
+                nk__afile_abort(&k->f);
+            else if (nk__afile_commit(&k->f)) {
+                snprintf(k->why, sizeof k->why, "%s", k->f.msg);
+                rc = NK_EIO;
+            }
+        }
+    }
+    nk_text_free(&t);
+    if (rc == NK_EIO && why && whylen)
+        snprintf(why, whylen, "%s", k->why);
+    *bytes = k->bytes;
+    free(k);
     return rc;
 }

@@ -98,6 +98,13 @@ typedef struct nk_export_opts {
 int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
 int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
 int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
+/* The export in format ("perfetto", "json", "csv") straight to path, as it
+ * is made (a large export is never held whole): the file replaced
+ * atomically, as nk__file_write does, or standard output for NULL or "-".
+ * *bytes: the bytes written. The exporter's status, or NK_EIO with the
+ * reason in why. */
+int nk_export_to(const nk_profile *pr, const char *format, const nk_export_opts *o, const char *path,
+                 uint64_t *bytes, char *why, size_t whylen);
 
 /* Writes text to path as every output is written (core/atomicfile.h): a
  * regular file replaced atomically, a device or FIFO in place; NK_EIO with

@@ -5,6 +5,7 @@
  */
 #include "view/view.h"
 #include "core/vbuf.h"
+#include "view/opnd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -293,51 +294,63 @@ static void put_col(const nk_program *p, const char *name, col_fn fn, nk_text *t
 
 /* Operand text as a template and numbers: each " +N" (an HBM offset, which
  * differs in every loop iteration) becomes " +\x01" and N goes to a separate
- * list, so the templates repeat and the string table stays small. */
-static int split_numbers(const char *s, char *tpl, size_t n, uint64_t *num, int maxnum)
-{
-    size_t k = 0;
-    int nn = 0;
-    while (*s && k + 2 < n) {
-        if (s[0] == ' ' && s[1] == '+' && s[2] >= '0' && s[2] <= '9' && nn < maxnum) {
-            uint64_t v = 0;
-            s += 2;
-            while (*s >= '0' && *s <= '9')
-                v = v * 10 + (uint64_t)(*s++ - '0');
-            num[nn++] = v;
-            tpl[k++] = ' ';
-            tpl[k++] = '+';
-            if (k + 1 < n)
-                tpl[k++] = '\x01';
-            continue;
-        }
-        tpl[k++] = *s++;
-    }
-    tpl[k] = 0;
-    return nn;
-}
-
+ * list, so the templates repeat and the string table stays small. The
+ * templates come from the operand cache (view/opnd.h): formatted once per
+ * distinct instruction, not per instruction. */
 static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *opnd)
 {
     const nk_program *p = pr->prog;
-    char buf[1024], tpl[1024];
-    uint64_t num[8];
+    uint64_t num[NK_OPND_NUMS];
     nk_text nums = {0};
+    nk_opnd_cache *oc = nk__opnd_new(p);
+    uint32_t *tindex = NULL, ntindex = 0; /* template id -> string index */
+    if (!oc)
+        return NK_ENOMEM;
     for (uint32_t i = 0; i < p->ninstr; i++) {
-        nk_view_operands(p, i, buf, sizeof buf);
-        int nn = split_numbers(buf, tpl, sizeof tpl, num, (int)NK_ARRAY_LEN(num));
+        const char *tpl;
+        uint32_t id;
+        int nn = nk__opnd_template(oc, i, &tpl, &id, num);
+        if (nn < 0) {
+            nk_text_free(&nums);
+            nk__opnd_free(oc);
+            free(tindex);
+            return nn;
+        }
         for (int k = 0; k < nn; k++) {
             if (nums.len)
                 nk__vb_chr(&nums, ',');
             nk__vb_u64(&nums, num[k]);
         }
-        int64_t k = strtab_add(st, tpl);
+        int64_t k;
+        if (id != UINT32_MAX && id < ntindex && tindex[id] != UINT32_MAX)
+            k = tindex[id];
+        else
+            k = strtab_add(st, tpl);
+        if (k >= 0 && id != UINT32_MAX && id >= ntindex) {
+            uint32_t cap = ntindex ? 2 * ntindex : 256;
+            while (cap <= id)
+                cap *= 2;
+            uint32_t *ti = realloc(tindex, cap * sizeof *ti);
+            if (!ti)
+                k = NK_ENOMEM;
+            else {
+                memset(ti + ntindex, 0xff, (cap - ntindex) * sizeof *ti);
+                tindex = ti;
+                ntindex = cap;
+            }
+        }
         if (k < 0) {
             nk_text_free(&nums);
+            nk__opnd_free(oc);
+            free(tindex);
             return (int)k;
         }
+        if (id != UINT32_MAX)
+            tindex[id] = (uint32_t)k;
         opnd[i] = (uint32_t)k;
     }
+    nk__opnd_free(oc);
+    free(tindex);
     if (nums.oom) {
         nk_text_free(&nums);
         return NK_ENOMEM;
