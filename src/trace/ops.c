@@ -941,6 +941,22 @@ nk_tensor nk_full_at(nk_ctx *nc, nk_loc loc, nk_shape shape, double value, nk_dt
     return nc->status ? NK_NONE : t;
 }
 
+/* Records a DMA instruction dst <- src (none for an empty view) and marks
+ * dst written; 0 when out of memory. */
+static int record_dma(nk_ctx *nc, nk_loc loc, int opcode, nk_tensor dst, nk_tensor src)
+{
+    if (nk__numel(&src) > 0 && nk__numel(&dst) > 0) {
+        nk_instr *in = nk__emit(nc, loc, opcode, NK_ENGINE_DMA);
+        if (!in)
+            return 0;
+        in->dst = dst;
+        in->src[0] = src;
+        in->nsrc = 1;
+    }
+    wrote(nc, dst);
+    return 1;
+}
+
 nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
 {
     LANG_OP("nk_load");
@@ -969,16 +985,7 @@ nk_tensor nk_load_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
     nk_tensor t = tile_like(nc, loc, op, src, (nk_dtype)src.dtype, NK_SBUF);
     if (nc->status)
         return NK_NONE;
-    if (nk__numel(&src) > 0) {
-        nk_instr *in = nk__emit(nc, loc, NK_OP_LOAD, NK_ENGINE_DMA);
-        if (!in)
-            return NK_NONE;
-        in->dst = t;
-        in->src[0] = src;
-        in->nsrc = 1;
-    }
-    wrote(nc, t);
-    return t;
+    return record_dma(nc, loc, NK_OP_LOAD, t, src) ? t : NK_NONE;
 }
 
 void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
@@ -1061,15 +1068,7 @@ static void emit_dma(nk_ctx *nc, nk_loc loc, const char *op, int opcode, nk_tens
                  nk_dtype_name(src.dtype), nk_dtype_name(dst.dtype));
         return;
     }
-    if (nk__numel(&dst) > 0) {
-        nk_instr *in = nk__emit(nc, loc, opcode, NK_ENGINE_DMA);
-        if (!in)
-            return;
-        in->dst = dst;
-        in->src[0] = src;
-        in->nsrc = 1;
-    }
-    wrote(nc, dst);
+    record_dma(nc, loc, opcode, dst, src);
 }
 
 /* nisa.dma_copy: a DMA between HBM and SBUF in either direction, within
@@ -1552,14 +1551,5 @@ nk_tensor nk_load_transpose2d_at(nk_ctx *nc, nk_loc loc, nk_tensor src)
     nk_tensor t = tile2(nc, loc, op, src.shape[1], src.shape[0], (nk_dtype)src.dtype, NK_SBUF);
     if (nc->status)
         return NK_NONE;
-    if (nk__numel(&src) > 0) {
-        nk_instr *in = nk__emit(nc, loc, NK_OP_LOAD_TRANSPOSE, NK_ENGINE_DMA);
-        if (!in)
-            return NK_NONE;
-        in->dst = t;
-        in->src[0] = src;
-        in->nsrc = 1;
-    }
-    wrote(nc, t);
-    return t;
+    return record_dma(nc, loc, NK_OP_LOAD_TRANSPOSE, t, src) ? t : NK_NONE;
 }
