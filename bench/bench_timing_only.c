@@ -37,8 +37,8 @@ enum { S_TRACE, S_SCHED, S_TIME, S_TOTAL, S_CAPTURE, S_ENCODE, S_WRITE, S_READ, 
 
 static const char *stage_name[S_COUNT] = {
     "trace + schedule (nk_kernel_compile)",
-    "  of which schedule (nk_schedule again)",
-    "time (nk_time_program)",
+    "  of which schedule (nk__schedule again)",
+    "time (nk__time_program)",
     "  device time alone (nk__time_total)",
     "capture (time + sources, no copy)",
     "encode in memory (nk__profile_encode)",
@@ -76,10 +76,10 @@ static int one_run(const nk_array *args, const char *path, double *t, sizes *sz)
     if ((rc = nk__program_copy(p, &again)))
         goto out;
     double t2 = now();
-    if ((rc = nk_schedule(again, p->sched)))
+    if ((rc = nk__schedule(again, p->sched)))
         goto out;
     double t3 = now();
-    if ((rc = nk_time_program(p, NULL, &tl)))
+    if ((rc = nk__time_program(p, NULL, &tl)))
         goto out;
     double t4 = now(), total;
     if ((rc = nk__time_total(p, NULL, NULL, &total)))
@@ -107,7 +107,7 @@ out:
     nk__wr_free(&w);
     nk_profile_free(pr);
     nk__program_destroy(again);
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     nk_kernel_free(k);
     return rc;
 }

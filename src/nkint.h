@@ -44,7 +44,7 @@ typedef enum nk_op {
     NK_OP_COUNT
 } nk_op;
 
-const char *nk_op_name(int op);
+const char *nk__op_name(int op);
 
 /* Instruction flags. */
 enum {
@@ -188,7 +188,7 @@ static inline uint32_t nk__unit_core(const nk_program *p, uint32_t u) { return p
 
 /* Traces fn with arguments of the given shapes and dtypes into a new program.
  * On failure returns a negative status and writes "file:line: message". */
-int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
+int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
              const nk_options *opts, nk_program **out, char *err, size_t errlen);
 
 /* ---- scheduler (src/sched) */
@@ -196,7 +196,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
 /* Fills DMA queues and dependencies (RAW, WAR, WAW on memory overlap); with
  * NK_SCHED_LIST first reorders the instructions by the list scheduler
  * (sched/listsched.c). */
-int nk_schedule(nk_program *p, int mode);
+int nk__schedule(nk_program *p, int mode);
 
 /* ---- timing model, internal (src/timing): the device time alone */
 
@@ -212,9 +212,9 @@ typedef struct nk__order_view {
 } nk__order_view;
 
 /* The device time of p on arch (NULL: its own target), the total_ns of
- * nk_time_program's timeline bit for bit, or of the order v describes
+ * nk__time_program's timeline bit for bit, or of the order v describes
  * (NULL: p as it is), without recording a timeline: about half the time of
- * nk_time_program and none of its memory, for a caller that needs only the
+ * nk__time_program and none of its memory, for a caller that needs only the
  * total (the scheduler's candidates, a what-if re-timing). */
 int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *arch, double *total_ns);
 
@@ -235,14 +235,14 @@ int nk__profile_capture_view(const nk_program *p, const nk_arch *arch, nk_profil
 /* ---- executor (src/exec) */
 
 /* Runs the program; hbm[b] is the host memory of HBM buffer b (NULL for tiles). */
-int nk_execute(const nk_program *p, void *const *hbm);
+int nk__execute(const nk_program *p, void *const *hbm);
 
 /* ---- runtime (src/rt) */
 
 /* Binds a run's arguments: checks them against the program (count, dtype,
  * shape) and fills hbm[b] (p->nbufs entries) for every HBM buffer b: inputs
  * and outputs point at the caller's arrays, scratch tensors are allocated
- * zeroed. nk_program_run is bind, nk_execute, unbind. */
+ * zeroed. nk_program_run is bind, nk__execute, unbind. */
 int nk__program_bind(const nk_program *p, const nk_array *args, int nargs, nk_array *outs, int nouts,
                      void **hbm);
 /* Frees the scratch tensors of a successful bind. */
@@ -342,8 +342,8 @@ typedef struct nk_sbuf_text {
     size_t len, cap;
     int oom;
 } nk_text;
-void nk_text_printf(nk_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void nk_text_free(nk_text *t);
+void nk__text_printf(nk_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nk__text_free(nk_text *t);
 /* "[128, 512]" */
 void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim);
 void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t);

@@ -866,7 +866,7 @@ static PyObject *run(kernel_obj *K, centry *e, pynk_kcall *c, int execute)
         double t0 = now_ns();
         if (execute) {
             Py_BEGIN_ALLOW_THREADS
-            rc = nk_execute(p, hbm);
+            rc = nk__execute(p, hbm);
             Py_END_ALLOW_THREADS
         }
         K->exec_ns = now_ns() - t0;
@@ -1835,16 +1835,16 @@ static PyObject *py_listing(PyObject *self, PyObject *args)
 static PyObject *timing_of(const nk_program *p)
 {
     nk_timeline *tl = NULL;
-    int rc = nk_time_program(p, NULL, &tl);
+    int rc = nk__time_program(p, NULL, &tl);
     if (rc)
         return PyErr_Format(pynk_KernelError, "timing the program failed: %s", nk_strerror(rc));
     double bytes = 0;
     for (uint32_t x = 0; x < tl->nxfers; x++)
         bytes += (double)tl->xfers[x].bytes;
-    PyObject *ret = Py_BuildValue("{sdsdsdsdsdsn}", "device_ns", tl->total_ns, "launch_ns", nk_timeline_launch_ns(tl),
+    PyObject *ret = Py_BuildValue("{sdsdsdsdsdsn}", "device_ns", tl->total_ns, "launch_ns", nk__timeline_launch_ns(tl),
                                   "host_in_ns", tl->host_in_ns, "host_out_ns", tl->host_out_ns, "dma_bytes", bytes,
                                   "instructions", (Py_ssize_t)nk_program_num_instructions(p));
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     return ret;
 }
 

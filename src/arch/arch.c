@@ -150,7 +150,7 @@ static const nk_arch targets[] = {
     },
 };
 
-const nk_arch *nk_arch_get(const char *name)
+const nk_arch *nk__arch_get(const char *name)
 {
     if (!name || !*name)
         name = "trn1";

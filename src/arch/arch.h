@@ -4,7 +4,7 @@
  * Each constant cites its source in arch.c (keys in docs/timing-model.md) or
  * says "assumed" and why. Tracing reads the capacities; the timing model reads
  * the rest. A modified target can be loaded from a text file (see
- * nk_arch_load_file) to ask "what if" questions of the timing model.
+ * nk__arch_load_file) to ask "what if" questions of the timing model.
  */
 #ifndef NK_ARCH_H
 #define NK_ARCH_H
@@ -78,21 +78,21 @@ typedef struct nk_arch {
 } nk_arch;
 
 /* The built-in target of that name ("" or NULL: trn1), or NULL. */
-const nk_arch *nk_arch_get(const char *name);
+const nk_arch *nk__arch_get(const char *name);
 
 /* Loads a target from a text file: a first setting `base = trn1` (or trn2),
  * then `key = value` lines; `#` starts a comment. Keys are the field names of
  * nk_arch (and `name`). Unknown keys, bad values and repeated keys fail with
  * "path:line: message" in err. On failure *arch is unchanged. */
-int nk_arch_load_file(const char *path, nk_arch *arch, char *err, size_t errlen);
+int nk__arch_load_file(const char *path, nk_arch *arch, char *err, size_t errlen);
 /* Same, from text already in memory; `where` names it in messages. */
-int nk_arch_load_text(const char *text, const char *where, nk_arch *arch, char *err, size_t errlen);
+int nk__arch_load_text(const char *text, const char *where, nk_arch *arch, char *err, size_t errlen);
 /* The target in the file format above (every key, with its meaning); the
  * caller frees *text. */
-int nk_arch_format(const nk_arch *arch, char **text);
+int nk__arch_format(const nk_arch *arch, char **text);
 /* Checks a table as the loader does: a valid name, every field in its
  * key's range, and the relations between fields. NK_EINVAL with a message
  * naming the first bad field. */
-int nk_arch_check(const nk_arch *arch, char *err, size_t errlen);
+int nk__arch_check(const nk_arch *arch, char *err, size_t errlen);
 
 #endif

@@ -200,7 +200,7 @@ static int parse_line(char *s, int lineno, const char *where, nk_arch *a, int *h
         if (*have_base)
             return fail(err, errlen, NK_EFORMAT, "%s:%d: 'base' may appear only once, as the first setting", where,
                         lineno);
-        const nk_arch *b = nk_arch_get(v);
+        const nk_arch *b = nk__arch_get(v);
         if (!b)
             return fail(err, errlen, NK_ENOTFOUND, "%s:%d: unknown base target '%s' (known: trn1, trn2)", where,
                         lineno, v);
@@ -227,7 +227,7 @@ static int parse_line(char *s, int lineno, const char *where, nk_arch *a, int *h
     return 0;
 }
 
-int nk_arch_load_text(const char *text, const char *where, nk_arch *arch, char *err, size_t errlen)
+int nk__arch_load_text(const char *text, const char *where, nk_arch *arch, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = 0;
@@ -262,7 +262,7 @@ int nk_arch_load_text(const char *text, const char *where, nk_arch *arch, char *
     return rc;
 }
 
-int nk_arch_load_file(const char *path, nk_arch *arch, char *err, size_t errlen)
+int nk__arch_load_file(const char *path, nk_arch *arch, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -294,7 +294,7 @@ int nk_arch_load_file(const char *path, nk_arch *arch, char *err, size_t errlen)
             rc = fail(err, errlen, NK_EFORMAT, "%s: not a text file (contains a NUL byte)", path);
     }
     if (!rc)
-        rc = nk_arch_load_text(text, path, arch, err, errlen);
+        rc = nk__arch_load_text(text, path, arch, err, errlen);
     free(text);
     return rc;
 }
@@ -310,7 +310,7 @@ static double field_value(const nk_arch *a, const key *k)
     return *(const double *)(const void *)base;
 }
 
-int nk_arch_check(const nk_arch *arch, char *err, size_t errlen)
+int nk__arch_check(const nk_arch *arch, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = 0;
@@ -355,10 +355,10 @@ static void format_value(char *buf, size_t n, const nk_arch *a, const key *k)
     }
 }
 
-int nk_arch_format(const nk_arch *arch, char **text)
+int nk__arch_format(const nk_arch *arch, char **text)
 {
     *text = NULL;
-    const nk_arch *b = nk_arch_get(arch->name);
+    const nk_arch *b = nk__arch_get(arch->name);
     /* every line is under 160 bytes: 26-wide key, %.17g value, a short description */
     size_t cap = 160 * (sizeof keys / sizeof keys[0] + 2), len = 0;
     char *s = malloc(cap);

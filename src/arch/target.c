@@ -22,7 +22,7 @@ static int new_table(const char *path, const char *text, const char *where, nk_t
             snprintf(err, errlen, "%s: out of memory", path ? path : where ? where : "<target>");
         return NK_ENOMEM;
     }
-    int rc = path ? nk_arch_load_file(path, a, err, errlen) : nk_arch_load_text(text, where, a, err, errlen);
+    int rc = path ? nk__arch_load_file(path, a, err, errlen) : nk__arch_load_text(text, where, a, err, errlen);
     if (rc) {
         free(a);
         return rc;
@@ -46,11 +46,11 @@ int nk_target_parse(const char *text, const char *where, nk_target **out, char *
     return new_table(NULL, text, where, out, err, errlen);
 }
 
-const nk_target *nk_target_builtin(const char *name) { return nk_arch_get(name); }
+const nk_target *nk_target_builtin(const char *name) { return nk__arch_get(name); }
 
 void nk_target_free(nk_target *t)
 {
-    if (t && nk_arch_get(t->name) != t)
+    if (t && nk__arch_get(t->name) != t)
         free(t);
 }
 
@@ -61,5 +61,5 @@ int nk_target_format(const nk_target *t, char **text)
     if (!text)
         return NK_EINVAL;
     *text = NULL;
-    return t ? nk_arch_format(t, text) : NK_EINVAL;
+    return t ? nk__arch_format(t, text) : NK_EINVAL;
 }

@@ -107,7 +107,7 @@ static int run_once(bench_run *r, int execute, double *dispatch, double *exec)
         return rc;
     double t1 = now_ns();
     if (execute)
-        rc = nk_execute(p, r->hbm);
+        rc = nk__execute(p, r->hbm);
     double t2 = now_ns();
     nk__program_unbind(p, r->hbm);
     double t3 = now_ns();
@@ -136,12 +136,12 @@ static int compile_and_time(bench_run *r, nk_bench_result *res)
     nk_kernel_cache_stats(r->k, &after, NULL);
     res->compile_ns = after > before ? now_ns() - t0 : 0;
     nk_timeline *tl;
-    if ((rc = nk_time_program(r->p, NULL, &tl)))
+    if ((rc = nk__time_program(r->p, NULL, &tl)))
         return rc;
     res->device_ns = tl->total_ns;
     res->host_in_ns = tl->host_in_ns;
     res->host_out_ns = tl->host_out_ns;
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     snprintf(res->target, sizeof res->target, "%s", r->p->target);
     res->ninstr = r->p->ninstr;
     return 0;

@@ -23,7 +23,7 @@ double nk_bench_user_percent(const nk_bench_result *r)
 
 static void table(nk_text *t, const char *name, const nk_bench_result *r, double weights)
 {
-    nk_text_printf(t, "%s on %s: %d iterations after %d warm-up, %s; latencies in microseconds\n", name, r->target,
+    nk__text_printf(t, "%s on %s: %d iterations after %d warm-up, %s; latencies in microseconds\n", name, r->target,
                    r->iters, r->warmup, r->executed ? "values computed" : "--no-exec, timing only");
     static const char *head[] = {"B", "NC", "NC-USED", "WEIGHTS", "MODE", "INF/S", "IRES/S", "L(1)", "L(50)",
                                  "L(99)", "NCL(1)", "NCL(50)", "NCL(99)", "%USER"};
@@ -50,9 +50,9 @@ static void table(nk_text *t, const char *name, const nk_bench_result *r, double
         w[i] = a > b ? a : b;
     }
     for (int i = 0; i < 14; i++) /* the last column unpadded */
-        nk_text_printf(t, "%-*s%s", i < 13 ? w[i] : 0, head[i], i < 13 ? "  " : "\n");
+        nk__text_printf(t, "%-*s%s", i < 13 ? w[i] : 0, head[i], i < 13 ? "  " : "\n");
     for (int i = 0; i < 14; i++)
-        nk_text_printf(t, "%-*s%s", i < 13 ? w[i] : 0, val[i], i < 13 ? "  " : "\n");
+        nk__text_printf(t, "%-*s%s", i < 13 ? w[i] : 0, val[i], i < 13 ? "  " : "\n");
 }
 
 static double median_dispatch_us(const nk_bench_result *r)
@@ -64,15 +64,15 @@ static double median_dispatch_us(const nk_bench_result *r)
 
 static void parts(nk_text *t, const nk_bench_result *r)
 {
-    nk_text_printf(t, "L(50) = dispatch %.2f (measured) + host I/O %.2f (modelled) + device %.2f (modelled)\n",
+    nk__text_printf(t, "L(50) = dispatch %.2f (measured) + host I/O %.2f (modelled) + device %.2f (modelled)\n",
                    median_dispatch_us(r), (r->host_in_ns + r->host_out_ns) * 1e-3, r->device_ns * 1e-3);
-    nk_text_printf(t, "compiled once");
+    nk__text_printf(t, "compiled once");
     if (r->compile_ns > 0)
-        nk_text_printf(t, " in %.2f ms", r->compile_ns * 1e-6);
-    nk_text_printf(t, " (%zu instructions)", r->ninstr);
+        nk__text_printf(t, " in %.2f ms", r->compile_ns * 1e-6);
+    nk__text_printf(t, " (%zu instructions)", r->ninstr);
     if (r->executed)
-        nk_text_printf(t, "; host simulation %.2f ms per iteration (in no latency)", r->exec_ns * 1e-6);
-    nk_text_printf(t, "\n");
+        nk__text_printf(t, "; host simulation %.2f ms per iteration (in no latency)", r->exec_ns * 1e-6);
+    nk__text_printf(t, "\n");
 }
 
 int nk_bench_format_table(const char *name, const nk_bench_result *r, double weights, char **text)
@@ -83,7 +83,7 @@ int nk_bench_format_table(const char *name, const nk_bench_result *r, double wei
     table(&t, name, r, weights);
     parts(&t, r);
     if (t.oom) {
-        nk_text_free(&t);
+        nk__text_free(&t);
         return NK_ENOMEM;
     }
     *text = t.s;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const nk_calib_family nk_calib_families[NK_CALIB_NFAMILIES] = {
+const nk_calib_family nk__calib_families[NK_CALIB_NFAMILIES] = {
     [NK_CALIB_ACT] = {"act", "Scalar engine: activation cost against N, static overhead, write access"},
     [NK_CALIB_DVE] = {"dve", "Vector engine: tensor_scalar cost against N, static overhead, write access"},
     [NK_CALIB_POOL] = {"pool", "GpSimd engine: iota cost against N (fixed part and clock)"},
@@ -39,7 +39,7 @@ const nk_calib_family nk_calib_families[NK_CALIB_NFAMILIES] = {
 #define PEAK1 272.0
 #define PEAK2 368.0
 
-const nk_calib_point nk_calib_points[] = {
+const nk_calib_point nk__calib_points[] = {
     /* Scalar engine [ISA-old][ISA-sel]: max(MIN_II, N) cycles; ~100 cycles static overhead [A2][PG] */
     {"act_dep/n=1", NK_CALIB_ACT, 1, 0, 1, 0, R3(4, 8, 16), NK_CALIB_NS, {189, NONE}, 0, 0.16,
      "back-to-back dependent 1-element ScalarE instructions ~189 ns apart (264 cycles, NC-v2)", "[PG]"},
@@ -98,11 +98,11 @@ const nk_calib_point nk_calib_points[] = {
      "v3 lifts it: max(N/0.96, (150+N)/1.2 GHz) [A3] (derived)",
      "[A2][A3]"},
 };
-const size_t nk_calib_npoints = sizeof nk_calib_points / sizeof nk_calib_points[0];
+const size_t nk__calib_npoints = sizeof nk__calib_points / sizeof nk__calib_points[0];
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 
-double nk_calib_bytes(const nk_calib_point *pt)
+double nk__calib_bytes(const nk_calib_point *pt)
 {
     switch (pt->family) {
     case NK_CALIB_DMA_LOAD:
@@ -123,7 +123,7 @@ static double desc_ns(const nk_arch *a, double parts, double bpp)
     return parts * (bpp + a->dma_eff_half_bytes) / a->dma_engine_gbps;
 }
 
-double nk_calib_expect_ns(const nk_arch *a, const nk_calib_point *pt)
+double nk__calib_expect_ns(const nk_arch *a, const nk_calib_point *pt)
 {
     double n = (double)pt->n, m = (double)pt->m;
     double ovh = a->static_overhead_cycles, acc = a->sram_access_cycles, mii = a->min_ii_cycles;
@@ -164,11 +164,11 @@ double nk_calib_expect_ns(const nk_arch *a, const nk_calib_point *pt)
     return NAN;
 }
 
-double nk_calib_in_unit(const nk_arch *a, const nk_calib_point *pt, double ns)
+double nk__calib_in_unit(const nk_arch *a, const nk_calib_point *pt, double ns)
 {
     switch (pt->unit) {
     case NK_CALIB_GBPS:
-        return nk_calib_bytes(pt) / ns;
+        return nk__calib_bytes(pt) / ns;
     case NK_CALIB_CYCLES: {
         double ghz = pt->family == NK_CALIB_ACT ? a->act_ghz
                      : pt->family == NK_CALIB_DVE ? a->dve_ghz
@@ -181,7 +181,7 @@ double nk_calib_in_unit(const nk_arch *a, const nk_calib_point *pt, double ns)
     }
 }
 
-int nk_calib_within(const nk_calib_point *pt, int t, double v)
+int nk__calib_within(const nk_calib_point *pt, int t, double v)
 {
     double d = pt->doc[t];
     if (isnan(d))
@@ -342,7 +342,7 @@ static int calib_args(const nk_calib_point *pt, int R, nk_array *args)
     }
 }
 
-int nk_calib_time(const nk_arch *a, const nk_calib_point *pt, int reps, double *ns)
+int nk__calib_time(const nk_arch *a, const nk_calib_point *pt, int reps, double *ns)
 {
     nk_array args[4];
     int nargs = calib_args(pt, reps, args);
@@ -357,10 +357,10 @@ int nk_calib_time(const nk_arch *a, const nk_calib_point *pt, int reps, double *
     nk_timeline *tl = NULL;
     int rc = nk_kernel_compile(k, args, nargs, &o, &p);
     if (!rc)
-        rc = nk_time_program(p, a, &tl);
+        rc = nk__time_program(p, a, &tl);
     if (!rc)
         *ns = tl->total_ns;
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     nk_kernel_free(k);
     cur = NULL;
     return rc;
@@ -380,11 +380,11 @@ static double slope(const double *x, const double *y, int n)
     return d != 0 ? (n * sxy - sx * sy) / d : NAN;
 }
 
-int nk_calib_simulate(const nk_arch *a, const nk_calib_point *pt, double *per_rep)
+int nk__calib_simulate(const nk_arch *a, const nk_calib_point *pt, double *per_rep)
 {
     double x[NK_CALIB_MAXREPS], y[NK_CALIB_MAXREPS];
     for (int i = 0; i < NK_CALIB_MAXREPS; i++) {
-        int rc = nk_calib_time(a, pt, pt->reps[i], &y[i]);
+        int rc = nk__calib_time(a, pt, pt->reps[i], &y[i]);
         if (rc)
             return rc;
         x[i] = pt->reps[i];
@@ -393,7 +393,7 @@ int nk_calib_simulate(const nk_arch *a, const nk_calib_point *pt, double *per_re
     return 0;
 }
 
-double nk_calib_slope(const double *x, const double *y, int n) { return slope(x, y, n); }
+double nk__calib_slope(const double *x, const double *y, int n) { return slope(x, y, n); }
 
 /* ---- the side-by-side report */
 
@@ -408,29 +408,29 @@ static void fmt_doc(char *b, size_t n, const nk_calib_point *pt, int t)
         snprintf(b, n, "%s%.1f", pt->bound > 0 ? ">= " : pt->bound < 0 ? "<= " : "", d);
 }
 
-int nk_calib_report(char **text, int *misses)
+int nk__calib_report(char **text, int *misses)
 {
-    size_t cap = 256 + nk_calib_npoints * 2 * 200, len = 0;
+    size_t cap = 256 + nk__calib_npoints * 2 * 200, len = 0;
     char *s = malloc(cap);
     if (!s)
         return NK_ENOMEM;
     *misses = 0;
     len += (size_t)snprintf(s + len, cap - len, "%-22s %-6s %6s %12s %12s %8s %6s  %s\n", "benchmark", "target",
                             "unit", "documented", "model", "gap", "within", "source");
-    for (size_t i = 0; i < nk_calib_npoints; i++) {
-        const nk_calib_point *pt = &nk_calib_points[i];
+    for (size_t i = 0; i < nk__calib_npoints; i++) {
+        const nk_calib_point *pt = &nk__calib_points[i];
         for (int t = 0; t < 2; t++) {
-            const nk_arch *a = nk_arch_get(t ? "trn2" : "trn1");
+            const nk_arch *a = nk__arch_get(t ? "trn2" : "trn1");
             double per;
-            int rc = nk_calib_simulate(a, pt, &per);
+            int rc = nk__calib_simulate(a, pt, &per);
             if (rc) {
                 free(s);
                 return rc;
             }
-            double v = nk_calib_in_unit(a, pt, per);
+            double v = nk__calib_in_unit(a, pt, per);
             char doc[32], gap[16] = "-";
             fmt_doc(doc, sizeof doc, pt, t);
-            int w = nk_calib_within(pt, t, v);
+            int w = nk__calib_within(pt, t, v);
             if (w >= 0 && pt->bound == 0)
                 snprintf(gap, sizeof gap, "%+.1f%%", 100 * (v - pt->doc[t]) / pt->doc[t]);
             if (w == 0)

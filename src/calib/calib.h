@@ -56,37 +56,37 @@ typedef struct nk_calib_family {
     const char *mechanism;
 } nk_calib_family;
 
-extern const nk_calib_point nk_calib_points[];
-extern const size_t nk_calib_npoints;
-extern const nk_calib_family nk_calib_families[NK_CALIB_NFAMILIES];
+extern const nk_calib_point nk__calib_points[];
+extern const size_t nk__calib_npoints;
+extern const nk_calib_family nk__calib_families[NK_CALIB_NFAMILIES];
 
 /* The model's closed form: ns per repetition of point pt on target a. */
-double nk_calib_expect_ns(const nk_arch *a, const nk_calib_point *pt);
+double nk__calib_expect_ns(const nk_arch *a, const nk_calib_point *pt);
 /* Bytes per repetition (DMA points), else 0. */
-double nk_calib_bytes(const nk_calib_point *pt);
+double nk__calib_bytes(const nk_calib_point *pt);
 /* Ns per repetition in the point's unit (GB/s: bytes over it; cycles of
  * the engine clock of a). */
-double nk_calib_in_unit(const nk_arch *a, const nk_calib_point *pt, double ns);
+double nk__calib_in_unit(const nk_arch *a, const nk_calib_point *pt, double ns);
 /* Is value within the documented figure's tolerance on target index t (0
  * trn1, 1 trn2)? -1 when nothing is documented there. */
-int nk_calib_within(const nk_calib_point *pt, int t, double value);
+int nk__calib_within(const nk_calib_point *pt, int t, double value);
 
 /* Times point pt with `reps` repetitions on target a through the tracer,
  * the compile step and the timing model (the C kernel): the device time in
  * ns, or a negative status. */
-int nk_calib_time(const nk_arch *a, const nk_calib_point *pt, int reps, double *ns);
+int nk__calib_time(const nk_arch *a, const nk_calib_point *pt, int reps, double *ns);
 /* The simulated ns per repetition: least-squares slope over pt->reps. */
-int nk_calib_simulate(const nk_arch *a, const nk_calib_point *pt, double *per_rep);
+int nk__calib_simulate(const nk_arch *a, const nk_calib_point *pt, double *per_rep);
 
 /* Least-squares slope of y over x (n points). */
-double nk_calib_slope(const double *x, const double *y, int n);
+double nk__calib_slope(const double *x, const double *y, int n);
 
 /* The side-by-side table (documented vs model, per target) as text; the
  * number of figures outside their tolerance in *misses. Caller frees. */
-int nk_calib_report(char **text, int *misses);
+int nk__calib_report(char **text, int *misses);
 
 /* The NKI Python kernel file of family f (caller frees). */
-int nk_calib_python(int f, char **text);
+int nk__calib_python(int f, char **text);
 
 /* ---- fit */
 
@@ -100,7 +100,7 @@ typedef struct nk_calib_sample {
 /* Reads results: CSV lines `point,reps,p50_us` after the header line
  * `point,reps,p50_us` (the emitted kernels write it); `#` starts a
  * comment. *out is allocated (free it). Errors name "path:line". */
-int nk_calib_read_results(const char *text, const char *where, nk_calib_sample **out, size_t *n, char *err,
+int nk__calib_read_results(const char *text, const char *where, nk_calib_sample **out, size_t *n, char *err,
                           size_t errlen);
 
 typedef struct nk_calib_fitted {
@@ -125,9 +125,9 @@ typedef struct nk_calib_fit {
 
 /* Least-squares fit of the constants the measured points depend on,
  * starting from base; points not in the suite are an error. */
-int nk_calib_fit_samples(const nk_arch *base, const nk_calib_sample *s, size_t n, nk_calib_fit *fit, char *err,
+int nk__calib_fit_samples(const nk_arch *base, const nk_calib_sample *s, size_t n, nk_calib_fit *fit, char *err,
                          size_t errlen);
 /* The fit as a target file (base, name, the fitted keys with their residuals). */
-int nk_calib_format_fit(const nk_calib_fit *fit, const char *name, char **text);
+int nk__calib_format_fit(const nk_calib_fit *fit, const char *name, char **text);
 
 #endif

@@ -206,25 +206,25 @@ static void family_code(sbuf *b, int f)
     }
 }
 
-int nk_calib_python(int f, char **text)
+int nk__calib_python(int f, char **text)
 {
     *text = NULL;
     if (f < 0 || f >= NK_CALIB_NFAMILIES)
         return NK_EINVAL;
     sbuf b = {0};
-    put(&b, "# nklab calibration micro-benchmark '%s': %s.\n", nk_calib_families[f].name,
-        nk_calib_families[f].mechanism);
+    put(&b, "# nklab calibration micro-benchmark '%s': %s.\n", nk__calib_families[f].name,
+        nk__calib_families[f].mechanism);
     put(&b, "# Written by `nklab calibrate emit`. Runs unchanged on a Trainium machine\n"
             "# (python3 %s.py RESULTS.csv) and under nklab (nklab python %s.py RESULTS.csv).\n"
             "# Each point runs at several repetition counts; the slope of the latency\n"
             "# over them is the mechanism's cost. Appends `point,reps,p50_us` rows to\n"
             "# RESULTS.csv, which `nklab calibrate fit RESULTS.csv` reads.\n",
-        nk_calib_families[f].name, nk_calib_families[f].name);
+        nk__calib_families[f].name, nk__calib_families[f].name);
     put(&b, "%s", header);
     family_code(&b, f);
     put(&b, "\n\n# point, n, m, dep, fp32, repetitions\nPOINTS = [\n");
-    for (size_t i = 0; i < nk_calib_npoints; i++) {
-        const nk_calib_point *pt = &nk_calib_points[i];
+    for (size_t i = 0; i < nk__calib_npoints; i++) {
+        const nk_calib_point *pt = &nk__calib_points[i];
         if (pt->family != f)
             continue;
         put(&b, "    (\"%s\", %lld, %lld, %s, %s, (%d, %d, %d)),\n", pt->id, (long long)pt->n, (long long)pt->m,

@@ -2,7 +2,7 @@
  * fit.c - constants of a target from measured micro-benchmark latencies:
  * each point's ns per repetition is the least-squares slope of its
  * latencies over the repetitions; the constants are a Levenberg-Marquardt
- * fit of the model's closed forms (nk_calib_expect_ns) to those slopes,
+ * fit of the model's closed forms (nk__calib_expect_ns) to those slopes,
  * in relative residuals, starting from a base table.
  */
 #include "calib.h"
@@ -74,7 +74,7 @@ static double expect(const rarch *r, const nk_calib_point *pt)
         for (int k = 0; k < NPAR; k++)
             if (params[k].is_int)
                 set(&a, k, r->v[k], 1);
-        return nk_calib_expect_ns(&a, pt);
+        return nk__calib_expect_ns(&a, pt);
     }
     /* linear interpolation between the neighbouring integers of every
        fractional key (the closed forms are piecewise linear in them) */
@@ -95,7 +95,7 @@ static double expect(const rarch *r, const nk_calib_point *pt)
             set(&a, idx[j], lo[idx[j]] + up, 1);
             wt *= up ? w[idx[j]] : 1 - w[idx[j]];
         }
-        ns += wt * nk_calib_expect_ns(&a, pt);
+        ns += wt * nk__calib_expect_ns(&a, pt);
     }
     return ns;
 }
@@ -169,13 +169,13 @@ static void jacobian(const rarch *r, const double *v0, const int *fr, int nf, co
 
 const nk_calib_point *nk__calib_find(const char *id)
 {
-    for (size_t i = 0; i < nk_calib_npoints; i++)
-        if (!strcmp(nk_calib_points[i].id, id))
-            return &nk_calib_points[i];
+    for (size_t i = 0; i < nk__calib_npoints; i++)
+        if (!strcmp(nk__calib_points[i].id, id))
+            return &nk__calib_points[i];
     return NULL;
 }
 
-int nk_calib_fit_samples(const nk_arch *base, const nk_calib_sample *s, size_t ns, nk_calib_fit *fit, char *err,
+int nk__calib_fit_samples(const nk_arch *base, const nk_calib_sample *s, size_t ns, nk_calib_fit *fit, char *err,
                          size_t errlen)
 {
     memset(fit, 0, sizeof *fit);
@@ -200,7 +200,7 @@ int nk_calib_fit_samples(const nk_arch *base, const nk_calib_sample *s, size_t n
                 x[m] = s[k].reps;
                 y[m++] = s[k].us * 1000;
             }
-        double per = m >= 2 ? nk_calib_slope(x, y, m) : NAN;
+        double per = m >= 2 ? nk__calib_slope(x, y, m) : NAN;
         if (!(per > 0)) {
             snprintf(err, errlen, "%s: need latencies at two or more repetition counts that grow with them", pt->id);
             return NK_EINVAL;
@@ -325,7 +325,7 @@ int nk_calib_fit_samples(const nk_arch *base, const nk_calib_sample *s, size_t n
     return 0;
 }
 
-int nk_calib_read_results(const char *text, const char *where, nk_calib_sample **out, size_t *n, char *err,
+int nk__calib_read_results(const char *text, const char *where, nk_calib_sample **out, size_t *n, char *err,
                           size_t errlen)
 {
     *out = NULL;
@@ -393,13 +393,13 @@ fail:
     return NK_EINVAL;
 }
 
-int nk_calib_format_fit(const nk_calib_fit *fit, const char *name, char **text)
+int nk__calib_format_fit(const nk_calib_fit *fit, const char *name, char **text)
 {
     size_t cap = 4096, len = 0;
     char *s = malloc(cap);
     if (!s)
         return NK_ENOMEM;
-    const nk_arch *b = nk_arch_get(fit->arch.name);
+    const nk_arch *b = nk__arch_get(fit->arch.name);
     len += (size_t)snprintf(s + len, cap - len,
                             "# nklab calibrate fit: %d benchmark points, rms relative residual %.3g%%, "
                             "worst %.3g%% (%s)\n"

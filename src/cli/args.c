@@ -415,7 +415,7 @@ int nk_cli_kernel_check(const nk_kernel_cmd *c, int flags, const nk_kernel_info 
     if (c->target && c->target_file)
         return nk_cli_error(NK_EXIT_USAGE, "%s: --target and --target-file exclude each other (a target file "
                             "names its base target)", c->cmd);
-    if (c->target && !nk_arch_get(c->target))
+    if (c->target && !nk__arch_get(c->target))
         return nk_cli_error(NK_EXIT_USAGE, "unknown target '%s' (trn1 or trn2)", c->target);
     if (nk_cli_is_user_kernel(c->kernel)) {
         if (c->nin == 0)

@@ -43,7 +43,7 @@ void nk_help_calibrate(void)
 static int report(void)
 {
     char *text = NULL;
-    int misses = 0, rc = nk_calib_report(&text, &misses);
+    int misses = 0, rc = nk__calib_report(&text, &misses);
     if (rc)
         return nk_cli_error(NK_EXIT_FAIL, "calibrate report: %s", nk_strerror(rc));
     fputs(text, stdout);
@@ -72,10 +72,10 @@ static int emit(const char *dir)
                         "rm -f calibration-results.csv\n";
     for (int f = 0; f < NK_CALIB_NFAMILIES; f++) {
         char *text = NULL, name[64];
-        int rc = nk_calib_python(f, &text);
+        int rc = nk__calib_python(f, &text);
         if (rc)
             return nk_cli_error(NK_EXIT_FAIL, "calibrate emit: %s", nk_strerror(rc));
-        snprintf(name, sizeof name, "%s.py", nk_calib_families[f].name);
+        snprintf(name, sizeof name, "%s.py", nk__calib_families[f].name);
         rc = write_file(dir, name, text);
         free(text);
         if (rc)
@@ -121,7 +121,7 @@ static int fit(const char *path, const char *base, const char *name, const char 
     char err[512];
     nk_calib_sample *s = NULL;
     size_t n = 0;
-    int rc = nk_calib_read_results(text, path, &s, &n, err, sizeof err);
+    int rc = nk__calib_read_results(text, path, &s, &n, err, sizeof err);
     free(text);
     if (rc) {
         fprintf(stderr, "%s\n", err);
@@ -132,10 +132,10 @@ static int fit(const char *path, const char *base, const char *name, const char 
         free(s);
         return nk_cli_error(NK_EXIT_FAIL, "out of memory");
     }
-    rc = nk_calib_fit_samples((const nk_arch *)b, s, n, fr, err, sizeof err);
+    rc = nk__calib_fit_samples((const nk_arch *)b, s, n, fr, err, sizeof err);
     free(s);
     char *cfg = NULL;
-    if (rc || (rc = nk_calib_format_fit(fr, name, &cfg))) {
+    if (rc || (rc = nk__calib_format_fit(fr, name, &cfg))) {
         free(fr);
         return nk_cli_error(NK_EXIT_FAIL, "calibrate fit: %s: %s", path, rc == NK_EINVAL ? err : nk_strerror(rc));
     }

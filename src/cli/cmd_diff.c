@@ -45,12 +45,12 @@ int nk_cmd_diff(int argc, char **argv)
     }
     if (code == NK_EXIT_OK) {
         nk_text out = {0};
-        int rc = nk_insights_diff(pr[0], path[0], pr[1], path[1], &out);
+        int rc = nk__insights_diff(pr[0], path[0], pr[1], path[1], &out);
         if (rc)
             code = nk_cli_error(NK_EXIT_FAIL, "diff: %s", nk_strerror(rc));
         else if (fwrite(out.s, 1, out.len, stdout) != out.len)
             code = nk_cli_error(NK_EXIT_FAIL, "diff: cannot write the comparison");
-        nk_text_free(&out);
+        nk__text_free(&out);
     }
     nk_profile_free(pr[0]);
     nk_profile_free(pr[1]);

@@ -102,7 +102,7 @@ int nk_cmd_export(int argc, char **argv)
     /* written as it is made: a large export is never held whole */
     uint64_t bytes = 0;
     char why[384];
-    int rc = nk_export_to(pr, e.format, &e.o, nk_cli_is_stdout(e.out) ? NULL : e.out, &bytes, why, sizeof why);
+    int rc = nk__export_to(pr, e.format, &e.o, nk_cli_is_stdout(e.out) ? NULL : e.out, &bytes, why, sizeof why);
     if (rc == NK_EIO)
         code = nk_cli_write_failed("export", e.out ? e.out : "-", rc, why);
     else if (rc)

@@ -33,15 +33,15 @@ int nk_cmd_insights(int argc, char **argv)
         return code;
     nk_insights *ins = NULL;
     nk_text out = {0};
-    int rc = nk_insights_build(pr, &ins);
+    int rc = nk__insights_build(pr, &ins);
     if (!rc)
-        rc = json ? nk_insights_json(ins, &out) : nk_insights_text(ins, &out);
+        rc = json ? nk__insights_json(ins, &out) : nk__insights_text(ins, &out);
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "insights: %s: %s", in, nk_strerror(rc));
     else if (fwrite(out.s, 1, out.len, stdout) != out.len || (json && putchar('\n') == EOF))
         code = nk_cli_error(NK_EXIT_FAIL, "insights: cannot write the report");
-    nk_text_free(&out);
-    nk_insights_free(ins);
+    nk__text_free(&out);
+    nk__insights_free(ins);
     nk_profile_free(pr);
     return code;
 }

@@ -96,13 +96,13 @@ static int parse(int argc, char **argv, run_opts *o)
 static int report_model_only(const nk_cli_kernel *ck, const nk_program *p)
 {
     nk_timeline *tl;
-    int st = nk_time_program(p, NULL, &tl);
+    int st = nk__time_program(p, NULL, &tl);
     if (st)
         return nk_cli_error(NK_EXIT_FAIL, "%s: timing failed: %s", nk_cli_kernel_name(ck), nk_strerror(st));
     printf("%s on %s: %zu instructions, device time %.3f us (modelled)\n", nk_cli_kernel_name(ck),
            nk_program_target(p), nk_program_num_instructions(p), tl->total_ns * 1e-3);
     printf("--no-exec: no values computed, no outputs written\n");
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     return NK_EXIT_OK;
 }
 

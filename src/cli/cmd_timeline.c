@@ -43,12 +43,12 @@ int nk_cmd_timeline(int argc, char **argv)
     if ((code = nk_cli_profile_read("timeline", in, &pr)))
         return code;
     nk_text t = {0};
-    int rc = nk_view_timeline(pr, (int)width, &t);
+    int rc = nk__view_timeline(pr, (int)width, &t);
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "timeline: %s", nk_strerror(rc));
     else
         fwrite(t.s, 1, t.len, stdout);
-    nk_text_free(&t);
+    nk__text_free(&t);
     nk_profile_free(pr);
     return code;
 }

@@ -114,10 +114,10 @@ int nk_cmd_view(int argc, char **argv)
     }
     nk_text ins = {0}, page = {0};
     /* a profile the insights cannot analyse still gets its page, without them */
-    if (nk_insights_view_json(pr, &ins))
-        nk_text_free(&ins);
+    if (nk__insights_view_json(pr, &ins))
+        nk__text_free(&ins);
     char *notes = read_notes(in, pr);
-    int rc = nk_view_page(pr, ins.s, notes, cmp, &page);
+    int rc = nk__view_page(pr, ins.s, notes, cmp, &page);
     free(notes);
     if (rc)
         code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, nk_strerror(rc));
@@ -125,8 +125,8 @@ int nk_cmd_view(int argc, char **argv)
         code = nk_cli_write_text("view", out, page.s, page.len);
     if (!code && !nk_cli_is_stdout(out))
         fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
-    nk_text_free(&ins);
-    nk_text_free(&page);
+    nk__text_free(&ins);
+    nk__text_free(&page);
     free(def);
     nk_profile_free(pr);
     nk_profile_free(cmp);

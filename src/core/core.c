@@ -57,9 +57,9 @@ const char *nk_alu_name(nk_alu op)
     return (unsigned)op < NK_ALU_COUNT ? names[op] : "invalid";
 }
 
-const char *nk_op_name(int op)
+const char *nk__op_name(int op)
 {
-    const nk_opdef *d = nk_op_def(op);
+    const nk_opdef *d = nk__op_def(op);
     return d ? d->name : "invalid";
 }
 
@@ -102,7 +102,7 @@ void nk_array_free(nk_array *a)
 
 /* ---- text */
 
-void nk_text_printf(nk_text *t, const char *fmt, ...)
+void nk__text_printf(nk_text *t, const char *fmt, ...)
 {
     if (t->oom)
         return;
@@ -131,7 +131,7 @@ void nk_text_printf(nk_text *t, const char *fmt, ...)
     }
 }
 
-void nk_text_free(nk_text *t)
+void nk__text_free(nk_text *t)
 {
     free(t->s);
     memset(t, 0, sizeof *t);

@@ -88,7 +88,7 @@ typedef struct arena {
     size_t cap[NSCRATCH]; /* bytes */
 } arena_t;
 
-static _Thread_local arena_t *arena; /* the calling thread's, set by nk_execute */
+static _Thread_local arena_t *arena; /* the calling thread's, set by nk__execute */
 static pthread_key_t arena_key;
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 static int arena_key_ok;
@@ -1626,7 +1626,7 @@ static void touch_operands(exec *x, const nk_instr *in)
     touch(x, &in->dst2, 1);
 }
 
-int nk_execute(const nk_program *p, void *const *hbm)
+int nk__execute(const nk_program *p, void *const *hbm)
 {
     static _Thread_local int blas_ready;
     if (!blas_ready) {
@@ -1658,7 +1658,7 @@ int nk_execute(const nk_program *p, void *const *hbm)
     x.epoch = arena->epoch;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_opdef *d = nk_op_def(in->op);
+        const nk_opdef *d = nk__op_def(in->op);
         touch_operands(&x, in);
         int rc = d && d->exec ? d->exec(&x, in) : NK_EINVAL;
         if (rc)

@@ -1,7 +1,7 @@
 /*
  * exec.h - the executor's functions, one per op, for the op table's rows
  * (src/isa/optable.c). Internal to nklab: only the op table names them,
- * only nk_execute calls them (through the table).
+ * only nk__execute calls them (through the table).
  *
  * Each runs one instruction on the run's memories and returns 0 or a
  * negative nk_status.

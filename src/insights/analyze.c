@@ -598,7 +598,7 @@ int nk__ins_analyze(const nk_profile *pr, nk_ins_analysis *a)
     if (!arch)
         return NK_ENOTFOUND;
     size_t n = p->ninstr ? p->ninstr : 1;
-    a->total_ns = tl->total_ns - nk_timeline_launch_ns(tl); /* the kernel's own time, as the rules judge it */
+    a->total_ns = tl->total_ns - nk__timeline_launch_ns(tl); /* the kernel's own time, as the rules judge it */
     a->dma_latency_ns = arch->dma_latency_ns;
     a->busy = calloc(n, sizeof *a->busy);
     a->prev_same = calloc(n, sizeof *a->prev_same);
@@ -624,7 +624,7 @@ const nk_arch *nk__ins_arch(const nk_profile *pr)
 {
     if (pr->arch.name[0])
         return &pr->arch;
-    return pr->prog->arch ? pr->prog->arch : nk_arch_get(pr->prog->target);
+    return pr->prog->arch ? pr->prog->arch : nk__arch_get(pr->prog->target);
 }
 
 void nk__ins_analysis_free(nk_ins_analysis *a)
@@ -639,7 +639,7 @@ void nk__ins_analysis_free(nk_ins_analysis *a)
     memset(a, 0, sizeof *a);
 }
 
-const char *nk_ins_cause_name(int cause)
+const char *nk__ins_cause_name(int cause)
 {
     static const char *names[NK_CAUSE_COUNT] = {"waiting on DMA", "waiting on another engine",
                                                 "semaphore latency", "in-order stall", "start-up"};

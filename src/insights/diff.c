@@ -44,7 +44,7 @@ static int cmp_dline(const void *x, const void *y)
 static int side_build(dside *s, const nk_profile *pr, const char *name)
 {
     s->name = name;
-    int rc = nk_insights_build(pr, &s->ins);
+    int rc = nk__insights_build(pr, &s->ins);
     if (rc)
         return rc;
     const nk_ins_analysis *a = &s->ins->a;
@@ -78,7 +78,7 @@ static int side_build(dside *s, const nk_profile *pr, const char *name)
 
 static void side_free(dside *s)
 {
-    nk_insights_free(s->ins);
+    nk__insights_free(s->ins);
     free(s->l);
 }
 
@@ -119,13 +119,13 @@ static void row_ns(nk_text *out, const char *label, double a, double b)
     nk__ins_fmt_ns(y, sizeof y, b);
     nk__ins_fmt_ns(d, sizeof d, fabs(b - a));
     pct(p, sizeof p, a, b);
-    nk_text_printf(out, "  %-22s %12s %12s   %s%-11s %s\n", label, x, y, b < a ? "-" : "+", d, p);
+    nk__text_printf(out, "  %-22s %12s %12s   %s%-11s %s\n", label, x, y, b < a ? "-" : "+", d, p);
 }
 
 static void diff_overview(nk_text *out, const dside *A, const dside *B)
 {
     const nk_ins_analysis *a = &A->ins->a, *b = &B->ins->a;
-    nk_text_printf(out, "  %-22s %12s %12s   %s\n", "", "a", "b", "delta (b - a)");
+    nk__text_printf(out, "  %-22s %12s %12s   %s\n", "", "a", "b", "delta (b - a)");
     const nk_metrics *ma = &A->ins->m, *mb = &B->ins->m;
     row_ns(out, "device time", ma->total_time * 1e9, mb->total_time * 1e9);
     row_ns(out, "time without launch", ma->total_time_without_launch * 1e9, mb->total_time_without_launch * 1e9);
@@ -147,17 +147,17 @@ static void diff_overview(nk_text *out, const dside *A, const dside *B)
     nk__ins_fmt_bytes(y, sizeof y, b->dma_bytes);
     nk__ins_fmt_bytes(d, sizeof d, fabs(b->dma_bytes - a->dma_bytes));
     pct(p, sizeof p, a->dma_bytes, b->dma_bytes);
-    nk_text_printf(out, "  %-22s %12s %12s   %s%-11s %s\n", "DMA bytes", x, y, b->dma_bytes < a->dma_bytes ? "-" : "+",
+    nk__text_printf(out, "  %-22s %12s %12s   %s%-11s %s\n", "DMA bytes", x, y, b->dma_bytes < a->dma_bytes ? "-" : "+",
                    d, p);
-    nk_text_printf(out, "  %-22s %12.0f %12.0f   %+.0f\n", "DMA bytes/partition/desc", a->desc_bytes_avg,
+    nk__text_printf(out, "  %-22s %12.0f %12.0f   %+.0f\n", "DMA bytes/partition/desc", a->desc_bytes_avg,
                    b->desc_bytes_avg, b->desc_bytes_avg - a->desc_bytes_avg);
-    nk_text_printf(out, "  %-22s %12u %12u   %+lld\n", "instructions", A->ins->pr->prog->ninstr,
+    nk__text_printf(out, "  %-22s %12u %12u   %+lld\n", "instructions", A->ins->pr->prog->ninstr,
                    B->ins->pr->prog->ninstr, (long long)B->ins->pr->prog->ninstr - (long long)A->ins->pr->prog->ninstr);
 }
 
 static void diff_ops(nk_text *out, const dside *A, const dside *B)
 {
-    nk_text_printf(out, "\nBy opcode (busy: sum of its instructions' time)\n  %-16s %8s %8s %12s %12s   %s\n", "", "count a",
+    nk__text_printf(out, "\nBy opcode (busy: sum of its instructions' time)\n  %-16s %8s %8s %12s %12s   %s\n", "", "count a",
                    "count b", "time a", "time b", "delta");
     for (int o = 0; o < NK_OP_COUNT; o++) {
         if (!A->op_count[o] && !B->op_count[o])
@@ -166,7 +166,7 @@ static void diff_ops(nk_text *out, const dside *A, const dside *B)
         nk__ins_fmt_ns(x, sizeof x, A->op_ns[o]);
         nk__ins_fmt_ns(y, sizeof y, B->op_ns[o]);
         nk__ins_fmt_ns(d, sizeof d, fabs(B->op_ns[o] - A->op_ns[o]));
-        nk_text_printf(out, "  %-16s %8llu %8llu %12s %12s   %s%s\n", nk_op_name(o),
+        nk__text_printf(out, "  %-16s %8llu %8llu %12s %12s   %s%s\n", nk__op_name(o),
                        (unsigned long long)A->op_count[o], (unsigned long long)B->op_count[o], x, y,
                        B->op_ns[o] < A->op_ns[o] ? "-" : "+", d);
     }
@@ -186,13 +186,13 @@ static void line_row(nk_text *out, const dline *x, const dline *y)
     nk__ins_fmt_ns(pa, sizeof pa, x ? x->path_ns : 0);
     nk__ins_fmt_ns(pb, sizeof pb, y ? y->path_ns : 0);
     const dline *t = y && y->has_text ? y : x && x->has_text ? x : NULL;
-    nk_text_printf(out, "  %-20s %-20s %10s %10s  %s%-10s %10s %10s  %s\n", wa, wb, x ? ta : "-", y ? tb : "-",
+    nk__text_printf(out, "  %-20s %-20s %10s %10s  %s%-10s %10s %10s  %s\n", wa, wb, x ? ta : "-", y ? tb : "-",
                    vb < va ? "-" : "+", d, x ? pa : "-", y ? pb : "-", t ? t->text : "");
 }
 
 static void diff_lines(nk_text *out, const dside *A, const dside *B)
 {
-    nk_text_printf(out, "\nBy source line (matched by file name and line text; busy: sum of its instructions' "
+    nk__text_printf(out, "\nBy source line (matched by file name and line text; busy: sum of its instructions' "
                         "time, path: time on the critical path)\n  %-20s %-20s %10s %10s  %-11s %10s %10s\n",
                    "line in a", "line in b", "busy a", "busy b", "delta", "path a", "path b");
     for (uint32_t i = 0; i < A->n; i++)
@@ -212,12 +212,12 @@ static const nk_finding *find_key(const nk_insights *ins, const char *key)
 
 static void diff_findings(nk_text *out, const dside *A, const dside *B)
 {
-    nk_text_printf(out, "\nFindings\n");
+    nk__text_printf(out, "\nFindings\n");
     int any = 0;
     for (uint32_t k = 0; k < A->ins->n; k++) {
         const nk_finding *f = &A->ins->f[k];
         if (!find_key(B->ins, f->key)) {
-            nk_text_printf(out, "  gone:    [%s] %s: %s\n", nk_ins_severity_name(f->severity), f->key, f->title);
+            nk__text_printf(out, "  gone:    [%s] %s: %s\n", nk__ins_severity_name(f->severity), f->key, f->title);
             any = 1;
         }
     }
@@ -225,17 +225,17 @@ static void diff_findings(nk_text *out, const dside *A, const dside *B)
         const nk_finding *f = &B->ins->f[k];
         const nk_finding *g = find_key(A->ins, f->key);
         if (!g)
-            nk_text_printf(out, "  new:     [%s] %s: %s\n", nk_ins_severity_name(f->severity), f->key, f->title);
+            nk__text_printf(out, "  new:     [%s] %s: %s\n", nk__ins_severity_name(f->severity), f->key, f->title);
         else
-            nk_text_printf(out, "  both:    [%s -> %s] %s: %s\n", nk_ins_severity_name(g->severity),
-                           nk_ins_severity_name(f->severity), f->key, f->title);
+            nk__text_printf(out, "  both:    [%s -> %s] %s: %s\n", nk__ins_severity_name(g->severity),
+                           nk__ins_severity_name(f->severity), f->key, f->title);
         any = 1;
     }
     if (!any)
-        nk_text_printf(out, "  none in either profile\n");
+        nk__text_printf(out, "  none in either profile\n");
 }
 
-int nk_insights_diff(const nk_profile *pa, const char *name_a, const nk_profile *pb, const char *name_b,
+int nk__insights_diff(const nk_profile *pa, const char *name_a, const nk_profile *pb, const char *name_b,
                      nk_text *out)
 {
     dside A = {0}, B = {0};
@@ -246,7 +246,7 @@ int nk_insights_diff(const nk_profile *pa, const char *name_a, const nk_profile 
         goto done;
     match_lines(&A, &B);
     /* each on the target its timeline was computed on (what-if tables may differ from the programs') */
-    nk_text_printf(out, "a: %s (kernel %s on %s)\nb: %s (kernel %s on %s)\n\n", A.name, pa->prog->kernel,
+    nk__text_printf(out, "a: %s (kernel %s on %s)\nb: %s (kernel %s on %s)\n\n", A.name, pa->prog->kernel,
                    nk__ins_arch(pa)->name, B.name, pb->prog->kernel, nk__ins_arch(pb)->name);
     diff_overview(out, &A, &B);
     diff_ops(out, &A, &B);
@@ -265,9 +265,9 @@ int nk_profile_diff(const nk_profile *a, const char *name_a, const nk_profile *b
     if (!a || !b)
         return NK_EINVAL;
     nk_text out = {0};
-    int rc = nk_insights_diff(a, name_a, b, name_b, &out);
+    int rc = nk__insights_diff(a, name_a, b, name_b, &out);
     if (rc) {
-        nk_text_free(&out);
+        nk__text_free(&out);
         return rc;
     }
     *text = out.s;

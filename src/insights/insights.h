@@ -29,7 +29,7 @@ typedef enum nk_ins_cause {
     NK_CAUSE_START,       /* before the engine's first instruction, nothing to wait for */
     NK_CAUSE_COUNT
 } nk_ins_cause;
-const char *nk_ins_cause_name(int cause);
+const char *nk__ins_cause_name(int cause);
 
 /* Time intervals: merged lists are sorted and disjoint. */
 typedef struct nk_ins_ival {
@@ -132,10 +132,10 @@ typedef enum nk_ins_rule {
     NK_RULE_MEMORY_BOUND,   /* good news */
     NK_RULE_COUNT
 } nk_ins_rule;
-const char *nk_ins_rule_name(int rule); /* "dma-not-overlapped", ... */
+const char *nk__ins_rule_name(int rule); /* "dma-not-overlapped", ... */
 
 typedef enum nk_ins_severity { NK_SEV_GOOD = 0, NK_SEV_LOW, NK_SEV_MEDIUM, NK_SEV_HIGH } nk_ins_severity;
-const char *nk_ins_severity_name(int sev);
+const char *nk__ins_severity_name(int sev);
 
 enum { NK_UNIT_NS = 0, NK_UNIT_BYTES, NK_UNIT_PERCENT, NK_UNIT_COUNT, NK_UNIT_RATIO, NK_UNIT_FLOPS };
 
@@ -192,38 +192,38 @@ typedef struct nk_insights {
 } nk_insights;
 
 /* Analyses a profile and applies every rule. */
-int nk_insights_build(const nk_profile *pr, nk_insights **out);
+int nk__insights_build(const nk_profile *pr, nk_insights **out);
 /* The same, with a way to re-trace the kernel (may be NULL). */
-int nk_insights_build_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_insights **out);
-void nk_insights_free(nk_insights *ins);
+int nk__insights_build_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_insights **out);
+void nk__insights_free(nk_insights *ins);
 /* Number of problem findings (severity above NK_SEV_GOOD). */
-uint32_t nk_insights_problems(const nk_insights *ins);
+uint32_t nk__insights_problems(const nk_insights *ins);
 /* The first finding of a rule, or NULL. */
-const nk_finding *nk_insights_find(const nk_insights *ins, int rule);
+const nk_finding *nk__insights_find(const nk_insights *ins, int rule);
 
 /* ---- output */
 
 /* The full report: overview (engines, overlap, critical path, idle time,
  * roofline, DMA, busiest lines) then every finding, ranked. */
-int nk_insights_text(const nk_insights *ins, nk_text *out);
+int nk__insights_text(const nk_insights *ins, nk_text *out);
 /* The findings as a JSON array of objects (shape in docs/insights.md). */
-int nk_insights_json(const nk_insights *ins, nk_text *out);
+int nk__insights_json(const nk_insights *ins, nk_text *out);
 /* The analysis as one JSON object (engines, overlap, path, idle, roofline, DMA, lines). */
-int nk_insights_analysis_json(const nk_insights *ins, nk_text *out);
+int nk__insights_analysis_json(const nk_insights *ins, nk_text *out);
 /* For the viewer: {"analysis": {...}, "findings": [...]} in one object. */
-int nk_insights_view_json(const nk_profile *pr, nk_text *out);
+int nk__insights_view_json(const nk_profile *pr, nk_text *out);
 /* For `nklab summary`: analyses pr and appends (or prints) its top n
  * findings, one paragraph each under a "Top findings" heading; nothing when
  * there are none. */
-int nk_insights_top(const nk_profile *pr, int n, nk_text *out);
-int nk_insights_print_top(FILE *f, const nk_profile *pr, int n);
+int nk__insights_top(const nk_profile *pr, int n, nk_text *out);
+int nk__insights_print_top(FILE *f, const nk_profile *pr, int n);
 
 /* ---- comparison */
 
 /* Two profiles side by side: total time, per-engine active time, DMA bytes,
  * per-opcode and per-source-line deltas (lines matched by file basename and
  * line text), findings that appeared or disappeared. Names label columns. */
-int nk_insights_diff(const nk_profile *a, const char *name_a, const nk_profile *b, const char *name_b,
+int nk__insights_diff(const nk_profile *a, const char *name_a, const nk_profile *b, const char *name_b,
                      nk_text *out);
 
 /* ---- shared by the module's files */

@@ -73,7 +73,7 @@ static void jnum(nk_text *t, double x)
 {
     if (x != x || x > 1e300 || x < -1e300)
         x = 0;
-    nk_text_printf(t, "%.10g", x);
+    nk__text_printf(t, "%.10g", x);
 }
 
 static const char *unit_suffix(int unit)
@@ -137,7 +137,7 @@ static void text_engines(const nk_insights *ins, nk_text *out)
 {
     const nk_ins_analysis *a = &ins->a;
     const nk_metrics *m = &ins->m;
-    nk_text_printf(out, "Engines used (active: %% of the device time)\n");
+    nk__text_printf(out, "Engines used (active: %% of the device time)\n");
     int used = 0;
     for (int e = 0; e < NK_INS_ROWS; e++) {
         if (!a->ninstr[e])
@@ -147,42 +147,42 @@ static void text_engines(const nk_insights *ins, nk_text *out)
         double ns, pct, count;
         nk__ins_row_figures(m, e, &ns, &pct, &count);
         nk__ins_fmt_ns(t, sizeof t, ns);
-        nk_text_printf(out, "  %-7s %6.2f%% active (%s), %.0f instruction%s", nk_engine_name((nk_engine)e), pct, t,
+        nk__text_printf(out, "  %-7s %6.2f%% active (%s), %.0f instruction%s", nk_engine_name((nk_engine)e), pct, t,
                        count, count == 1 ? "" : "s");
         if (e == NK_ENGINE_DMA) {
             nk__ins_fmt_ns(t, sizeof t, m->dma_queue_busy_time * 1e9);
-            nk_text_printf(out, " on %.0f queue%s: data moving; queues busy (trigger to completion) %.2f%% (%s)",
+            nk__text_printf(out, " on %.0f queue%s: data moving; queues busy (trigger to completion) %.2f%% (%s)",
                            m->dma_queue_count, m->dma_queue_count == 1 ? "" : "s", m->dma_queue_busy_time_percent,
                            t);
         }
-        nk_text_printf(out, "\n");
+        nk__text_printf(out, "\n");
     }
     if (!used)
-        nk_text_printf(out, "  none: the program has no instructions\n");
+        nk__text_printf(out, "  none: the program has no instructions\n");
 }
 
 static void text_overlap(const nk_insights *ins, nk_text *out)
 {
     const nk_ins_analysis *a = &ins->a;
     double T = a->total_ns > 0 ? a->total_ns : 1;
-    nk_text_printf(out, "Overlap (time both are busy, %% of the time without launch)\n");
+    nk__text_printf(out, "Overlap (time both are busy, %% of the time without launch)\n");
     char ov[32];
     nk__ins_fmt_ns(ov, sizeof ov, a->dma_compute_ns);
     if (a->active_ns[NK_ENGINE_DMA] > 0 && a->compute_ns > 0) {
         double shorter = a->compute_ns < a->active_ns[NK_ENGINE_DMA] ? a->compute_ns : a->active_ns[NK_ENGINE_DMA];
-        nk_text_printf(out, "  DMA with compute: %s (%.1f%%); %.0f%% of the %s time runs under %s\n", ov,
+        nk__text_printf(out, "  DMA with compute: %s (%.1f%%); %.0f%% of the %s time runs under %s\n", ov,
                        100 * a->dma_compute_ns / T, 100 * a->dma_compute_ns / shorter,
                        a->compute_ns <= a->active_ns[NK_ENGINE_DMA] ? "compute" : "DMA",
                        a->compute_ns <= a->active_ns[NK_ENGINE_DMA] ? "DMA" : "compute");
     } else {
-        nk_text_printf(out, "  DMA with compute: nothing to overlap (%s)\n",
+        nk__text_printf(out, "  DMA with compute: nothing to overlap (%s)\n",
                        a->compute_ns > 0 ? "no DMA" : "no compute instructions");
     }
     for (int r = 0; r < NK_INS_ROWS; r++)
         for (int s = r + 1; s < NK_INS_ROWS; s++) {
             if (!a->ninstr[r] || !a->ninstr[s])
                 continue;
-            nk_text_printf(out, "  %s + %s: %.1f%%%s\n", nk_engine_name((nk_engine)r), nk_engine_name((nk_engine)s),
+            nk__text_printf(out, "  %s + %s: %.1f%%%s\n", nk_engine_name((nk_engine)r), nk_engine_name((nk_engine)s),
                            100 * a->overlap_ns[r][s] / T, a->overlap_ns[r][s] <= 0 ? " (never together)" : "");
         }
 }
@@ -193,7 +193,7 @@ static void text_path(const nk_insights *ins, nk_text *out)
     double T = a->total_ns > 0 ? a->total_ns : 1;
     char t[32];
     nk__ins_fmt_ns(t, sizeof t, a->total_ns);
-    nk_text_printf(out, "Critical path (the chain that bounds the %s): %u instruction%s\n  ", t, a->npath,
+    nk__text_printf(out, "Critical path (the chain that bounds the %s): %u instruction%s\n  ", t, a->npath,
                    a->npath == 1 ? "" : "s");
     enum { MAX_RUNS = 10 };
     uint32_t runs = 0, k = 0;
@@ -210,27 +210,27 @@ static void text_path(const nk_insights *ins, nk_text *out)
         }
         if (runs < MAX_RUNS) {
             nk__ins_fmt_ns(t, sizeof t, busy);
-            nk_text_printf(out, "%s%s x%u %s", runs ? " -> " : "", name, m - k, t);
+            nk__text_printf(out, "%s%s x%u %s", runs ? " -> " : "", name, m - k, t);
         } else if (runs == MAX_RUNS) {
-            nk_text_printf(out, " -> ...");
+            nk__text_printf(out, " -> ...");
         }
         runs++;
         k = m;
     }
-    nk_text_printf(out, "\n  share:");
+    nk__text_printf(out, "\n  share:");
     for (int e = 0; e < NK_INS_ROWS; e++)
         if (a->path_busy_ns[e] > 0)
-            nk_text_printf(out, " %s %.1f%%,", nk_engine_name((nk_engine)e), 100 * a->path_busy_ns[e] / T);
-    nk_text_printf(out, " latency and waits %.1f%%\n", 100 * a->path_wait_ns / T);
+            nk__text_printf(out, " %s %.1f%%,", nk_engine_name((nk_engine)e), 100 * a->path_busy_ns[e] / T);
+    nk__text_printf(out, " latency and waits %.1f%%\n", 100 * a->path_wait_ns / T);
     if (a->path_dma_latency_ns > 0)
-        nk_text_printf(out, "  DMA start latency (trigger to first byte) on the path: %.1f%%\n",
+        nk__text_printf(out, "  DMA start latency (trigger to first byte) on the path: %.1f%%\n",
                        100 * a->path_dma_latency_ns / T);
 }
 
 static void text_idle(const nk_insights *ins, nk_text *out)
 {
     const nk_ins_analysis *a = &ins->a;
-    nk_text_printf(out, "Idle time of each engine before its last instruction, by cause\n");
+    nk__text_printf(out, "Idle time of each engine before its last instruction, by cause\n");
     int any = 0;
     for (int e = 0; e <= NK_ENGINE_SYNC; e++) {
         double sum = 0;
@@ -241,19 +241,19 @@ static void text_idle(const nk_insights *ins, nk_text *out)
         any = 1;
         char t[32];
         nk__ins_fmt_ns(t, sizeof t, sum);
-        nk_text_printf(out, "  %-7s %s:", nk_engine_name((nk_engine)e), t);
+        nk__text_printf(out, "  %-7s %s:", nk_engine_name((nk_engine)e), t);
         const char *sep = " ";
         for (int c = 0; c < NK_CAUSE_COUNT; c++) {
             if (a->idle_ns[e][c] <= 0)
                 continue;
             nk__ins_fmt_ns(t, sizeof t, a->idle_ns[e][c]);
-            nk_text_printf(out, "%s%s %s", sep, nk_ins_cause_name(c), t);
+            nk__text_printf(out, "%s%s %s", sep, nk__ins_cause_name(c), t);
             sep = ", ";
         }
-        nk_text_printf(out, "\n");
+        nk__text_printf(out, "\n");
     }
     if (!any)
-        nk_text_printf(out, "  none\n");
+        nk__text_printf(out, "  none\n");
 }
 
 static void text_roofline_dma(const nk_insights *ins, nk_text *out)
@@ -261,23 +261,23 @@ static void text_roofline_dma(const nk_insights *ins, nk_text *out)
     const nk_ins_analysis *a = &ins->a;
     char b[32];
     nk__ins_fmt_bytes(b, sizeof b, a->hbm_bytes);
-    nk_text_printf(out, "Roofline\n");
+    nk__text_printf(out, "Roofline\n");
     if (!a->nmatmul)
-        nk_text_printf(out, "  no matmul: 0 FLOPs per byte over %s of HBM traffic; memory side of the ridge "
+        nk__text_printf(out, "  no matmul: 0 FLOPs per byte over %s of HBM traffic; memory side of the ridge "
                             "(%.0f FLOP/B on %s)\n", b, a->ridge, nk__ins_arch(ins->pr)->name);
     else
-        nk_text_printf(out, "  %llu matmul%s: %.4g FLOPs over %s of HBM traffic = %.1f FLOP/B against a ridge of "
+        nk__text_printf(out, "  %llu matmul%s: %.4g FLOPs over %s of HBM traffic = %.1f FLOP/B against a ridge of "
                             "%.0f FLOP/B (bf16 peak / HBM bandwidth): %s-bound side; %.1f%% of bf16 peak "
                             "achieved\n", (unsigned long long)a->nmatmul, a->nmatmul == 1 ? "" : "s", a->flops, b,
                        a->intensity, a->ridge, a->intensity < a->ridge ? "memory" : "compute",
                        a->peak_flops > 0 ? 100 * a->achieved_flops / a->peak_flops : 0);
-    nk_text_printf(out, "DMA\n");
+    nk__text_printf(out, "DMA\n");
     if (!a->dma_instrs) {
-        nk_text_printf(out, "  no loads or stores\n");
+        nk__text_printf(out, "  no loads or stores\n");
         return;
     }
     nk__ins_fmt_bytes(b, sizeof b, a->dma_bytes);
-    nk_text_printf(out, "  %llu load/store%s, %s, in %llu per-partition segments of %.0f B on average "
+    nk__text_printf(out, "  %llu load/store%s, %s, in %llu per-partition segments of %.0f B on average "
                         "(< 256 B: %llu, < 2 KiB: %llu, < 4 KiB: %llu, >= 4 KiB: %llu) [DMAbw]\n"
                         "  throughput %.1f%% of the DMA peak (all DMA engines at full rate) over the whole kernel\n",
                    (unsigned long long)a->dma_instrs, a->dma_instrs == 1 ? "" : "s", b,
@@ -292,7 +292,7 @@ static void text_lines(const nk_insights *ins, nk_text *out)
     const nk_ins_analysis *a = &ins->a;
     const nk_program *p = ins->pr->prog;
     enum { MAX_LINES = 10 };
-    nk_text_printf(out, "Time by source line (busy time of its instructions, %% of all busy time)\n");
+    nk__text_printf(out, "Time by source line (busy time of its instructions, %% of all busy time)\n");
     for (uint32_t k = 0; k < a->nlines && k < MAX_LINES; k++) {
         const nk_ins_line *L = &a->lines[k];
         char where[96], text[120], t[32], eng[64] = "";
@@ -302,53 +302,53 @@ static void text_lines(const nk_insights *ins, nk_text *out)
             if (L->engines & (1u << e))
                 snprintf(eng + strlen(eng), sizeof eng - strlen(eng), "%s%s", eng[0] ? "+" : "",
                          nk_engine_name((nk_engine)e));
-        nk_text_printf(out, "  %-22s %5.1f%% %10s %5u instr %-12s%s%s\n", where,
+        nk__text_printf(out, "  %-22s %5.1f%% %10s %5u instr %-12s%s%s\n", where,
                        a->busy_sum_ns > 0 ? 100 * L->busy_ns / a->busy_sum_ns : 0, t, L->ninstr, eng,
                        L->path_ns > 0 ? " (critical) " : " ",
                        nk__ins_line_text(ins->pr, L->file, L->line, text, sizeof text) ? text : "");
     }
     if (a->nlines > MAX_LINES)
-        nk_text_printf(out, "  ... %u more lines\n", a->nlines - MAX_LINES);
+        nk__text_printf(out, "  ... %u more lines\n", a->nlines - MAX_LINES);
 }
 
 static void text_finding(const nk_insights *ins, const nk_finding *f, int rank, nk_text *out)
 {
     const nk_program *p = ins->pr->prog;
-    nk_text_printf(out, "%d. [%s] %s\n   %s\n", rank, nk_ins_severity_name(f->severity), f->title, f->detail);
+    nk__text_printf(out, "%d. [%s] %s\n   %s\n", rank, nk__ins_severity_name(f->severity), f->title, f->detail);
     if (f->nev) {
-        nk_text_printf(out, "   evidence:");
+        nk__text_printf(out, "   evidence:");
         for (int k = 0; k < f->nev; k++) {
             char e[64];
             fmt_evidence(&f->ev[k], e, sizeof e);
-            nk_text_printf(out, "%s %s", k ? "," : "", e);
+            nk__text_printf(out, "%s %s", k ? "," : "", e);
         }
-        nk_text_printf(out, "\n");
+        nk__text_printf(out, "\n");
     }
     for (int k = 0; k < f->nlines; k++) {
         char text[120], t[32];
         const nk_ins_line *L = &f->lines[k];
         nk__ins_fmt_ns(t, sizeof t, L->busy_ns);
-        nk_text_printf(out, "   %s %s:%d", k ? "     " : "lines", nk__ins_basename(p, L->file), L->line);
+        nk__text_printf(out, "   %s %s:%d", k ? "     " : "lines", nk__ins_basename(p, L->file), L->line);
         if (L->ninstr)
-            nk_text_printf(out, " (%u instr, %s)", L->ninstr, t);
+            nk__text_printf(out, " (%u instr, %s)", L->ninstr, t);
         if (nk__ins_line_text(ins->pr, L->file, L->line, text, sizeof text))
-            nk_text_printf(out, "  %s", text);
-        nk_text_printf(out, "\n");
+            nk__text_printf(out, "  %s", text);
+        nk__text_printf(out, "\n");
     }
     if (f->nranges) {
-        nk_text_printf(out, "   when:");
+        nk__text_printf(out, "   when:");
         for (int k = 0; k < f->nranges; k++) {
             char s[32], e[32];
             nk__ins_fmt_ns(s, sizeof s, f->ranges[k][0]);
             nk__ins_fmt_ns(e, sizeof e, f->ranges[k][1]);
-            nk_text_printf(out, "%s %s - %s", k ? "," : "", s, e);
+            nk__text_printf(out, "%s %s - %s", k ? "," : "", s, e);
         }
-        nk_text_printf(out, "\n");
+        nk__text_printf(out, "\n");
     }
-    nk_text_printf(out, "   %s %s\n", f->severity == NK_SEV_GOOD ? "next:" : "do:", f->suggestion);
+    nk__text_printf(out, "   %s %s\n", f->severity == NK_SEV_GOOD ? "next:" : "do:", f->suggestion);
 }
 
-int nk_insights_text(const nk_insights *ins, nk_text *out)
+int nk__insights_text(const nk_insights *ins, nk_text *out)
 {
     const nk_program *p = ins->pr->prog;
     char t[32];
@@ -356,7 +356,7 @@ int nk_insights_text(const nk_insights *ins, nk_text *out)
     nk__ins_fmt_ns(d, sizeof d, ins->m.total_time * 1e9);
     nk__ins_fmt_ns(t, sizeof t, ins->m.total_time_without_launch * 1e9);
     /* the target the timeline was computed on (a what-if table may differ from the program's) */
-    nk_text_printf(out, "Insights: kernel %s on %s, %s device time (%s without launch), %u instructions\n\n",
+    nk__text_printf(out, "Insights: kernel %s on %s, %s device time (%s without launch), %u instructions\n\n",
                    p->kernel, nk__ins_arch(ins->pr)->name, d, t, p->ninstr);
     text_engines(ins, out);
     text_overlap(ins, out);
@@ -364,37 +364,37 @@ int nk_insights_text(const nk_insights *ins, nk_text *out)
     text_idle(ins, out);
     text_roofline_dma(ins, out);
     text_lines(ins, out);
-    uint32_t np = nk_insights_problems(ins);
-    nk_text_printf(out, "\nFindings: %u problem%s, %u good\n", np, np == 1 ? "" : "s", ins->n - np);
+    uint32_t np = nk__insights_problems(ins);
+    nk__text_printf(out, "\nFindings: %u problem%s, %u good\n", np, np == 1 ? "" : "s", ins->n - np);
     if (!ins->n)
-        nk_text_printf(out, "  no rule fired\n");
+        nk__text_printf(out, "  no rule fired\n");
     for (uint32_t k = 0; k < ins->n; k++)
         text_finding(ins, &ins->f[k], (int)k + 1, out);
     return out->oom ? NK_ENOMEM : 0;
 }
 
-int nk_insights_top(const nk_profile *pr, int n, nk_text *out)
+int nk__insights_top(const nk_profile *pr, int n, nk_text *out)
 {
     nk_insights *ins;
-    int rc = nk_insights_build(pr, &ins);
+    int rc = nk__insights_build(pr, &ins);
     if (rc)
         return rc;
     uint32_t want = n > 0 ? (uint32_t)n : 0, shown = ins->n < want ? ins->n : want;
     if (shown)
-        nk_text_printf(out, "Top findings (nklab insights for all):\n");
+        nk__text_printf(out, "Top findings (nklab insights for all):\n");
     for (uint32_t k = 0; k < shown; k++)
         text_finding(ins, &ins->f[k], (int)k + 1, out);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     return out->oom ? NK_ENOMEM : 0;
 }
 
-int nk_insights_print_top(FILE *f, const nk_profile *pr, int n)
+int nk__insights_print_top(FILE *f, const nk_profile *pr, int n)
 {
     nk_text out = {0};
-    int rc = nk_insights_top(pr, n, &out);
+    int rc = nk__insights_top(pr, n, &out);
     if (!rc && out.len && fwrite(out.s, 1, out.len, f) != out.len)
         rc = NK_EIO;
-    nk_text_free(&out);
+    nk__text_free(&out);
     return rc;
 }
 
@@ -403,219 +403,219 @@ int nk_insights_print_top(FILE *f, const nk_profile *pr, int n)
 static void json_finding(const nk_insights *ins, const nk_finding *f, nk_text *out)
 {
     const nk_program *p = ins->pr->prog;
-    nk_text_printf(out, "{\"rule\":");
-    nk__vb_jstr(out, nk_ins_rule_name(f->rule));
-    nk_text_printf(out, ",\"key\":");
+    nk__text_printf(out, "{\"rule\":");
+    nk__vb_jstr(out, nk__ins_rule_name(f->rule));
+    nk__text_printf(out, ",\"key\":");
     nk__vb_jstr(out, f->key);
-    nk_text_printf(out, ",\"severity\":");
-    nk__vb_jstr(out, nk_ins_severity_name(f->severity));
-    nk_text_printf(out, ",\"score_ns\":");
+    nk__text_printf(out, ",\"severity\":");
+    nk__vb_jstr(out, nk__ins_severity_name(f->severity));
+    nk__text_printf(out, ",\"score_ns\":");
     jnum(out, f->score_ns);
-    nk_text_printf(out, ",\"share\":");
+    nk__text_printf(out, ",\"share\":");
     jnum(out, ins->a.total_ns > 0 ? f->score_ns / ins->a.total_ns : 0);
-    nk_text_printf(out, ",\"title\":");
+    nk__text_printf(out, ",\"title\":");
     nk__vb_jstr(out, f->title);
-    nk_text_printf(out, ",\"detail\":");
+    nk__text_printf(out, ",\"detail\":");
     nk__vb_jstr(out, f->detail);
-    nk_text_printf(out, ",\"suggestion\":");
+    nk__text_printf(out, ",\"suggestion\":");
     nk__vb_jstr(out, f->suggestion);
-    nk_text_printf(out, ",\"evidence\":{");
+    nk__text_printf(out, ",\"evidence\":{");
     for (int k = 0; k < f->nev; k++) {
         char key[48];
         snprintf(key, sizeof key, "%s%s", f->ev[k].name, unit_suffix(f->ev[k].unit));
-        nk_text_printf(out, "%s", k ? "," : "");
+        nk__text_printf(out, "%s", k ? "," : "");
         nk__vb_jstr(out, key);
-        nk_text_printf(out, ":");
+        nk__text_printf(out, ":");
         jnum(out, f->ev[k].value);
     }
-    nk_text_printf(out, "},\"lines\":[");
+    nk__text_printf(out, "},\"lines\":[");
     for (int k = 0; k < f->nlines; k++) {
         const nk_ins_line *L = &f->lines[k];
-        nk_text_printf(out, "%s{\"file\":", k ? "," : "");
+        nk__text_printf(out, "%s{\"file\":", k ? "," : "");
         nk__vb_jstr(out, L->file < p->nfiles ? p->files[L->file] : "?");
-        nk_text_printf(out, ",\"line\":%d,\"instructions\":%u,\"busy_ns\":", L->line, L->ninstr);
+        nk__text_printf(out, ",\"line\":%d,\"instructions\":%u,\"busy_ns\":", L->line, L->ninstr);
         jnum(out, L->busy_ns);
-        nk_text_printf(out, "}");
+        nk__text_printf(out, "}");
     }
-    nk_text_printf(out, "],\"ranges\":[");
+    nk__text_printf(out, "],\"ranges\":[");
     for (int k = 0; k < f->nranges; k++) {
-        nk_text_printf(out, "%s[", k ? "," : "");
+        nk__text_printf(out, "%s[", k ? "," : "");
         jnum(out, f->ranges[k][0]);
-        nk_text_printf(out, ",");
+        nk__text_printf(out, ",");
         jnum(out, f->ranges[k][1]);
-        nk_text_printf(out, "]");
+        nk__text_printf(out, "]");
     }
-    nk_text_printf(out, "],\"instrs\":[");
+    nk__text_printf(out, "],\"instrs\":[");
     for (uint32_t k = 0; k < f->ninstrs; k++)
-        nk_text_printf(out, "%s%u", k ? "," : "", f->instrs[k]);
-    nk_text_printf(out, "],\"instr_count\":%u}", f->ninstrs_total);
+        nk__text_printf(out, "%s%u", k ? "," : "", f->instrs[k]);
+    nk__text_printf(out, "],\"instr_count\":%u}", f->ninstrs_total);
 }
 
-int nk_insights_json(const nk_insights *ins, nk_text *out)
+int nk__insights_json(const nk_insights *ins, nk_text *out)
 {
-    nk_text_printf(out, "[");
+    nk__text_printf(out, "[");
     for (uint32_t k = 0; k < ins->n; k++) {
-        nk_text_printf(out, "%s", k ? ",\n" : "");
+        nk__text_printf(out, "%s", k ? ",\n" : "");
         json_finding(ins, &ins->f[k], out);
     }
-    nk_text_printf(out, "]");
+    nk__text_printf(out, "]");
     return out->oom ? NK_ENOMEM : 0;
 }
 
 static void json_engines(const nk_metrics *m, const nk_ins_analysis *a, nk_text *out)
 {
     static const char *cause_keys[NK_CAUSE_COUNT] = {"dma", "engine", "semaphore", "inorder", "start"};
-    nk_text_printf(out, "\"engines\":[");
+    nk__text_printf(out, "\"engines\":[");
     for (int e = 0; e < NK_INS_ROWS; e++) {
         double ns, pct, count;
         nk__ins_row_figures(m, e, &ns, &pct, &count);
-        nk_text_printf(out, "%s{\"engine\":\"%s\",\"instructions\":%.0f,\"active_ns\":", e ? "," : "",
+        nk__text_printf(out, "%s{\"engine\":\"%s\",\"instructions\":%.0f,\"active_ns\":", e ? "," : "",
                        nk_engine_name((nk_engine)e), count);
         jnum(out, ns);
-        nk_text_printf(out, ",\"active_pct\":");
+        nk__text_printf(out, ",\"active_pct\":");
         jnum(out, pct);
         if (e == NK_ENGINE_DMA) {
-            nk_text_printf(out, ",\"queue_busy_ns\":");
+            nk__text_printf(out, ",\"queue_busy_ns\":");
             jnum(out, m->dma_queue_busy_time * 1e9);
-            nk_text_printf(out, ",\"queue_busy_pct\":");
+            nk__text_printf(out, ",\"queue_busy_pct\":");
             jnum(out, m->dma_queue_busy_time_percent);
         }
-        nk_text_printf(out, ",\"critical_path_ns\":");
+        nk__text_printf(out, ",\"critical_path_ns\":");
         jnum(out, a->path_busy_ns[e]);
-        nk_text_printf(out, ",\"idle_ns\":{");
+        nk__text_printf(out, ",\"idle_ns\":{");
         for (int c = 0; c < NK_CAUSE_COUNT; c++) {
-            nk_text_printf(out, "%s\"%s\":", c ? "," : "", cause_keys[c]);
+            nk__text_printf(out, "%s\"%s\":", c ? "," : "", cause_keys[c]);
             jnum(out, a->idle_ns[e][c]);
         }
-        nk_text_printf(out, "}}");
+        nk__text_printf(out, "}}");
     }
-    nk_text_printf(out, "],\"overlap\":{\"dma_compute_ns\":");
+    nk__text_printf(out, "],\"overlap\":{\"dma_compute_ns\":");
     jnum(out, a->dma_compute_ns);
-    nk_text_printf(out, ",\"compute_ns\":");
+    nk__text_printf(out, ",\"compute_ns\":");
     jnum(out, a->compute_ns);
-    nk_text_printf(out, ",\"pairs\":[");
+    nk__text_printf(out, ",\"pairs\":[");
     int first = 1;
     for (int r = 0; r < NK_INS_ROWS; r++)
         for (int s = r + 1; s < NK_INS_ROWS; s++) {
             if (!a->ninstr[r] || !a->ninstr[s])
                 continue;
-            nk_text_printf(out, "%s{\"a\":\"%s\",\"b\":\"%s\",\"ns\":", first ? "" : ",",
+            nk__text_printf(out, "%s{\"a\":\"%s\",\"b\":\"%s\",\"ns\":", first ? "" : ",",
                            nk_engine_name((nk_engine)r), nk_engine_name((nk_engine)s));
             jnum(out, a->overlap_ns[r][s]);
-            nk_text_printf(out, "}");
+            nk__text_printf(out, "}");
             first = 0;
         }
-    nk_text_printf(out, "]}");
+    nk__text_printf(out, "]}");
 }
 
 static void json_path(const nk_ins_analysis *a, nk_text *out)
 {
-    nk_text_printf(out, "\"critical_path\":{\"wait_ns\":");
+    nk__text_printf(out, "\"critical_path\":{\"wait_ns\":");
     jnum(out, a->path_wait_ns);
-    nk_text_printf(out, ",\"dma_latency_ns\":");
+    nk__text_printf(out, ",\"dma_latency_ns\":");
     jnum(out, a->path_dma_latency_ns);
-    nk_text_printf(out, ",\"steps\":[");
+    nk__text_printf(out, ",\"steps\":[");
     for (uint32_t k = 0; k < a->npath; k++) {
         const nk_ins_step *s = &a->path[k];
-        nk_text_printf(out, "%s{\"instr\":%u,\"engine\":\"%s\",\"queue\":%u,\"start\":", k ? "," : "", s->instr,
+        nk__text_printf(out, "%s{\"instr\":%u,\"engine\":\"%s\",\"queue\":%u,\"start\":", k ? "," : "", s->instr,
                        nk_engine_name((nk_engine)s->engine), s->queue);
         jnum(out, s->start);
-        nk_text_printf(out, ",\"end\":");
+        nk__text_printf(out, ",\"end\":");
         jnum(out, s->end);
-        nk_text_printf(out, ",\"wait_ns\":");
+        nk__text_printf(out, ",\"wait_ns\":");
         jnum(out, s->wait_ns);
-        nk_text_printf(out, "}");
+        nk__text_printf(out, "}");
     }
-    nk_text_printf(out, "]}");
+    nk__text_printf(out, "]}");
 }
 
 static void json_roofline_dma(const nk_ins_analysis *a, nk_text *out)
 {
-    nk_text_printf(out, "\"roofline\":{\"matmuls\":%llu,\"flops\":", (unsigned long long)a->nmatmul);
+    nk__text_printf(out, "\"roofline\":{\"matmuls\":%llu,\"flops\":", (unsigned long long)a->nmatmul);
     jnum(out, a->flops);
-    nk_text_printf(out, ",\"hbm_bytes\":");
+    nk__text_printf(out, ",\"hbm_bytes\":");
     jnum(out, a->hbm_bytes);
-    nk_text_printf(out, ",\"intensity\":");
+    nk__text_printf(out, ",\"intensity\":");
     jnum(out, a->intensity);
-    nk_text_printf(out, ",\"ridge\":");
+    nk__text_printf(out, ",\"ridge\":");
     jnum(out, a->ridge);
-    nk_text_printf(out, ",\"peak_flops_per_ns\":");
+    nk__text_printf(out, ",\"peak_flops_per_ns\":");
     jnum(out, a->peak_flops);
-    nk_text_printf(out, ",\"achieved_flops_per_ns\":");
+    nk__text_printf(out, ",\"achieved_flops_per_ns\":");
     jnum(out, a->achieved_flops);
-    nk_text_printf(out, "},\"dma\":{\"transfers\":%llu,\"descriptors\":%llu,\"bytes\":",
+    nk__text_printf(out, "},\"dma\":{\"transfers\":%llu,\"descriptors\":%llu,\"bytes\":",
                    (unsigned long long)a->dma_instrs, (unsigned long long)a->descriptors);
     jnum(out, a->dma_bytes);
-    nk_text_printf(out, ",\"descriptor_bytes_avg\":");
+    nk__text_printf(out, ",\"descriptor_bytes_avg\":");
     jnum(out, a->desc_bytes_avg);
-    nk_text_printf(out, ",\"descriptors_by_size\":{\"lt256\":%llu,\"lt2k\":%llu,\"lt4k\":%llu,\"ge4k\":%llu}",
+    nk__text_printf(out, ",\"descriptors_by_size\":{\"lt256\":%llu,\"lt2k\":%llu,\"lt4k\":%llu,\"ge4k\":%llu}",
                    (unsigned long long)a->desc_class[NK_DMA_TINY], (unsigned long long)a->desc_class[NK_DMA_SMALL],
                    (unsigned long long)a->desc_class[NK_DMA_FAIR], (unsigned long long)a->desc_class[NK_DMA_LARGE]);
-    nk_text_printf(out, ",\"bandwidth_pct\":");
+    nk__text_printf(out, ",\"bandwidth_pct\":");
     jnum(out, 100 * a->dma_bw_frac);
-    nk_text_printf(out, ",\"data_moving_ns\":");
+    nk__text_printf(out, ",\"data_moving_ns\":");
     jnum(out, a->dma_data_ns);
-    nk_text_printf(out, ",\"latency_idle_ns\":");
+    nk__text_printf(out, ",\"latency_idle_ns\":");
     jnum(out, a->dma_latency_gap_ns);
-    nk_text_printf(out, "}");
+    nk__text_printf(out, "}");
 }
 
 static void json_lines(const nk_insights *ins, nk_text *out)
 {
     const nk_ins_analysis *a = &ins->a;
     const nk_program *p = ins->pr->prog;
-    nk_text_printf(out, "\"lines\":[");
+    nk__text_printf(out, "\"lines\":[");
     for (uint32_t k = 0; k < a->nlines; k++) {
         const nk_ins_line *L = &a->lines[k];
-        nk_text_printf(out, "%s{\"file\":", k ? "," : "");
+        nk__text_printf(out, "%s{\"file\":", k ? "," : "");
         nk__vb_jstr(out, L->file < p->nfiles ? p->files[L->file] : "?");
-        nk_text_printf(out, ",\"line\":%d,\"instructions\":%u,\"busy_ns\":", L->line, L->ninstr);
+        nk__text_printf(out, ",\"line\":%d,\"instructions\":%u,\"busy_ns\":", L->line, L->ninstr);
         jnum(out, L->busy_ns);
-        nk_text_printf(out, ",\"share\":");
+        nk__text_printf(out, ",\"share\":");
         jnum(out, a->busy_sum_ns > 0 ? L->busy_ns / a->busy_sum_ns : 0);
-        nk_text_printf(out, ",\"critical_path_ns\":");
+        nk__text_printf(out, ",\"critical_path_ns\":");
         jnum(out, L->path_ns);
-        nk_text_printf(out, "}");
+        nk__text_printf(out, "}");
     }
-    nk_text_printf(out, "]");
+    nk__text_printf(out, "]");
 }
 
-int nk_insights_analysis_json(const nk_insights *ins, nk_text *out)
+int nk__insights_analysis_json(const nk_insights *ins, nk_text *out)
 {
     const nk_program *p = ins->pr->prog;
-    nk_text_printf(out, "{\"kernel\":");
+    nk__text_printf(out, "{\"kernel\":");
     nk__vb_jstr(out, p->kernel);
-    nk_text_printf(out, ",\"target\":");
+    nk__text_printf(out, ",\"target\":");
     nk__vb_jstr(out, p->target);
-    nk_text_printf(out, ",\"device_ns\":");
+    nk__text_printf(out, ",\"device_ns\":");
     jnum(out, ins->m.total_time * 1e9);
-    nk_text_printf(out, ",\"total_ns\":");
+    nk__text_printf(out, ",\"total_ns\":");
     jnum(out, ins->a.total_ns);
-    nk_text_printf(out, ",");
+    nk__text_printf(out, ",");
     json_engines(&ins->m, &ins->a, out);
-    nk_text_printf(out, ",");
+    nk__text_printf(out, ",");
     json_path(&ins->a, out);
-    nk_text_printf(out, ",");
+    nk__text_printf(out, ",");
     json_roofline_dma(&ins->a, out);
-    nk_text_printf(out, ",");
+    nk__text_printf(out, ",");
     json_lines(ins, out);
-    nk_text_printf(out, "}");
+    nk__text_printf(out, "}");
     return out->oom ? NK_ENOMEM : 0;
 }
 
-int nk_insights_view_json(const nk_profile *pr, nk_text *out)
+int nk__insights_view_json(const nk_profile *pr, nk_text *out)
 {
     nk_insights *ins;
-    int rc = nk_insights_build(pr, &ins);
+    int rc = nk__insights_build(pr, &ins);
     if (rc)
         return rc;
-    nk_text_printf(out, "{\"analysis\":");
-    rc = nk_insights_analysis_json(ins, out);
-    nk_text_printf(out, ",\"findings\":");
+    nk__text_printf(out, "{\"analysis\":");
+    rc = nk__insights_analysis_json(ins, out);
+    nk__text_printf(out, ",\"findings\":");
     if (!rc)
-        rc = nk_insights_json(ins, out);
-    nk_text_printf(out, "}");
-    nk_insights_free(ins);
+        rc = nk__insights_json(ins, out);
+    nk__text_printf(out, "}");
+    nk__insights_free(ins);
     return rc ? rc : out->oom ? NK_ENOMEM : 0;
 }
 
@@ -625,14 +625,14 @@ int nk_profile_insights(const nk_profile *pr, int json, char **text)
 {
     *text = NULL;
     nk_insights *ins;
-    int rc = nk_insights_build(pr, &ins);
+    int rc = nk__insights_build(pr, &ins);
     if (rc)
         return rc;
     nk_text out = {0};
-    rc = json ? nk_insights_json(ins, &out) : nk_insights_text(ins, &out);
-    nk_insights_free(ins);
+    rc = json ? nk__insights_json(ins, &out) : nk__insights_text(ins, &out);
+    nk__insights_free(ins);
     if (rc) {
-        nk_text_free(&out);
+        nk__text_free(&out);
         return rc;
     }
     *text = out.s;

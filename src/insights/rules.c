@@ -70,7 +70,7 @@ static nk_finding *add(nk_insights *ins, int rule, const char *subject)
     nk_finding *f = &ins->f[ins->n++];
     memset(f, 0, sizeof *f);
     f->rule = rule;
-    snprintf(f->key, sizeof f->key, "%s%s%s", nk_ins_rule_name(rule), subject ? ":" : "", subject ? subject : "");
+    snprintf(f->key, sizeof f->key, "%s%s%s", nk__ins_rule_name(rule), subject ? ":" : "", subject ? subject : "");
     return f;
 }
 
@@ -1202,9 +1202,9 @@ static double handoff_saving(const nk_profile *pr, const uint32_t *st, const uin
             q->instrs[m++] = q->instrs[i];
     q->ninstr = m;
     nk_timeline *tl = NULL;
-    if (!nk_schedule(q, NK_SCHED_TRACE_ORDER) && !nk_time_program(q, &pr->arch, &tl))
+    if (!nk__schedule(q, NK_SCHED_TRACE_ORDER) && !nk__time_program(q, &pr->arch, &tl))
         saving = pr->tl->total_ns - tl->total_ns;
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
 out:
     free(drop);
     nk_program_free(q);
@@ -1319,9 +1319,9 @@ static double list_schedule_ns(const nk_profile *pr)
         return -1;
     nk_timeline *tl = NULL;
     double t = -1;
-    if (!nk_schedule(q, NK_SCHED_LIST) && !nk_time_program(q, &pr->arch, &tl))
+    if (!nk__schedule(q, NK_SCHED_LIST) && !nk__time_program(q, &pr->arch, &tl))
         t = tl->total_ns;
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     nk_program_free(q);
     return t;
 }
@@ -1534,7 +1534,7 @@ int nk__ins_rules(nk_insights *ins)
     return 0;
 }
 
-const char *nk_ins_rule_name(int rule)
+const char *nk__ins_rule_name(int rule)
 {
     static const char *names[NK_RULE_COUNT] = {
         "dma-not-overlapped", "dma-latency-exposed", "engines-never-overlap", "small-dma", "static-overhead", "matmul-short-moving",
@@ -1543,7 +1543,7 @@ const char *nk_ins_rule_name(int rule)
     return (unsigned)rule < NK_RULE_COUNT ? names[rule] : "?";
 }
 
-const char *nk_ins_severity_name(int sev)
+const char *nk__ins_severity_name(int sev)
 {
     static const char *names[] = {"good", "low", "medium", "high"};
     return (unsigned)sev < 4 ? names[sev] : "?";
@@ -1551,9 +1551,9 @@ const char *nk_ins_severity_name(int sev)
 
 /* ---- entry points */
 
-int nk_insights_build(const nk_profile *pr, nk_insights **out) { return nk_insights_build_retrace(pr, NULL, out); }
+int nk__insights_build(const nk_profile *pr, nk_insights **out) { return nk__insights_build_retrace(pr, NULL, out); }
 
-int nk_insights_build_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_insights **out)
+int nk__insights_build_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_insights **out)
 {
     *out = NULL;
     nk_insights *ins = calloc(1, sizeof *ins);
@@ -1567,14 +1567,14 @@ int nk_insights_build_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk
     if (!rc)
         rc = nk__ins_rules(ins);
     if (rc) {
-        nk_insights_free(ins);
+        nk__insights_free(ins);
         return rc;
     }
     *out = ins;
     return 0;
 }
 
-void nk_insights_free(nk_insights *ins)
+void nk__insights_free(nk_insights *ins)
 {
     if (!ins)
         return;
@@ -1583,7 +1583,7 @@ void nk_insights_free(nk_insights *ins)
     free(ins);
 }
 
-uint32_t nk_insights_problems(const nk_insights *ins)
+uint32_t nk__insights_problems(const nk_insights *ins)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < ins->n; i++)
@@ -1591,7 +1591,7 @@ uint32_t nk_insights_problems(const nk_insights *ins)
     return n;
 }
 
-const nk_finding *nk_insights_find(const nk_insights *ins, int rule)
+const nk_finding *nk__insights_find(const nk_insights *ins, int rule)
 {
     for (uint32_t i = 0; i < ins->n; i++)
         if (ins->f[i].rule == rule)

@@ -17,7 +17,7 @@
 
 /* ---- memories the engines reach */
 
-unsigned nk_engine_mems(int engine, int write)
+unsigned nk__engine_mems(int engine, int write)
 {
     switch (engine) {
     case NK_ENGINE_TENSOR: return write ? NK_MEM(NK_PSUM) : NK_MEM(NK_SBUF); /* [A2] */
@@ -29,7 +29,7 @@ unsigned nk_engine_mems(int engine, int write)
     }
 }
 
-const char *nk_mem_names(unsigned mask)
+const char *nk__mem_names(unsigned mask)
 {
     static const char *names[8] = {"nothing", "hbm", "sbuf", "hbm or sbuf", "psum", "hbm or psum", "sbuf or psum",
                                    "hbm, sbuf or psum"};
@@ -273,7 +273,7 @@ static int check_dma(const nk_arch *a, const nk_instr *in, const int64_t *n, cha
 {
     (void)a;
     if (n[D] != n[S0] || nk_dtype_size((nk_dtype)in->dst.dtype) != nk_dtype_size((nk_dtype)in->src[0].dtype))
-        return fail(msg, len, "%s of %lld elements into %lld, or element sizes differ", nk_op_name(in->op),
+        return fail(msg, len, "%s of %lld elements into %lld, or element sizes differ", nk__op_name(in->op),
                     (long long)n[S0], (long long)n[D]);
     return 0;
 }
@@ -302,7 +302,7 @@ static int check_transpose(const nk_arch *a, const nk_instr *in, const int64_t *
 static int check_columns(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
 {
     (void)a;
-    const char *op = nk_op_name(in->op);
+    const char *op = nk__op_name(in->op);
     int64_t P = in->src[0].shape[0];
     if (n[D] != n[S0])
         return fail(msg, len, "%s writes %lld elements from %lld", op, (long long)n[D], (long long)n[S0]);
@@ -344,7 +344,7 @@ static int check_same_count(const nk_arch *a, const nk_instr *in, const int64_t 
 {
     (void)a;
     if (n[D] != n[S0])
-        return fail(msg, len, "%s element counts %lld -> %lld differ", nk_op_name(in->op), (long long)n[S0],
+        return fail(msg, len, "%s element counts %lld -> %lld differ", nk__op_name(in->op), (long long)n[S0],
                     (long long)n[D]);
     return 0;
 }
@@ -596,28 +596,28 @@ static const nk_opdef optable[NK_OP_COUNT] = {
 #undef M
 #undef E
 
-const nk_opdef *nk_op_def(int op) { return (unsigned)op < NK_OP_COUNT ? &optable[op] : NULL; }
+const nk_opdef *nk__op_def(int op) { return (unsigned)op < NK_OP_COUNT ? &optable[op] : NULL; }
 
 /* ---- reading a row */
 
-int nk_op_operand_present(const nk_instr *in, int k)
+int nk__op_operand_present(const nk_instr *in, int k)
 {
-    const nk_opdef *d = nk_op_def(in->op);
+    const nk_opdef *d = nk__op_def(in->op);
     if (!d || k < 0 || k >= NK_OPND_COUNT || !d->opnd[k].name)
         return 0;
     return !d->opnd[k].present_if || (in->flags & d->opnd[k].present_if);
 }
 
-int nk_op_nsrc(const nk_instr *in)
+int nk__op_nsrc(const nk_instr *in)
 {
     int n = 0;
     for (int k = 0; k < 3; k++)
-        if (nk_op_operand_present(in, S0 + k))
+        if (nk__op_operand_present(in, S0 + k))
             n = k + 1;
     return n;
 }
 
-int nk_op_max_srcs(const nk_opdef *d)
+int nk__op_max_srcs(const nk_opdef *d)
 {
     int n = 0;
     for (int k = 0; k < 3; k++)
@@ -626,32 +626,32 @@ int nk_op_max_srcs(const nk_opdef *d)
     return n;
 }
 
-unsigned nk_op_operand_mems(const nk_instr *in, int k)
+unsigned nk__op_operand_mems(const nk_instr *in, int k)
 {
-    const nk_opdef *d = nk_op_def(in->op);
+    const nk_opdef *d = nk__op_def(in->op);
     if (!d || k < 0 || k >= NK_OPND_COUNT)
         return 0;
-    return d->opnd[k].mem & nk_engine_mems(in->engine, k < S0);
+    return d->opnd[k].mem & nk__engine_mems(in->engine, k < S0);
 }
 
-const char *nk_op_operand_name(const nk_instr *in, int k)
+const char *nk__op_operand_name(const nk_instr *in, int k)
 {
-    const nk_opdef *d = nk_op_def(in->op);
+    const nk_opdef *d = nk__op_def(in->op);
     return d && k >= 0 && k < NK_OPND_COUNT && d->opnd[k].name ? d->opnd[k].name : "?";
 }
 
-const nk_tensor *nk_op_operand(const nk_instr *in, int k)
+const nk_tensor *nk__op_operand(const nk_instr *in, int k)
 {
     return k == D ? &in->dst : k == D2 ? &in->dst2 : &in->src[k - S0];
 }
 
-size_t nk_op_attrs(const nk_instr *in, char *buf, size_t n)
+size_t nk__op_attrs(const nk_instr *in, char *buf, size_t n)
 {
     if (!n)
         return 0;
     nk_opbuf b = {buf, n, 0};
     buf[0] = 0;
-    const nk_opdef *d = nk_op_def(in->op);
+    const nk_opdef *d = nk__op_def(in->op);
     if (d && d->attrs)
         d->attrs(&b, in);
     return b.len;

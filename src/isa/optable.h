@@ -29,7 +29,7 @@
 enum { NK_OPND_DST = 0, NK_OPND_DST2, NK_OPND_SRC0, NK_OPND_COUNT = 5 };
 
 /* One operand of an op: the name the kernel API gives it, the memories it
- * may live in (before the engine's own rule, nk_op_operand_mems), and, for an
+ * may live in (before the engine's own rule, nk__op_operand_mems), and, for an
  * optional operand, the instruction flag that says it is present. An unused
  * slot has no name. */
 typedef struct nk_opnd {
@@ -100,28 +100,28 @@ typedef struct nk_opdef {
 } nk_opdef;
 
 /* The row of op, or NULL when op is out of range. */
-const nk_opdef *nk_op_def(int op);
+const nk_opdef *nk__op_def(int op);
 
 /* Is operand slot k (NK_OPND_*) of in used? */
-int nk_op_operand_present(const nk_instr *in, int k);
+int nk__op_operand_present(const nk_instr *in, int k);
 /* Source operands an instruction records (in->nsrc): one past the last
  * present source. */
-int nk_op_nsrc(const nk_instr *in);
+int nk__op_nsrc(const nk_instr *in);
 /* Most source operands the op ever has. */
-int nk_op_max_srcs(const nk_opdef *d);
+int nk__op_max_srcs(const nk_opdef *d);
 /* The memories operand slot k may live in on the instruction's engine. */
-unsigned nk_op_operand_mems(const nk_instr *in, int k);
+unsigned nk__op_operand_mems(const nk_instr *in, int k);
 /* The memories an engine may read (write = 0) or write. */
-unsigned nk_engine_mems(int engine, int write);
+unsigned nk__engine_mems(int engine, int write);
 /* The kernel API's name of operand slot k ("stationary"), or "?". */
-const char *nk_op_operand_name(const nk_instr *in, int k);
+const char *nk__op_operand_name(const nk_instr *in, int k);
 /* The operand itself. */
-const nk_tensor *nk_op_operand(const nk_instr *in, int k);
+const nk_tensor *nk__op_operand(const nk_instr *in, int k);
 /* "sbuf", "sbuf or psum" for a memory mask. */
-const char *nk_mem_names(unsigned mask);
+const char *nk__mem_names(unsigned mask);
 
 /* The instruction's attribute text, as every listing, view and export
  * shows it, into buf (truncated to n - 1 bytes); returns its length. */
-size_t nk_op_attrs(const nk_instr *in, char *buf, size_t n);
+size_t nk__op_attrs(const nk_instr *in, char *buf, size_t n);
 
 #endif

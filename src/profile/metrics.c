@@ -238,7 +238,7 @@ int nk_profile_metrics(const nk_profile *pr, nk_metrics *m)
         *eng[e][2] = pct(act.active_ns[e], T);
     }
     m->total_time = T * 1e-9;
-    double launch = nk_timeline_launch_ns(tl);
+    double launch = nk__timeline_launch_ns(tl);
     m->launch_time = launch * 1e-9;
     m->total_time_without_launch = (T > launch ? T - launch : 0) * 1e-9;
     m->event_count = tl->nevents;

@@ -108,7 +108,7 @@ static int capture(const nk_program *p, const nk_arch *arch, int view, nk_profil
     if (!p)
         return NK_EINVAL;
     if (!arch)
-        arch = p->arch ? p->arch : nk_arch_get(p->target);
+        arch = p->arch ? p->arch : nk__arch_get(p->target);
     if (!arch)
         return NK_ENOTFOUND;
     nk_profile *pr = calloc(1, sizeof *pr);
@@ -134,7 +134,7 @@ static int capture(const nk_program *p, const nk_arch *arch, int view, nk_profil
     /* a timeline the model has just computed is trusted as it is (the
      * reader checks those that come from files) */
     if (!rc)
-        rc = nk_time_program(pr->prog, &pr->arch, &pr->tl);
+        rc = nk__time_program(pr->prog, &pr->arch, &pr->tl);
     if (!rc)
         rc = nk__profile_read_sources(pr);
     if (rc) {
@@ -165,7 +165,7 @@ void nk_profile_free(nk_profile *pr)
             free(pr->sources[i].text);
         }
     free(pr->sources);
-    nk_timeline_free(pr->tl);
+    nk__timeline_free(pr->tl);
     if (pr->prog && pr->prog->view && !pr->prog->owned)
         free(pr->prog); /* a capture's view: the arrays are the captured program's */
     else
@@ -425,7 +425,7 @@ int nk__profile_encode(const nk_profile *pr, nk_wr *w)
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
     char *arch_text = NULL;
-    int rc = nk_arch_format(&pr->arch, &arch_text);
+    int rc = nk__arch_format(&pr->arch, &arch_text);
     if (rc)
         return rc;
     nk__wr_reserve(w, encoded_estimate(pr));
@@ -564,7 +564,7 @@ static int stream_profile(const nk_profile *pr, nk__afile *f)
     if (f->through || f->fd < 0)
         return 0;
     char *arch_text = NULL;
-    int rc = nk_arch_format(&pr->arch, &arch_text);
+    int rc = nk__arch_format(&pr->arch, &arch_text);
     if (rc)
         return rc;
     nk_wr w = {0};
@@ -670,7 +670,7 @@ static int get_arch(nk_rd *r, nk_profile *pr)
     char *text = nk__rd_str(&s, MAX_ARCH_TEXT, "target table");
     if (text) {
         char msg[256];
-        int rc = nk_arch_load_text(text, "target table", &pr->arch, msg, sizeof msg);
+        int rc = nk__arch_load_text(text, "target table", &pr->arch, msg, sizeof msg);
         if (rc)
             nk__rd_fail(&s, NK_EFORMAT, "%s", msg);
         free(text);
@@ -897,7 +897,7 @@ static void get_counters(nk_rd *s, nk_timeline *tl)
     }
     for (uint32_t i = 0; i < n && !s->rc; i++) {
         nk_counter *c = &tl->counters[i];
-        tl->ncounters = i + 1; /* so nk_timeline_free releases what is read */
+        tl->ncounters = i + 1; /* so nk__timeline_free releases what is read */
         nk__rd_str_into(s, c->name, sizeof c->name, "counter name");
         nk__rd_str_into(s, c->unit, sizeof c->unit, "counter unit");
         c->n = nk__rd_count(s, nk__rd_vmin(s, MIN_SAMPLE_V1, MIN_SAMPLE), "counter samples");
@@ -1089,7 +1089,7 @@ static int check_xfers(const nk_timeline *tl, const nk_program *p, const nk_arch
         const nk_instr *in = &p->instrs[x->instr];
         if (in->engine != NK_ENGINE_DMA || x->to_hbm != (in->dst.mem == NK_SHARED_HBM))
             return tbad(err, errlen, "DMA transfer %u: instruction %u is a %s, direction %u", i, x->instr,
-                        nk_op_name(in->op), x->to_hbm);
+                        nk__op_name(in->op), x->to_hbm);
         if (x->queue >= NK_ARCH_MAX_DMA_QUEUES || x->dma_engine >= a->dma_engines || x->partitions < 1 ||
             x->partitions > (uint32_t)p->arch->partitions ||
             x->bytes > (uint64_t)NK_IO_MAX_HBM_BYTES)

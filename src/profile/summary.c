@@ -17,7 +17,7 @@ static void fmt_time(nk_text *t, double s, double scale_s)
 {
     static const struct { double f; const char *u; } units[] = {{1e9, "ns"}, {1e6, "us"}, {1e3, "ms"}, {1, "s"}};
     int k = scale_s < 1e-6 ? 0 : scale_s < 1e-3 ? 1 : scale_s < 1 ? 2 : 3;
-    nk_text_printf(t, "%14.3f %s", s * units[k].f, units[k].u);
+    nk__text_printf(t, "%14.3f %s", s * units[k].f, units[k].u);
 }
 
 /* 1536 -> "   (1.50 KiB)"; nothing below one base unit */
@@ -41,17 +41,17 @@ static void fmt_value(nk_text *t, int kind, double v, double total_s)
     char h[48];
     switch (kind) {
     case NK_MK_TIME: fmt_time(t, v, total_s); break;
-    case NK_MK_PERCENT: nk_text_printf(t, "%14.2f %%", v); break;
+    case NK_MK_PERCENT: nk__text_printf(t, "%14.2f %%", v); break;
     case NK_MK_BYTES:
         human(h, sizeof h, v, bytes, 1024);
-        nk_text_printf(t, "%14.0f B%s", v, h);
+        nk__text_printf(t, "%14.0f B%s", v, h);
         break;
     case NK_MK_FLOPS:
         human(h, sizeof h, v, flops, 1000);
-        nk_text_printf(t, "%14.0f FLOP%s", v, h);
+        nk__text_printf(t, "%14.0f FLOP%s", v, h);
         break;
-    case NK_MK_RATIO: nk_text_printf(t, "%14.2f FLOP/B", v); break;
-    default: nk_text_printf(t, "%14.0f", v); break;
+    case NK_MK_RATIO: nk__text_printf(t, "%14.2f FLOP/B", v); break;
+    default: nk__text_printf(t, "%14.0f", v); break;
     }
 }
 
@@ -80,9 +80,9 @@ static void device_time(nk_text *t, const nk_timeline *tl)
     for (uint32_t k = 0; k < tl->nregions; k++)
         if (tl->regions[k].kind == NK_REGION_TEARDOWN && (!down || tl->regions[k].end > down->end))
             down = &tl->regions[k];
-    nk_text_printf(t, "device time   %.3f us", tl->total_ns / 1000);
+    nk__text_printf(t, "device time   %.3f us", tl->total_ns / 1000);
     if (!down) {
-        nk_text_printf(t, " (no launch regions recorded)\n");
+        nk__text_printf(t, " (no launch regions recorded)\n");
         return;
     }
     /* that core's regions: one start-up and tear-down, or one of each per kernel of a sequence */
@@ -96,10 +96,10 @@ static void device_time(nk_text *t, const nk_timeline *tl)
             else
                 b += d;
         }
-    nk_text_printf(t, ", of which launch %.3f us (start-up %.3f, tear-down %.3f", (a + b) / 1000, a / 1000, b / 1000);
+    nk__text_printf(t, ", of which launch %.3f us (start-up %.3f, tear-down %.3f", (a + b) / 1000, a / 1000, b / 1000);
     if (n > 1)
-        nk_text_printf(t, "; %d kernel launches", n);
-    nk_text_printf(t, "); %.3f us without\n", (tl->total_ns - a - b) / 1000);
+        nk__text_printf(t, "; %d kernel launches", n);
+    nk__text_printf(t, "); %.3f us without\n", (tl->total_ns - a - b) / 1000);
 }
 
 static void summary_text(nk_text *t, const nk_profile *pr, const char *label, const nk_metrics *m)
@@ -111,26 +111,26 @@ static void summary_text(nk_text *t, const nk_profile *pr, const char *label, co
     if (gmtime_r(&secs, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     if (label)
-        nk_text_printf(t, "profile       %s\n", label);
-    nk_text_printf(t, "kernel        %s\n", p->kernel);
-    nk_text_printf(t, "target        %s (program traced for %s)\n", pr->arch.name, p->target);
-    nk_text_printf(t, "instructions  %u\n", p->ninstr);
+        nk__text_printf(t, "profile       %s\n", label);
+    nk__text_printf(t, "kernel        %s\n", p->kernel);
+    nk__text_printf(t, "target        %s (program traced for %s)\n", pr->arch.name, p->target);
+    nk__text_printf(t, "instructions  %u\n", p->ninstr);
     static const char *const policy[3] = {"trace order", "list, earliest start", "list, critical path"};
     if (p->sched != NK_SCHED_LIST)
-        nk_text_printf(t, "schedule      trace order (asked for)\n");
+        nk__text_printf(t, "schedule      trace order (asked for)\n");
     else if (p->sched_policy == 0)
-        nk_text_printf(t, "schedule      trace order (no list schedule was faster)\n");
+        nk__text_printf(t, "schedule      trace order (no list schedule was faster)\n");
     else if (p->trace_order_ns >= 0)
-        nk_text_printf(t, "schedule      %s (trace order: %.3f us)\n", policy[p->sched_policy % 3],
+        nk__text_printf(t, "schedule      %s (trace order: %.3f us)\n", policy[p->sched_policy % 3],
                        p->trace_order_ns / 1000);
     else
-        nk_text_printf(t, "schedule      %s\n", policy[p->sched_policy % 3]);
+        nk__text_printf(t, "schedule      %s\n", policy[p->sched_policy % 3]);
     if (p->ninst > 1) { /* SPMD: the grid, and each core's share of the device time */
-        nk_text_printf(t, "grid          [");
+        nk__text_printf(t, "grid          [");
         for (int a = 0; a < p->grid_ndim; a++)
-            nk_text_printf(t, "%s%d%s", a ? ", " : "", p->grid[a],
+            nk__text_printf(t, "%s%d%s", a ? ", " : "", p->grid[a],
                            p->grid_nc[a] > 0 ? " (nl.nc major)" : p->grid_nc[a] < 0 ? " (nl.nc minor)" : "");
-        nk_text_printf(t, "]: %u program instances on %u NeuronCore%s\n", p->ninst, p->ncores,
+        nk__text_printf(t, "]: %u program instances on %u NeuronCore%s\n", p->ninst, p->ncores,
                        p->ncores == 1 ? ", one after another" : "s");
         double c0[NK_MAX_CORES], c1[NK_MAX_CORES];
         uint32_t ni[NK_MAX_CORES] = {0};
@@ -149,7 +149,7 @@ static void summary_text(nk_text *t, const nk_profile *pr, const char *label, co
             if (c1[c] > 0) {
                 char nm[16];
                 snprintf(nm, sizeof nm, "NC%u", (unsigned)c);
-                nk_text_printf(t, "  %-12s%u instance%s, busy %.3f .. %.3f us\n", nm, ni[c], ni[c] == 1 ? "" : "s",
+                nk__text_printf(t, "  %-12s%u instance%s, busy %.3f .. %.3f us\n", nm, ni[c], ni[c] == 1 ? "" : "s",
                                c0[c] / 1000, c1[c] / 1000);
             }
     }
@@ -168,26 +168,26 @@ static void summary_text(nk_text *t, const nk_profile *pr, const char *label, co
                 }
             if (!n)
                 continue;
-            nk_text_printf(t, "%s%-20s %u instruction%s, %.3f .. %.3f us\n", shown++ ? "              " : "kernels       ",
+            nk__text_printf(t, "%s%-20s %u instruction%s, %.3f .. %.3f us\n", shown++ ? "              " : "kernels       ",
                            p->seg_name[k], n, n == 1 ? "" : "s", k0 / 1000, k1 / 1000);
         }
     }
-    nk_text_printf(t, "captured      %s by nklab %s\n", when, pr->nklab_version);
+    nk__text_printf(t, "captured      %s by nklab %s\n", when, pr->nklab_version);
     double s;
     for (int i = 0; i < nk_metrics_count(); i++) {
         const char *name = nk_metrics_name(i), *h = heading(name);
         if (h)
-            nk_text_printf(t, "\n%s\n", h);
+            nk__text_printf(t, "\n%s\n", h);
         nk_metrics_get(m, name, &s);
-        nk_text_printf(t, "  %-34s", name);
+        nk__text_printf(t, "  %-34s", name);
         fmt_value(t, nk__metric_kind(i), s, m->total_time);
-        nk_text_printf(t, "\n");
+        nk__text_printf(t, "\n");
     }
 }
 
 static void summary_json(nk_text *t, const nk_metrics *m)
 {
-    nk_text_printf(t, "{");
+    nk__text_printf(t, "{");
     for (int i = 0; i < nk_metrics_count(); i++) {
         double v;
         nk_metrics_get(m, nk_metrics_name(i), &v);
@@ -195,13 +195,13 @@ static void summary_json(nk_text *t, const nk_metrics *m)
             v = 0; /* JSON has no NaN or infinity; the metrics guard against both */
         int kind = nk__metric_kind(i);
         int integral = kind == NK_MK_COUNT || kind == NK_MK_FLOPS || (kind == NK_MK_BYTES && v == floor(v));
-        nk_text_printf(t, "%s\"%s\": ", i ? ", " : "", nk_metrics_name(i));
+        nk__text_printf(t, "%s\"%s\": ", i ? ", " : "", nk_metrics_name(i));
         if (integral)
-            nk_text_printf(t, "%.0f", v);
+            nk__text_printf(t, "%.0f", v);
         else
-            nk_text_printf(t, "%.9g", v);
+            nk__text_printf(t, "%.9g", v);
     }
-    nk_text_printf(t, "}\n");
+    nk__text_printf(t, "}\n");
 }
 
 /* How many findings the text form shows; `nklab insights` shows them all. */
@@ -212,10 +212,10 @@ static void summary_json(nk_text *t, const nk_metrics *m)
 static int top_findings(nk_text *t, const nk_profile *pr)
 {
     nk_text f = {0};
-    int rc = nk_insights_top(pr, SUMMARY_FINDINGS, &f);
+    int rc = nk__insights_top(pr, SUMMARY_FINDINGS, &f);
     if (!rc && f.len)
-        nk_text_printf(t, "\n%s", f.s);
-    nk_text_free(&f);
+        nk__text_printf(t, "\n%s", f.s);
+    nk__text_free(&f);
     return rc;
 }
 
@@ -234,7 +234,7 @@ int nk_profile_summary(const nk_profile *pr, const char *label, int json, char *
         rc = top_findings(&t, pr);
     }
     if (rc || t.oom || !t.s) {
-        nk_text_free(&t);
+        nk__text_free(&t);
         return rc ? rc : NK_ENOMEM;
     }
     *text = t.s;

@@ -199,7 +199,7 @@ int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_op
     }
     nk_program *p = NULL;
     k->err[0] = 0;
-    int rc = nk_trace(k->name, k->fn, args, nargs, opts, &p, k->err, sizeof k->err);
+    int rc = nk__trace(k->name, k->fn, args, nargs, opts, &p, k->err, sizeof k->err);
     if (rc)
         return rc;
     k->compiles++;
@@ -318,7 +318,7 @@ int nk_program_run(const nk_program *p, const nk_array *args, int nargs, nk_arra
         return NK_ENOMEM;
     int rc = nk__program_bind(p, args, nargs, outs, nouts, ptrs);
     if (!rc) {
-        rc = nk_execute(p, ptrs);
+        rc = nk__execute(p, ptrs);
         nk__program_unbind(p, ptrs);
     }
     free(ptrs);

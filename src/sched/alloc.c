@@ -405,7 +405,7 @@ static int infeasible(ascan *a, int64_t cap, char *err, size_t errlen)
         const nk_locinfo *l = &p->locs[in->loc];
         int w = snprintf(err, errlen, "%s:%d: SBUF capacity exceeded: this %s needs its tiles resident at once, "
                          "%lld bytes per partition, and %lld are available; its tiles:", p->files[l->file],
-                         l->line, nk_op_name(in->op), (long long)need, (long long)cap);
+                         l->line, nk__op_name(in->op), (long long)need, (long long)cap);
         for (int j = 0; j < n && w > 0 && (size_t)w < errlen; j++) {
             const nk_bufinfo *b = &p->bufs[ids[j]];
             const nk_locinfo *bl = &p->locs[b->loc];

@@ -530,7 +530,7 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
     char *table = NULL;
     if (!p->arch)
         return NK_EINVAL;
-    int rc = nk_arch_format(p->arch, &table);
+    int rc = nk__arch_format(p->arch, &table);
     if (rc)
         return rc;
     size_t s = nk__wr_begin(w, "PHDR");
@@ -702,7 +702,7 @@ static int get_phdr(nk_rd *r, nk_program *p)
     p->ninputs = (int)nin;
     p->noutputs = (int)nout;
     if (nk__rd_v1(r)) { /* version 1 names a built-in target and stores no table */
-        const nk_arch *a = nk_arch_get(p->target);
+        const nk_arch *a = nk__arch_get(p->target);
         if (!p->target[0] || !a)
             return r->rc = nk__rd_fail(&s, NK_EFORMAT, "unknown target '%s'", p->target);
         p->table = *a;
@@ -723,7 +723,7 @@ static int get_targ(nk_rd *r, nk_program *p)
     char *text = nk__rd_str(&s, NK_IO_MAX_TARGET_TEXT, "target table");
     if (text) {
         char msg[256];
-        if (nk_arch_load_text(text, "target table", &p->table, msg, sizeof msg))
+        if (nk__arch_load_text(text, "target table", &p->table, msg, sizeof msg))
             nk__rd_fail(&s, NK_EFORMAT, "%s", msg);
         else if (strcmp(p->table.name, p->target))
             nk__rd_fail(&s, NK_EFORMAT, "the table is target '%s', the header names '%s'", p->table.name,
@@ -1172,7 +1172,7 @@ static int check_header(chk *c)
     if (!a || !p->target[0] || strcmp(a->name, p->target))
         return bad(c, "target '%s' without its table, or a table of another name", p->target);
     char msg[160];
-    if (nk_arch_check(a, msg, sizeof msg))
+    if (nk__arch_check(a, msg, sizeof msg))
         return bad(c, "%s", msg);
     if (p->bufs_default < 1 || p->bufs_default > NK_IO_MAX_LOOP_BUFS)
         return bad(c, "default buffers per tile %d outside 1..%d", p->bufs_default, NK_IO_MAX_LOOP_BUFS);
@@ -1364,13 +1364,13 @@ static int check_view(chk *c, uint32_t i, const char *what, const nk_tensor *t, 
 static int check_fields(chk *c, uint32_t i, const nk_instr *in)
 {
     const nk_program *p = c->p;
-    const nk_opdef *od = nk_op_def(in->op);
+    const nk_opdef *od = nk__op_def(in->op);
     if (!od)
         return bad(c, "instruction %u: opcode %u out of range", i, in->op);
     if (in->engine >= NK_ENGINE_COUNT || !(od->engines & NK_ENG(in->engine)))
-        return bad(c, "instruction %u: %s cannot run on engine %u", i, nk_op_name(in->op), in->engine);
+        return bad(c, "instruction %u: %s cannot run on engine %u", i, nk__op_name(in->op), in->engine);
     if (in->flags & ~od->flags)
-        return bad(c, "instruction %u: flags 0x%x invalid for %s", i, in->flags, nk_op_name(in->op));
+        return bad(c, "instruction %u: flags 0x%x invalid for %s", i, in->flags, nk__op_name(in->op));
     if (in->func >= NK_ACT_COUNT || in->alu0 >= NK_ALU_COUNT || in->alu1 >= NK_ALU_COUNT || in->cmp > NK_CMP_LT ||
         in->axis < -1 || in->axis >= NK_MAXDIM)
         return bad(c, "instruction %u: function %u, operator %u/%u, comparison %u or axis %d out of range", i,
@@ -1392,9 +1392,9 @@ static int check_fields(chk *c, uint32_t i, const nk_instr *in)
         if (k && d <= p->deps[in->dep_off + k - 1])
             return bad(c, "instruction %u: dependencies not strictly increasing", i);
     }
-    if (in->nsrc != nk_op_nsrc(in))
-        return bad(c, "instruction %u: %u source operands, %s takes %d", i, in->nsrc, nk_op_name(in->op),
-                   nk_op_nsrc(in));
+    if (in->nsrc != nk__op_nsrc(in))
+        return bad(c, "instruction %u: %u source operands, %s takes %d", i, in->nsrc, nk__op_name(in->op),
+                   nk__op_nsrc(in));
     return 0;
 }
 
@@ -1402,14 +1402,14 @@ static int check_fields(chk *c, uint32_t i, const nk_instr *in)
  * relations and limits on the program's target, which the executor relies on. */
 static int check_semantics(chk *c, uint32_t i, const nk_instr *in, const int64_t *n)
 {
-    const nk_opdef *od = nk_op_def(in->op);
+    const nk_opdef *od = nk__op_def(in->op);
     for (int k = 0; k < NK_OPND_COUNT; k++) {
-        const nk_tensor *t = nk_op_operand(in, k);
-        unsigned ok = nk_op_operand_mems(in, k);
+        const nk_tensor *t = nk__op_operand(in, k);
+        unsigned ok = nk__op_operand_mems(in, k);
         if (t->buf && !(ok & NK_MEM(t->mem)))
             return bad(c, "instruction %u: %s: %s in %s; on the %s engine it must be in %s", i, od->name,
-                       nk_op_operand_name(in, k), nk_mem_names(NK_MEM(t->mem)),
-                       nk_engine_name((nk_engine)in->engine), nk_mem_names(ok));
+                       nk__op_operand_name(in, k), nk__mem_names(NK_MEM(t->mem)),
+                       nk_engine_name((nk_engine)in->engine), nk__mem_names(ok));
     }
     char msg[192];
     if (od->check && od->check(c->p->arch, in, n, msg, sizeof msg))
@@ -1425,14 +1425,14 @@ static int check_instr(chk *c, uint32_t i)
         return rc;
     if (!in->dst.buf)
         return bad(c, "instruction %u: no destination", i);
-    int want2 = nk_op_operand_present(in, NK_OPND_DST2);
+    int want2 = nk__op_operand_present(in, NK_OPND_DST2);
     if (!!in->dst2.buf != want2)
         return bad(c, "instruction %u: second destination %s", i, want2 ? "missing" : "unexpected");
     int64_t n[NK_OPND_COUNT] = {0, 0, 0, 0, 0}; /* dst, dst2, src[0..2] */
     static const char *names[NK_OPND_COUNT] = {"dst", "dst2", "src[0]", "src[1]", "src[2]"};
     for (int k = 0; k < NK_OPND_COUNT; k++) {
-        const nk_tensor *t = nk_op_operand(in, k);
-        if (!nk_op_operand_present(in, k)) {
+        const nk_tensor *t = nk__op_operand(in, k);
+        if (!nk__op_operand_present(in, k)) {
             if (t->buf)
                 return bad(c, "instruction %u: %s present but unused", i, names[k]);
             continue;
@@ -1547,17 +1547,17 @@ static void dump_operands(nk_text *t, const nk_program *p, const nk_instr *in)
 {
     char b[160];
     nk__format_ap(b, sizeof b, p, &in->dst);
-    nk_text_printf(t, "%s", b);
+    nk__text_printf(t, "%s", b);
     if (in->dst2.buf) {
         nk__format_ap(b, sizeof b, p, &in->dst2);
-        nk_text_printf(t, ", %s", b);
+        nk__text_printf(t, ", %s", b);
     }
     const char *sep = " <- ";
     for (int k = 0; k < in->nsrc && k < 3; k++) {
         if (!in->src[k].buf)
             continue;
         nk__format_ap(b, sizeof b, p, &in->src[k]);
-        nk_text_printf(t, "%s%s", sep, b);
+        nk__text_printf(t, "%s%s", sep, b);
         sep = ", ";
     }
 }
@@ -1566,21 +1566,21 @@ static void dump_operands(nk_text *t, const nk_program *p, const nk_instr *in)
 static void dump_details(nk_text *t, const nk_instr *in)
 {
     char a[256];
-    if (nk_op_attrs(in, a, sizeof a))
-        nk_text_printf(t, " %s", a);
+    if (nk__op_attrs(in, a, sizeof a))
+        nk__text_printf(t, " %s", a);
 }
 
 static void dump_where(nk_text *t, const nk_program *p, uint32_t loc)
 {
     if (loc < p->nlocs && p->locs[loc].file < p->nfiles)
-        nk_text_printf(t, "%s:%d", p->files[p->locs[loc].file], p->locs[loc].line);
+        nk__text_printf(t, "%s:%d", p->files[p->locs[loc].file], p->locs[loc].line);
     else
-        nk_text_printf(t, "?");
+        nk__text_printf(t, "?");
 }
 
 static void dump_header(nk_text *t, const nk_program *p)
 {
-    nk_text_printf(t, "program %s  target %s  default bufs %d\n", p->kernel, p->target, p->bufs_default);
+    nk__text_printf(t, "program %s  target %s  default bufs %d\n", p->kernel, p->target, p->bufs_default);
     for (uint32_t k = 0; k < p->nhbm; k++) {
         const nk_bufinfo *b = &p->bufs[p->hbm_list[k]];
         int32_t sh[NK_MAXDIM];
@@ -1589,22 +1589,22 @@ static void dump_header(nk_text *t, const nk_program *p)
             sh[d] = (int32_t)b->shape[d];
         nk__format_shape(s, sizeof s, sh, b->ndim);
         const char *role = b->role == NK_ROLE_INPUT ? "input" : b->role == NK_ROLE_OUTPUT ? "output" : "scratch";
-        nk_text_printf(t, "  %s", role);
+        nk__text_printf(t, "  %s", role);
         if (b->index >= 0)
-            nk_text_printf(t, " %d", b->index);
-        nk_text_printf(t, ": %s %s (buffer %u)\n", s, nk_dtype_name((nk_dtype)b->dtype), p->hbm_list[k]);
+            nk__text_printf(t, " %d", b->index);
+        nk__text_printf(t, ": %s %s (buffer %u)\n", s, nk_dtype_name((nk_dtype)b->dtype), p->hbm_list[k]);
     }
-    nk_text_printf(t, "  sbuf peak %lld B/partition, psum peak %lld B/partition, %u buffers\n",
+    nk__text_printf(t, "  sbuf peak %lld B/partition, psum peak %lld B/partition, %u buffers\n",
                    (long long)p->sbuf_peak, (long long)p->psum_peak, p->nbufs ? p->nbufs - 1 : 0);
     for (uint32_t k = 0; k < p->nloops; k++) {
         const nk_loopinfo *l = &p->loops[k];
-        nk_text_printf(t, "  loop %u: %s(%lld) bufs %u depth %u at ", k + 1,
+        nk__text_printf(t, "  loop %u: %s(%lld) bufs %u depth %u at ", k + 1,
                        l->kind == NK_LOOP_AFFINE ? "affine_range" : "sequential_range", (long long)l->trip, l->bufs,
                        l->depth);
         dump_where(t, p, l->loc);
-        nk_text_printf(t, "\n");
+        nk__text_printf(t, "\n");
     }
-    nk_text_printf(t, "%u instructions:\n", p->ninstr);
+    nk__text_printf(t, "%u instructions:\n", p->ninstr);
 }
 
 int nk_program_dump(const nk_program *p, char **text)
@@ -1614,31 +1614,31 @@ int nk_program_dump(const nk_program *p, char **text)
     dump_header(&t, p);
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        nk_text_printf(&t, "%5u  %-6s", i, nk_engine_name((nk_engine)in->engine));
+        nk__text_printf(&t, "%5u  %-6s", i, nk_engine_name((nk_engine)in->engine));
         if (in->engine == NK_ENGINE_DMA)
-            nk_text_printf(&t, " q%-2u", in->queue);
+            nk__text_printf(&t, " q%-2u", in->queue);
         else
-            nk_text_printf(&t, "    ");
-        nk_text_printf(&t, " %-13s ", nk_op_name(in->op));
+            nk__text_printf(&t, "    ");
+        nk__text_printf(&t, " %-13s ", nk__op_name(in->op));
         dump_operands(&t, p, in);
         dump_details(&t, in);
-        nk_text_printf(&t, "  deps ");
+        nk__text_printf(&t, "  deps ");
         for (uint32_t k = 0; k < in->ndep; k++)
-            nk_text_printf(&t, "%s%u", k ? "," : "", p->deps[in->dep_off + k]);
+            nk__text_printf(&t, "%s%u", k ? "," : "", p->deps[in->dep_off + k]);
         if (!in->ndep)
-            nk_text_printf(&t, "-");
-        nk_text_printf(&t, "  ");
+            nk__text_printf(&t, "-");
+        nk__text_printf(&t, "  ");
         dump_where(&t, p, in->loc);
         if (in->loop)
-            nk_text_printf(&t, " (loop %u i=%u)", in->loop, in->iter);
-        nk_text_printf(&t, "\n");
+            nk__text_printf(&t, " (loop %u i=%u)", in->loop, in->iter);
+        nk__text_printf(&t, "\n");
     }
     if (t.oom) {
-        nk_text_free(&t);
+        nk__text_free(&t);
         return NK_ENOMEM;
     }
     if (!t.s)
-        nk_text_printf(&t, "%s", "");
+        nk__text_printf(&t, "%s", "");
     *text = t.s;
     return t.oom ? NK_ENOMEM : 0;
 }

@@ -443,7 +443,7 @@ static void trim(nk_program *p)
         p->bufs = b;
 }
 
-int nk_schedule(nk_program *p, int mode)
+int nk__schedule(nk_program *p, int mode)
 {
     if (mode != NK_SCHED_LIST && mode != NK_SCHED_TRACE_ORDER)
         return NK_EINVAL;

@@ -61,7 +61,7 @@ typedef struct tcost {
 /* The op's row of the legacy table, for this instruction. */
 static tcost table_entry(const nk_arch *a, const nk_instr *in)
 {
-    const nk_opdef *d = nk_op_def(in->op);
+    const nk_opdef *d = nk__op_def(in->op);
     if (!d)
         return (tcost){0, 0, 0};
     const nk_opcost *oc = &d->cost;
@@ -87,7 +87,7 @@ static double dve_speedup(const nk_arch *a, const nk_instr *in)
     const nk_tensor *s = &in->src[0], *d = &in->dst;
     if (in->engine != NK_ENGINE_VECTOR)
         return 1;
-    switch (nk_op_def(in->op)->cost.fast16) {
+    switch (nk__op_def(in->op)->cost.fast16) {
     case NK_FAST16_ONE_INPUT: {
         if (!is16f(s->dtype) || !is16f(d->dtype))
             return 1;
@@ -110,7 +110,7 @@ static double dve_speedup(const nk_arch *a, const nk_instr *in)
 /* May the instruction's op run on its engine? */
 static int engine_ok(const nk_instr *in)
 {
-    const nk_opdef *d = nk_op_def(in->op);
+    const nk_opdef *d = nk__op_def(in->op);
     return d && in->engine < NK_ENGINE_COUNT && (d->engines & NK_ENG(in->engine));
 }
 
@@ -130,7 +130,7 @@ static void pe_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
 {
     const nk_tensor *st = &in->src[0];
     double m = (double)nk__free_size(st), n, f;
-    int moving = nk_op_def(in->op)->cost.pe == NK_PE_MOVING;
+    int moving = nk__op_def(in->op)->cost.pe == NK_PE_MOVING;
     if (moving) {
         n = (double)nk__free_size(&in->src[1]);
         f = st->dtype == NK_F32 ? a->pe_fp32_factor : 1;
@@ -164,7 +164,7 @@ int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
         str |= strided(a, ts[k]);
     }
     if (in->engine == NK_ENGINE_TENSOR) {
-        if (nk_op_def(in->op)->cost.pe == NK_PE_NONE)
+        if (nk__op_def(in->op)->cost.pe == NK_PE_NONE)
             return NK_EINVAL;
         pe_cost(a, in, c);
         return 0;
@@ -175,7 +175,7 @@ int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
     c->ls_ns = 0;
     c->stream_ns = (dmax(t.floor, work) + t.extra) / ghz;
     /* iota / affine_select: the documented 150 + N already holds the fixed part */
-    c->fixed_ns = nk_op_def(in->op)->cost.no_overhead ? 0 : a->static_overhead_cycles / ghz;
+    c->fixed_ns = nk__op_def(in->op)->cost.no_overhead ? 0 : a->static_overhead_cycles / ghz;
     c->write_ns = a->sram_access_cycles / ghz;
     return 0;
 }

@@ -30,7 +30,7 @@
  * tournament tree of their next times; every decision is made in time
  * order, so shared resources are granted first come, first served. Memory:
  * arrays sized up front, nothing allocated per instruction. The same run
- * gives the whole timeline (nk_time_program) or the device time alone
+ * gives the whole timeline (nk__time_program) or the device time alone
  * (nk__time_total, also of a reordered view of the program: the
  * scheduler's candidates), bit for bit the same total.
  */
@@ -1308,7 +1308,7 @@ static int launch_regions(sim *s, nk_timeline *tl, double *total)
     return 0;
 }
 
-double nk_timeline_launch_ns(const nk_timeline *tl)
+double nk__timeline_launch_ns(const nk_timeline *tl)
 {
     const nk_region *down = NULL;
     for (uint32_t k = 0; tl && k < tl->nregions; k++)
@@ -1500,7 +1500,7 @@ static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch 
     if (!p)
         return NK_EINVAL;
     if (!arch)
-        arch = p->arch ? p->arch : nk_arch_get(p->target);
+        arch = p->arch ? p->arch : nk__arch_get(p->target);
     if (!arch)
         return NK_ENOTFOUND;
     if (arch->dma_engines < 1 || arch->dma_engines > NK_ARCH_MAX_DMA_ENGINES || arch->dma_queues < 1 ||
@@ -1548,7 +1548,7 @@ static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch 
         rc = s.tl ? finish(&s) : launch_regions(&s, NULL, total);
     free_sim(&s);
     if (rc) {
-        nk_timeline_free(s.tl);
+        nk__timeline_free(s.tl);
         return rc;
     }
     if (out)
@@ -1556,7 +1556,7 @@ static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch 
     return 0;
 }
 
-int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
+int nk__time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out)
 {
     if (!out)
         return NK_EINVAL;
@@ -1570,7 +1570,7 @@ int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *
     return simulate(p, v, arch, NULL, total_ns);
 }
 
-void nk_timeline_free(nk_timeline *tl)
+void nk__timeline_free(nk_timeline *tl)
 {
     if (!tl)
         return;

@@ -92,10 +92,10 @@ typedef struct nk_timeline {
 
 /* Launch time within the device time: the start-up and tear-down of the
  * core that ends last (0 without launch regions). */
-double nk_timeline_launch_ns(const nk_timeline *tl);
+double nk__timeline_launch_ns(const nk_timeline *tl);
 
 /* Times program p on target arch (NULL: the program's own target). */
-int nk_time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out);
-void nk_timeline_free(nk_timeline *tl);
+int nk__time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out);
+void nk__timeline_free(nk_timeline *tl);
 
 #endif

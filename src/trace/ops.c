@@ -195,7 +195,7 @@ static int ok_alu(nk_ctx *nc, nk_loc loc, const char *op, nk_alu alu, const nk_t
  * default; only engines the table allows. */
 static int pick_engine(nk_ctx *nc, nk_loc loc, const char *op, int opcode, nk_engine eng)
 {
-    const nk_opdef *d = nk_op_def(opcode);
+    const nk_opdef *d = nk__op_def(opcode);
     if (eng == NK_ENGINE_DEFAULT)
         eng = (nk_engine)d->default_engine;
     if ((unsigned)eng >= NK_ENGINE_COUNT || !(d->engines & (1u << eng))) {

@@ -684,7 +684,7 @@ int nk_launch_at(nk_ctx *nc, nk_loc loc, const char *name, nk_kernel_fn fn, cons
     nc->launch_outs = outs;
     nc->launch_max = max_outs;
     nc->launch_n = 0;
-    /* as nk_trace gives them: past the arguments, invalid handles */
+    /* as nk__trace gives them: past the arguments, invalid handles */
     nk_tensor *a = calloc((size_t)nargs + NK_ARGS_SLACK, sizeof *a);
     if (!a) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory");
@@ -848,7 +848,7 @@ static void check_instances(nk_ctx *nc)
             instance_ids(p, in->inst, nc->pid);
             nk__fail(nc, (nk_loc){p->files[p->locs[in->loc].file], p->locs[in->loc].line}, NK_EMEMORY,
                      "%s uses a tile (%s) of program instance %u, which lives in another instance's memory; "
-                     "instances share HBM tensors only", nk_op_name(in->op), w, p->bufs[ts[k]->buf].inst);
+                     "instances share HBM tensors only", nk__op_name(in->op), w, p->bufs[ts[k]->buf].inst);
             break;
         }
     }
@@ -1265,11 +1265,11 @@ static int finish(nk_ctx *nc, char *err, size_t errlen)
     return rc;
 }
 
-int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs, const nk_options *opts,
+int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs, const nk_options *opts,
              nk_program **out, char *err, size_t errlen)
 {
     const char *target = opts && opts->target ? opts->target : "trn1";
-    const nk_arch *arch = opts && opts->arch ? opts->arch : nk_arch_get(target);
+    const nk_arch *arch = opts && opts->arch ? opts->arch : nk__arch_get(target);
     *out = NULL;
     if (err && errlen)
         err[0] = 0;
@@ -1279,7 +1279,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
         return NK_ENOTFOUND;
     }
     if (opts && opts->arch) { /* a caller's table: trusted no more than a file */
-        int rc = nk_arch_check(arch, err, errlen);
+        int rc = nk__arch_check(arch, err, errlen);
         if (rc)
             return rc;
     }
@@ -1430,7 +1430,7 @@ int nk_trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
     for (uint32_t b = 1; b < p->nbufs; b++)
         if (p->bufs[b].mem == NK_SHARED_HBM)
             p->hbm_list[p->nhbm++] = b;
-    rc = nk_schedule(p, opts ? opts->schedule : NK_SCHED_LIST);
+    rc = nk__schedule(p, opts ? opts->schedule : NK_SCHED_LIST);
     if (rc) {
         if (err)
             snprintf(err, errlen, "scheduling failed: %s", nk_strerror(rc));

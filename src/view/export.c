@@ -19,7 +19,7 @@
 
 static int64_t ps(double ns) { return isfinite(ns) ? llround(ns * 1000.0) : 0; }
 
-/* ---- streaming (nk_export_to): the text goes out in chunks of about
+/* ---- streaming (nk__export_to): the text goes out in chunks of about
  * EXPORT_CHUNK bytes, at record boundaries, as it is made; and the operand
  * text of repeated instructions comes from a cache (view/opnd.h). Both are
  * the calling thread's, set for the length of one export. */
@@ -63,7 +63,7 @@ static void export_operands(const nk_program *p, uint32_t i, char *buf, size_t n
     if (cur_opnd && i < p->ninstr)
         nk__opnd_text(cur_opnd, i, buf, n);
     else
-        nk_view_operands(p, i, buf, n);
+        nk__view_operands(p, i, buf, n);
 }
 
 /* Picoseconds as microseconds with six decimals: exact, so slices that touch
@@ -168,7 +168,7 @@ static int lanes_build(const nk_timeline *tl, const nk_view_rows *rows, lanes *L
         return NK_ENOMEM;
     }
     for (uint32_t e = 0; e < tl->nevents; e++) {
-        uint32_t r = nk_view_event_row(rows, &tl->events[e]);
+        uint32_t r = nk__view_event_row(rows, &tl->events[e]);
         int64_t s = ps(tl->events[e].start);
         int64_t *re = end + (size_t)r * MAX_LANES;
         uint32_t k = 0;
@@ -229,10 +229,10 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
 {
     const nk_event *ev = &pr->tl->events[e];
     const nk_program *p = pr->prog;
-    uint32_t r = nk_view_event_row(rows, ev);
+    uint32_t r = nk__view_event_row(rows, ev);
     char opnd[1024];
     int line;
-    const char *file = nk_view_instr_file(p, ev->instr, &line);
+    const char *file = nk__view_instr_file(p, ev->instr, &line);
     export_operands(p, ev->instr, opnd, sizeof opnd);
     nk__vb_str(t, ",\n{\"ph\":\"X\",\"pid\":");
     nk__vb_u64(t, 1u + rows->row[r].core); /* SPMD: a process per NeuronCore */
@@ -243,7 +243,7 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     nk__vb_str(t, ",\"dur\":");
     put_us(t, ps(ev->end) - ps(ev->start));
     nk__vb_str(t, ",\"name\":");
-    nk__vb_jstr(t, nk_view_event_name(p, ev));
+    nk__vb_jstr(t, nk__view_event_name(p, ev));
     nk__vb_str(t, ",\"cat\":");
     nk__vb_jstr(t, nk_engine_name((nk_engine)ev->engine));
     nk__vb_str(t, ",\"args\":{\"instr\":");
@@ -253,7 +253,7 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
         nk__vb_jstr(t, p->seg_name[p->instrs[ev->instr].seg]);
     }
     nk__vb_str(t, ",\"opcode\":");
-    nk__vb_jstr(t, ev->instr < p->ninstr ? nk_op_name(p->instrs[ev->instr].op) : "invalid");
+    nk__vb_jstr(t, ev->instr < p->ninstr ? nk__op_name(p->instrs[ev->instr].op) : "invalid");
     nk__vb_str(t, ",\"operands\":");
     nk__vb_jstr(t, opnd);
     char loc[512];
@@ -261,7 +261,7 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     nk__vb_str(t, ",\"source\":");
     nk__vb_jstr(t, loc);
     nk__vb_str(t, ",\"bytes\":");
-    nk__vb_u64(t, nk_view_instr_bytes(p, ev->instr));
+    nk__vb_u64(t, nk__view_instr_bytes(p, ev->instr));
     nk__vb_str(t, "}}");
 }
 
@@ -296,7 +296,7 @@ static void put_flow(const nk_profile *pr, const nk_view_rows *rows, const lanes
                      uint64_t id, nk_text *t)
 {
     const nk_event *ev = &pr->tl->events[e];
-    uint32_t r = nk_view_event_row(rows, ev);
+    uint32_t r = nk__view_event_row(rows, ev);
     int64_t mid = (ps(ev->start) + ps(ev->end)) / 2;
     nk__vb_str(t, start ? ",\n{\"ph\":\"s\"" : ",\n{\"ph\":\"f\",\"bp\":\"e\"");
     nk__vb_str(t, ",\"pid\":");
@@ -344,14 +344,14 @@ static void put_flows(const nk_profile *pr, const nk_view_rows *rows, const lane
     }
 }
 
-int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
+int nk__export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
     nk_view_rows rows;
     lanes L = {0};
     instr_ev ie = {0};
-    int rc = nk_view_rows_build(pr->prog, pr->tl, &rows);
+    int rc = nk__view_rows_build(pr->prog, pr->tl, &rows);
     if (rc)
         return rc;
     if ((rc = lanes_build(pr->tl, &rows, &L)) || (rc = instr_ev_build(pr, &ie)))
@@ -389,7 +389,7 @@ int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *t
 out:
     instr_ev_free(&ie);
     lanes_free(&L);
-    nk_view_rows_free(&rows);
+    nk__view_rows_free(&rows);
     return rc;
 }
 
@@ -411,7 +411,7 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     const nk_instr *in = &p->instrs[i];
     char opnd[1024];
     int line;
-    const char *file = nk_view_instr_file(p, i, &line);
+    const char *file = nk__view_instr_file(p, i, &line);
     export_operands(p, i, opnd, sizeof opnd);
     nk__vb_str(t, first ? "\n{\"index\":" : ",\n{\"index\":");
     nk__vb_u64(t, i);
@@ -420,7 +420,7 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     nk__vb_str(t, ",\"duration_ns\":");
     nk__vb_num(t, e - s, 3);
     nk__vb_str(t, ",\"opcode\":");
-    nk__vb_jstr(t, nk_op_name(in->op));
+    nk__vb_jstr(t, nk__op_name(in->op));
     nk__vb_str(t, ",\"engine\":");
     nk__vb_jstr(t, nk_engine_name((nk_engine)in->engine));
     if (in->engine == NK_ENGINE_DMA) {
@@ -440,13 +440,13 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     nk__vb_str(t, ",\"operands\":");
     nk__vb_jstr(t, opnd);
     nk__vb_str(t, ",\"bytes\":");
-    nk__vb_u64(t, nk_view_instr_bytes(p, i));
+    nk__vb_u64(t, nk__view_instr_bytes(p, i));
     nk__vb_str(t, ",\"file\":");
     nk__vb_jstr(t, file);
     nk__vb_str(t, ",\"line\":");
     nk__vb_i64(t, line);
     char attrs[256];
-    nk_op_attrs(in, attrs, sizeof attrs);
+    nk__op_attrs(in, attrs, sizeof attrs);
     nk__vb_str(t, ",\"attrs\":");
     nk__vb_jstr(t, attrs);
     nk__vb_str(t, ",\"deps\":[");
@@ -500,7 +500,7 @@ static int put_allocations_json(const nk_profile *pr, const instr_ev *ie, const 
 {
     const nk_program *p = pr->prog;
     uint32_t *first, *last;
-    if (nk_view_tile_uses(p, &first, &last))
+    if (nk__view_tile_uses(p, &first, &last))
         return NK_ENOMEM;
     nk__vb_str(t, ",\"allocations\":[");
     int n = 0;
@@ -560,13 +560,13 @@ static int put_allocations_json(const nk_profile *pr, const instr_ev *ie, const 
     return 0;
 }
 
-int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
+int nk__export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
     nk_view_summary sum;
     instr_ev ie = {0};
-    int rc = nk_view_summarize(pr, &sum);
+    int rc = nk__view_summarize(pr, &sum);
     if (rc || (rc = instr_ev_build(pr, &ie)))
         goto out;
     nk__vb_str(t, "{\"format\":\"nklab-profile-json\",\"version\":1,\"kernel\":");
@@ -576,7 +576,7 @@ int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
     nk__vb_str(t, ",\"nklab\":");
     nk__vb_jstr(t, pr->nklab_version);
     nk__vb_str(t, ",\"summary\":");
-    rc = nk_view_summary_json(pr, &sum, t);
+    rc = nk__view_summary_json(pr, &sum, t);
     if (rc)
         goto out;
     put_schedule_json(pr->prog, t);
@@ -604,7 +604,7 @@ out:
 
 /* ---- CSV */
 
-int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
+int nk__export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
@@ -623,7 +623,7 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
             continue;
         const nk_instr *in = &p->instrs[i];
         int line;
-        const char *file = nk_view_instr_file(p, i, &line);
+        const char *file = nk__view_instr_file(p, i, &line);
         export_operands(p, i, opnd, sizeof opnd);
         nk__vb_u64(t, i);
         nk__vb_chr(t, ',');
@@ -638,11 +638,11 @@ int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         if (in->engine == NK_ENGINE_DMA)
             nk__vb_u64(t, in->queue);
         nk__vb_chr(t, ',');
-        nk__vb_str(t, nk_op_name(in->op));
+        nk__vb_str(t, nk__op_name(in->op));
         nk__vb_chr(t, ',');
         nk__vb_csv(t, opnd);
         nk__vb_chr(t, ',');
-        nk__vb_u64(t, nk_view_instr_bytes(p, i));
+        nk__vb_u64(t, nk__view_instr_bytes(p, i));
         nk__vb_chr(t, ',');
         nk__vb_csv(t, file);
         nk__vb_chr(t, ',');
@@ -666,12 +666,12 @@ out:
 
 /* ---- an export straight to its file */
 
-int nk_export_to(const nk_profile *pr, const char *format, const nk_export_opts *o, const char *path,
+int nk__export_to(const nk_profile *pr, const char *format, const nk_export_opts *o, const char *path,
                  uint64_t *bytes, char *why, size_t whylen)
 {
     int (*fn)(const nk_profile *, const nk_export_opts *, nk_text *) =
-        !strcmp(format, "perfetto") ? nk_export_perfetto : !strcmp(format, "json") ? nk_export_json
-        : !strcmp(format, "csv") ? nk_export_csv : NULL;
+        !strcmp(format, "perfetto") ? nk__export_perfetto : !strcmp(format, "json") ? nk__export_json
+        : !strcmp(format, "csv") ? nk__export_csv : NULL;
     *bytes = 0;
     if (why && whylen)
         why[0] = 0;
@@ -712,7 +712,7 @@ int nk_export_to(const nk_profile *pr, const char *format, const nk_export_opts 
             }
         }
     }
-    nk_text_free(&t);
+    nk__text_free(&t);
     if (rc == NK_EIO && why && whylen)
         snprintf(why, whylen, "%s", k->why);
     *bytes = k->bytes;

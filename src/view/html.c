@@ -39,9 +39,9 @@ static const char *copy_until_marker(nk_text *t, const char *s, char *name, size
     return e + 2;
 }
 
-int nk_view_html(const nk_profile *pr, const char *insights_json, nk_text *t)
+int nk__view_html(const nk_profile *pr, const char *insights_json, nk_text *t)
 {
-    return nk_view_page(pr, insights_json, NULL, NULL, t);
+    return nk__view_page(pr, insights_json, NULL, NULL, t);
 }
 
 /* Text inside <script type="application/json">: "</" would end the script
@@ -58,7 +58,7 @@ static void put_script_text(nk_text *t, const char *s)
     }
 }
 
-int nk_view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
+int nk__view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                  nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
@@ -80,12 +80,12 @@ int nk_view_page(const nk_profile *pr, const char *insights_json, const char *no
         } else if (!strcmp(name, "JS")) {
             nk__vb_str(t, nk__view_asset_js);
         } else if (!strcmp(name, "DATA")) {
-            rc = nk_view_json(pr, insights_json, t);
+            rc = nk__view_json(pr, insights_json, t);
         } else if (!strcmp(name, "NOTES")) { /* markers saved beside the profile (the page checks them) */
             put_script_text(t, notes_json && *notes_json ? notes_json : "null");
         } else if (!strcmp(name, "CMP")) { /* a second profile, drawn on the same time axis */
             if (cmp && cmp->prog && cmp->tl)
-                rc = nk_view_json(cmp, NULL, t);
+                rc = nk__view_json(cmp, NULL, t);
             else
                 nk__vb_str(t, "null");
         } else {

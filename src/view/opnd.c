@@ -2,9 +2,9 @@
  * opnd.c - operand text through a cache of templates (opnd.h).
  *
  * The key of an instruction is everything its text is made from: the op and
- * its attribute fields (nk_op_attrs: func, alu0, alu1, cmp, axis, flags,
+ * its attribute fields (nk__op_attrs: func, alu0, alu1, cmp, axis, flags,
  * imm0, imm1, the affine expression) and, per operand the text shows
- * (nk_view_operands: dst, dst2, the first nsrc sources, each if it has a
+ * (nk__view_operands: dst, dst2, the first nsrc sources, each if it has a
  * buffer), what nk__format_ap prints: memory, dtype and shape; for an HBM
  * tensor its buffer (role and index) and, only when negative, its offset
  * (a non-negative one is the " +N" cut out); for a tile its first partition
@@ -78,7 +78,7 @@ static void key_of(const nk_program *p, const nk_instr *in, okey *k)
     for (int o = 0; o < NK_OPND_COUNT; o++) {
         if (o >= NK_OPND_SRC0 && o - NK_OPND_SRC0 >= in->nsrc)
             continue;
-        const nk_tensor *t = nk_op_operand(in, o);
+        const nk_tensor *t = nk__op_operand(in, o);
         if (!t->buf)
             continue;
         okey_t *kt = &k->t[o];
@@ -112,7 +112,7 @@ static int key_numbers(const nk_program *p, const nk_instr *in, uint64_t *num)
     for (int o = 0; o < NK_OPND_COUNT && nn < NK_OPND_NUMS; o++) {
         if (o >= NK_OPND_SRC0 && o - NK_OPND_SRC0 >= in->nsrc)
             continue;
-        const nk_tensor *t = nk_op_operand(in, o);
+        const nk_tensor *t = nk__op_operand(in, o);
         if (t->buf && t->buf < p->nbufs && t->mem == NK_SHARED_HBM && t->off >= 0)
             num[nn++] = (uint64_t)t->off;
     }
@@ -134,7 +134,7 @@ static uint64_t hash_key(const okey *k)
     return h ^ (h >> 29);
 }
 
-/* nk_view_operands' text split as the viewer's data splits it: each " +N"
+/* nk__view_operands' text split as the viewer's data splits it: each " +N"
  * (up to NK_OPND_NUMS) to " +\x01" and N. */
 static int split_numbers(const char *s, char *tpl, size_t n, uint64_t *num, int maxnum)
 {
@@ -218,7 +218,7 @@ static int64_t lookup(nk_opnd_cache *c, uint32_t i, uint64_t *num, int *nn, int 
         if (memcmp(&e->key, &k, sizeof k))
             continue;
         if (e->literal) {
-            nk_view_operands(p, i, c->text, sizeof c->text);
+            nk__view_operands(p, i, c->text, sizeof c->text);
             *nn = split_numbers(c->text, c->tpl, sizeof c->tpl, num, NK_OPND_NUMS);
             *fresh = 1;
         } else
@@ -226,7 +226,7 @@ static int64_t lookup(nk_opnd_cache *c, uint32_t i, uint64_t *num, int *nn, int 
         return c->slot[h] - 1;
     }
     /* new: format it, and check that its numbers are its offsets */
-    nk_view_operands(p, i, c->text, sizeof c->text);
+    nk__view_operands(p, i, c->text, sizeof c->text);
     *nn = split_numbers(c->text, c->tpl, sizeof c->tpl, num, NK_OPND_NUMS);
     *fresh = 1;
     uint64_t want[NK_OPND_NUMS];
@@ -282,13 +282,13 @@ void nk__opnd_text(nk_opnd_cache *c, uint32_t i, char *buf, size_t n)
     int nn = 0, fresh = 0;
     if (!n)
         return;
-    if (n < sizeof c->text) { /* a buffer the text may not fit: cut as nk_view_operands cuts */
-        nk_view_operands(c->p, i, buf, n);
+    if (n < sizeof c->text) { /* a buffer the text may not fit: cut as nk__view_operands cuts */
+        nk__view_operands(c->p, i, buf, n);
         return;
     }
     int64_t k = i < c->p->ninstr ? lookup(c, i, num, &nn, &fresh) : NK_EINVAL;
     if (k < 0) {
-        nk_view_operands(c->p, i, buf, n);
+        nk__view_operands(c->p, i, buf, n);
         return;
     }
     if (fresh) { /* formatted just now */

@@ -1,8 +1,8 @@
 /*
  * opnd.h - the operand text of every instruction of a program, fast
- * (src/view/opnd.c): what nk_view_operands writes, byte for byte.
+ * (src/view/opnd.c): what nk__view_operands writes, byte for byte.
  *
- * nk_view_operands formats each operand with snprintf, a few microseconds
+ * nk__view_operands formats each operand with snprintf, a few microseconds
  * an instruction, which dominates a viewer page or an export of a million
  * instructions. The instructions of a loop differ in their text only by
  * the HBM offsets (" +N"), so the cache formats each distinct instruction
@@ -14,7 +14,7 @@
 
 #include "nkint.h"
 
-#define NK_OPND_TEXT 1024 /* the text's buffer, as nk_view_operands' callers size it */
+#define NK_OPND_TEXT 1024 /* the text's buffer, as nk__view_operands' callers size it */
 #define NK_OPND_NUMS 8    /* offsets cut out of one text, at most */
 
 typedef struct nk_opnd_cache nk_opnd_cache;
@@ -33,7 +33,7 @@ void nk__opnd_free(nk_opnd_cache *c);
 int nk__opnd_template(nk_opnd_cache *c, uint32_t i, const char **tpl, uint32_t *id, uint64_t num[NK_OPND_NUMS]);
 
 /* Instruction i's whole text into buf (n bytes, NUL-terminated, truncated
- * as nk_view_operands truncates). */
+ * as nk__view_operands truncates). */
 void nk__opnd_text(nk_opnd_cache *c, uint32_t i, char *buf, size_t n);
 
 #endif

@@ -64,7 +64,7 @@ static void fill_busy(const nk_timeline *tl, const nk_view_rows *rows, int cols,
         goto out;
     for (uint32_t i = 0; i < tl->nevents; i++) {
         const nk_event *e = &tl->events[i];
-        uint32_t r = nk_view_event_row(rows, e);
+        uint32_t r = nk__view_event_row(rows, e);
         if (e->end <= e->start)
             continue;
         if (e->start > me[r]) {
@@ -131,7 +131,7 @@ static void put_axis(nk_text *t, int lw, int cols, double dt)
     nk__vb_chr(t, '\n');
 }
 
-int nk_view_timeline(const nk_profile *pr, int width, nk_text *t)
+int nk__view_timeline(const nk_profile *pr, int width, nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl || width < 40 || width > 1000)
         return NK_EINVAL;
@@ -151,7 +151,7 @@ int nk_view_timeline(const nk_profile *pr, int width, nk_text *t)
         return t->oom ? NK_ENOMEM : NK_OK;
     }
     nk_view_rows rows;
-    int rc = nk_view_rows_build(pr->prog, tl, &rows);
+    int rc = nk__view_rows_build(pr->prog, tl, &rows);
     if (rc)
         return rc;
     int lw = rows.ncores > 1 ? LABEL_W + 3 : LABEL_W; /* "NC1 Vector" */
@@ -188,6 +188,6 @@ int nk_view_timeline(const nk_profile *pr, int width, nk_text *t)
 out:
     free(busy);
     free(active);
-    nk_view_rows_free(&rows);
+    nk__view_rows_free(&rows);
     return rc;
 }

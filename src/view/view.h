@@ -32,24 +32,24 @@ typedef struct nk_view_rows {
     uint32_t max_queue;
 } nk_view_rows;
 
-int nk_view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows *out);
-uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e);
-void nk_view_rows_free(nk_view_rows *r);
+int nk__view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows *out);
+uint32_t nk__view_event_row(const nk_view_rows *r, const nk_event *e);
+void nk__view_rows_free(nk_view_rows *r);
 
 /* ---- tiles: per buffer, the first and last instruction using it as an
  * on-chip tile (UINT32_MAX: unused); the caller frees both arrays */
-int nk_view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last);
+int nk__view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last);
 
 /* ---- names and text of one instruction or event */
 
 /* "LoadStationary" / "MultiplyMoving" for matmul parts, else the opcode. */
-const char *nk_view_event_name(const nk_program *p, const nk_event *e);
+const char *nk__view_event_name(const nk_program *p, const nk_event *e);
 /* Operands and attributes: "func=exp dst=sbuf[0:128]@0 [128, 512] float32 src=...". */
-void nk_view_operands(const nk_program *p, uint32_t instr, char *buf, size_t n);
+void nk__view_operands(const nk_program *p, uint32_t instr, char *buf, size_t n);
 /* Bytes an instruction writes (a DMA: bytes moved). */
-uint64_t nk_view_instr_bytes(const nk_program *p, uint32_t instr);
+uint64_t nk__view_instr_bytes(const nk_program *p, uint32_t instr);
 /* Source file and line of an instruction ("?" and 0 when unknown). */
-const char *nk_view_instr_file(const nk_program *p, uint32_t instr, int *line);
+const char *nk__view_instr_file(const nk_program *p, uint32_t instr, int *line);
 
 /* ---- summary: the profile's metrics (nk_profile_metrics) and an opcode table */
 
@@ -65,11 +65,11 @@ typedef struct nk_view_summary {
     uint32_t nop;
 } nk_view_summary;
 
-int nk_view_summarize(const nk_profile *pr, nk_view_summary *s);
+int nk__view_summarize(const nk_profile *pr, nk_view_summary *s);
 /* One JSON object: every metric by its name (values in the units of
  * nk_metrics_unit), "instruction_count", "units" {name: unit} and "opcodes"
  * [{opcode, count, total_ns, average_ns}]. No trailing newline. */
-int nk_view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text *out);
+int nk__view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text *out);
 
 /* ---- outputs */
 
@@ -78,38 +78,38 @@ int nk_view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text
  * insights_json: NULL, or a JSON array of findings shown on the Insights tab
  * (objects with "title", "detail", "severity", "lines": ["file:line"]); it
  * is copied with <, > and & escaped. */
-int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *out);
+int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *out);
 /* One self-contained HTML page: styles, script and data inline. */
-int nk_view_html(const nk_profile *pr, const char *insights_json, nk_text *out);
+int nk__view_html(const nk_profile *pr, const char *insights_json, nk_text *out);
 /* The same with the viewer's notes (time markers; a JSON document the page
  * reads and checks, NULL: none) embedded, as `nklab view` finds them beside
  * the profile, and a second profile to compare against (NULL: none), drawn
  * on the same time axis with its instructions matched by source line. */
-int nk_view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
+int nk__view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                  nk_text *out);
 /* A per-row busy-fraction chart `width` characters wide (>= 40). */
-int nk_view_timeline(const nk_profile *pr, int width, nk_text *out);
+int nk__view_timeline(const nk_profile *pr, int width, nk_text *out);
 
 typedef struct nk_export_opts {
     int no_flows;       /* perfetto: leave out dependency arrows */
     double from_ns, to_ns; /* json/csv: instructions overlapping [from, to]; to <= from: all */
 } nk_export_opts;
 
-int nk_export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
-int nk_export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
-int nk_export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
+int nk__export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
+int nk__export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
+int nk__export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *out);
 /* The export in format ("perfetto", "json", "csv") straight to path, as it
  * is made (a large export is never held whole): the file replaced
  * atomically, as nk__file_write does, or standard output for NULL or "-".
  * *bytes: the bytes written. The exporter's status, or NK_EIO with the
  * reason in why. */
-int nk_export_to(const nk_profile *pr, const char *format, const nk_export_opts *o, const char *path,
+int nk__export_to(const nk_profile *pr, const char *format, const nk_export_opts *o, const char *path,
                  uint64_t *bytes, char *why, size_t whylen);
 
 /* Writes text to path as every output is written (core/atomicfile.h): a
  * regular file replaced atomically, a device or FIFO in place; NK_EIO with
  * errno and nk__file_error() saying why. */
-int nk_view_write_file(const char *path, const nk_text *t);
+int nk__view_write_file(const char *path, const nk_text *t);
 
 /* The viewer's sources, embedded at build time (scripts/embed-assets.sh). */
 extern const char nk__view_asset_html[], nk__view_asset_css[], nk__view_asset_js[];

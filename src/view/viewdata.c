@@ -26,7 +26,7 @@ static uint32_t event_core(const nk_view_rows *r, const nk_event *e)
     return c < r->ncores ? c : 0;
 }
 
-int nk_view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows *out)
+int nk__view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows *out)
 {
     memset(out, 0, sizeof *out);
     out->p = p;
@@ -83,11 +83,11 @@ int nk_view_rows_build(const nk_program *p, const nk_timeline *tl, nk_view_rows 
     return NK_OK;
 oom:
     free(used);
-    nk_view_rows_free(out);
+    nk__view_rows_free(out);
     return NK_ENOMEM;
 }
 
-uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e)
+uint32_t nk__view_event_row(const nk_view_rows *r, const nk_event *e)
 {
     uint32_t c = event_core(r, e);
     if (e->engine == NK_ENGINE_DMA)
@@ -95,7 +95,7 @@ uint32_t nk_view_event_row(const nk_view_rows *r, const nk_event *e)
     return e->engine < NK_ENGINE_DMA ? r->engine_row[c * NK_ENGINE_DMA + e->engine] : 0;
 }
 
-void nk_view_rows_free(nk_view_rows *r)
+void nk__view_rows_free(nk_view_rows *r)
 {
     free(r->row);
     free(r->queue_row);
@@ -105,7 +105,7 @@ void nk_view_rows_free(nk_view_rows *r)
 
 /* ---- tiles */
 
-int nk_view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last)
+int nk__view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last)
 {
     uint32_t *f = malloc((size_t)p->nbufs * sizeof *f), *l = calloc(p->nbufs, sizeof *l);
     if (!f || !l) {
@@ -133,13 +133,13 @@ int nk_view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last)
 
 /* ---- names and operand text */
 
-const char *nk_view_event_name(const nk_program *p, const nk_event *e)
+const char *nk__view_event_name(const nk_program *p, const nk_event *e)
 {
     if (e->kind == NK_EV_LOAD_STATIONARY)
         return "LoadStationary";
     if (e->kind == NK_EV_MULTIPLY_MOVING)
         return "MultiplyMoving";
-    return e->instr < p->ninstr ? nk_op_name(p->instrs[e->instr].op) : "invalid";
+    return e->instr < p->ninstr ? nk__op_name(p->instrs[e->instr].op) : "invalid";
 }
 
 typedef struct cursor {
@@ -171,7 +171,7 @@ static void put_ap(cursor *c, const nk_program *p, const char *name, const nk_te
 
 /* The attributes first (the op table's text, as the program listing shows
  * it), then every operand under the kernel API's name for it. */
-void nk_view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
+void nk__view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
 {
     cursor c = {buf, n, 0};
     if (!n)
@@ -180,13 +180,13 @@ void nk_view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
     if (i >= p->ninstr)
         return;
     const nk_instr *in = &p->instrs[i];
-    c.k = nk_op_attrs(in, buf, n);
+    c.k = nk__op_attrs(in, buf, n);
     for (int k = 0; k < NK_OPND_COUNT; k++)
         if (k < NK_OPND_SRC0 || k - NK_OPND_SRC0 < in->nsrc)
-            put_ap(&c, p, nk_op_operand_name(in, k), nk_op_operand(in, k));
+            put_ap(&c, p, nk__op_operand_name(in, k), nk__op_operand(in, k));
 }
 
-uint64_t nk_view_instr_bytes(const nk_program *p, uint32_t i)
+uint64_t nk__view_instr_bytes(const nk_program *p, uint32_t i)
 {
     if (i >= p->ninstr)
         return 0;
@@ -196,7 +196,7 @@ uint64_t nk_view_instr_bytes(const nk_program *p, uint32_t i)
     return (uint64_t)nk__numel(t) * (uint64_t)nk_dtype_size((nk_dtype)t->dtype);
 }
 
-const char *nk_view_instr_file(const nk_program *p, uint32_t i, int *line)
+const char *nk__view_instr_file(const nk_program *p, uint32_t i, int *line)
 {
     *line = 0;
     if (i >= p->ninstr || p->instrs[i].loc >= p->nlocs)
@@ -223,7 +223,7 @@ static void count_op(nk_view_summary *s, const char *name, double dur)
     s->op[k].total_ns += dur;
 }
 
-int nk_view_summarize(const nk_profile *pr, nk_view_summary *s)
+int nk__view_summarize(const nk_profile *pr, nk_view_summary *s)
 {
     memset(s, 0, sizeof *s);
     if (!pr || !pr->prog || !pr->tl)
@@ -232,7 +232,7 @@ int nk_view_summarize(const nk_profile *pr, nk_view_summary *s)
     s->event_count = pr->tl->nevents;
     for (uint32_t i = 0; i < pr->tl->nevents; i++) {
         const nk_event *e = &pr->tl->events[i];
-        count_op(s, nk_view_event_name(pr->prog, e), e->end - e->start);
+        count_op(s, nk__view_event_name(pr->prog, e), e->end - e->start);
     }
     return NK_OK;
 }
@@ -245,7 +245,7 @@ static void key_num(nk_text *t, const char *key, double v, int dec)
     nk__vb_num(t, v, dec);
 }
 
-int nk_view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text *t)
+int nk__view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text *t)
 {
     nk_metrics m;
     int rc = nk_profile_metrics(pr, &m);
@@ -285,7 +285,7 @@ int nk_view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text
 
 /* ---- files */
 
-int nk_view_write_file(const char *path, const nk_text *t)
+int nk__view_write_file(const char *path, const nk_text *t)
 {
     if (!path || !t || t->oom)
         return NK_EINVAL;

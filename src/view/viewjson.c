@@ -116,7 +116,7 @@ static void put_header(const nk_profile *pr, nk_text *t)
     for (int i = 0; i < NK_OP_COUNT; i++) {
         if (i)
             nk__vb_chr(t, ',');
-        nk__vb_jstr(t, nk_op_name(i));
+        nk__vb_jstr(t, nk__op_name(i));
     }
     nk__vb_str(t, "],\"engines\":[");
     for (int i = 0; i < NK_ENGINE_COUNT; i++) {
@@ -184,7 +184,7 @@ static int put_tiles(const nk_profile *pr, nk_text *t)
     const nk_program *p = pr->prog;
     const nk_timeline *tl = pr->tl;
     uint32_t *first, *last, *ids = malloc((size_t)p->nbufs * sizeof *ids);
-    if (!ids || nk_view_tile_uses(p, &first, &last)) {
+    if (!ids || nk__view_tile_uses(p, &first, &last)) {
         free(ids);
         return NK_ENOMEM;
     }
@@ -311,7 +311,7 @@ static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *op
         uint32_t id;
         int nn = nk__opnd_template(oc, i, &tpl, &id, num);
         if (nn < 0) {
-            nk_text_free(&nums);
+            nk__text_free(&nums);
             nk__opnd_free(oc);
             free(tindex);
             return nn;
@@ -340,7 +340,7 @@ static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *op
             }
         }
         if (k < 0) {
-            nk_text_free(&nums);
+            nk__text_free(&nums);
             nk__opnd_free(oc);
             free(tindex);
             return (int)k;
@@ -352,7 +352,7 @@ static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *op
     nk__opnd_free(oc);
     free(tindex);
     if (nums.oom) {
-        nk_text_free(&nums);
+        nk__text_free(&nums);
         return NK_ENOMEM;
     }
     nk__vb_str(t, ",\"instr\":{\"n\":");
@@ -361,7 +361,7 @@ static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *op
     if (nums.len)
         nk__vb_mem(t, nums.s, nums.len);
     nk__vb_chr(t, ']');
-    nk_text_free(&nums);
+    nk__text_free(&nums);
     put_col(p, "op", col_op, t);
     put_col(p, "engine", col_engine, t);
     put_col(p, "queue", col_queue, t);
@@ -382,7 +382,7 @@ static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *op
     for (uint32_t i = 0; i < p->ninstr; i++) {
         if (i)
             nk__vb_chr(t, ',');
-        nk__vb_u64(t, nk_view_instr_bytes(p, i));
+        nk__vb_u64(t, nk__view_instr_bytes(p, i));
     }
     nk__vb_chr(t, ']');
     put_col(p, "ndep", col_ndep, t);
@@ -417,7 +417,7 @@ static void put_events(const nk_timeline *tl, const nk_view_rows *rows, nk_text 
     for (uint32_t i = 0; i < n; i++) {
         if (i)
             nk__vb_chr(t, ',');
-        nk__vb_u64(t, nk_view_event_row(rows, &ev[i]));
+        nk__vb_u64(t, nk__view_event_row(rows, &ev[i]));
     }
     nk__vb_str(t, "],\"kind\":[");
     for (uint32_t i = 0; i < n; i++) {
@@ -498,7 +498,7 @@ static void put_json_escaped(nk_text *t, const char *s)
     }
 }
 
-int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
+int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
@@ -506,11 +506,11 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     nk_view_rows rows;
     nk_view_summary sum;
     strtab st = {0};
-    int rc = nk_view_rows_build(pr->prog, pr->tl, &rows);
+    int rc = nk__view_rows_build(pr->prog, pr->tl, &rows);
     if (rc)
         return rc;
     uint32_t *opnd = malloc((p->ninstr ? p->ninstr : 1) * sizeof *opnd);
-    rc = opnd ? nk_view_summarize(pr, &sum) : NK_ENOMEM;
+    rc = opnd ? nk__view_summarize(pr, &sum) : NK_ENOMEM;
     if (rc)
         goto out;
     put_header(pr, t);
@@ -553,7 +553,7 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     }
     nk__vb_chr(t, ']');
     nk__vb_str(t, ",\"summary\":");
-    rc = nk_view_summary_json(pr, &sum, t);
+    rc = nk__view_summary_json(pr, &sum, t);
     if (rc)
         goto out;
     nk__vb_str(t, ",\"insights\":");
@@ -563,6 +563,6 @@ int nk_view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
 out:
     strtab_free(&st);
     free(opnd);
-    nk_view_rows_free(&rows);
+    nk__view_rows_free(&rows);
     return rc;
 }

@@ -19,10 +19,10 @@
 static int write_html(const nk_profile *pr, const char *out)
 {
     nk_text t = {0};
-    int rc = nk_view_html(pr, NULL, &t);
+    int rc = nk__view_html(pr, NULL, &t);
     if (!rc)
-        rc = nk_view_write_file(out, &t);
-    nk_text_free(&t);
+        rc = nk__view_write_file(out, &t);
+    nk__text_free(&t);
     if (rc)
         fprintf(stderr, "mkprofile: %s: %s\n", out, nk_strerror(rc));
     return rc;
@@ -56,7 +56,7 @@ static int facts(const nk_profile *pr, const char *path)
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_locinfo *li = &p->locs[p->instrs[i].loc];
         const char *file = p->files[li->file], *base = strrchr(file, '/');
-        fprintf(f, "%s{\"op\":\"%s\",\"loc\":\"%s:%d\",\"ndep\":%u}", i ? "," : "", nk_op_name(p->instrs[i].op),
+        fprintf(f, "%s{\"op\":\"%s\",\"loc\":\"%s:%d\",\"ndep\":%u}", i ? "," : "", nk__op_name(p->instrs[i].op),
                 base ? base + 1 : file, li->line, (unsigned)p->instrs[i].ndep);
     }
     fprintf(f, "]}\n");
@@ -139,7 +139,7 @@ static int synthetic_page(uint32_t n, const char *out)
     nk_program p = {0};
     snprintf(p.kernel, sizeof p.kernel, "synthetic");
     snprintf(p.target, sizeof p.target, "trn1");
-    p.arch = nk_arch_get("trn1");
+    p.arch = nk__arch_get("trn1");
     p.ninstr = n;
     p.instrs = calloc(n, sizeof *p.instrs);
     p.deps = calloc(n, sizeof *p.deps);
@@ -199,7 +199,7 @@ static int synthetic_page(uint32_t n, const char *out)
     int cmp(const void *a, const void *b);
     qsort(tl.events, tl.nevents, sizeof *tl.events, cmp);
     nk_source src = {file, (char *)synth_src};
-    nk_profile pr = {.prog = &p, .tl = &tl, .sources = &src, .arch = *nk_arch_get("trn1")};
+    nk_profile pr = {.prog = &p, .tl = &tl, .sources = &src, .arch = *nk__arch_get("trn1")};
     snprintf(pr.nklab_version, sizeof pr.nklab_version, "%s", NK_VERSION);
     int rc = write_html(&pr, out);
     free(p.instrs);

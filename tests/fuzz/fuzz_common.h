@@ -217,7 +217,7 @@ static inline void fz_try_execute(const nk_program *p)
     for (uint32_t i = 0; i < p->nhbm; i++)
         ok &= (mem[p->hbm_list[i]] = calloc(1, (size_t)p->bufs[p->hbm_list[i]].bytes + 1)) != NULL;
     if (ok)
-        REQUIRE(nk_execute(p, mem) == 0);
+        REQUIRE(nk__execute(p, mem) == 0);
     for (uint32_t i = 0; i < p->nhbm; i++)
         free(mem[p->hbm_list[i]]);
     free(mem);
@@ -249,12 +249,12 @@ static inline void fz_use_program(const nk_program *p)
     nk__program_destroy(q);
     nk_timeline *tl = NULL;
     char err[256];
-    REQUIRE(nk_time_program(p, NULL, &tl) == 0);
+    REQUIRE(nk__time_program(p, NULL, &tl) == 0);
     if (nk__timeline_check(tl, p, p->arch, err, sizeof err)) {
         fprintf(stderr, "fuzz: the timing model's timeline fails its check: %s\n", err);
         abort();
     }
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     fz_try_execute(p);
 }
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_diff.c - libFuzzer target over the comparison of two profiles
- * (nk_insights_diff, `nklab diff`).
+ * (nk__insights_diff, `nklab diff`).
  *
  * The input holds two profiles' sections (what follows a profile file's
  * header): a first byte (bit 0: the first is format version 1, bit 1: the
@@ -28,13 +28,13 @@ static nk_profile *decode(const uint8_t *b, size_t n, int v1)
 static void diff(const nk_profile *a, const nk_profile *b)
 {
     nk_text t = {0};
-    int rc = nk_insights_diff(a, "a.nkp", b, "b.nkp", &t);
+    int rc = nk__insights_diff(a, "a.nkp", b, "b.nkp", &t);
     if (rc) {
         fprintf(stderr, "fuzz: diff failed: %s\n", nk_strerror(rc));
         abort();
     }
     REQUIRE(!t.oom && t.s && t.len == strlen(t.s) && strstr(t.s, "a.nkp") && strstr(t.s, "b.nkp"));
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

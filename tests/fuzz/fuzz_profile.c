@@ -31,7 +31,7 @@ static void require_ok_text(const char *what, int rc, nk_text *t, int json)
     REQUIRE(!json || t->len > 0);
     if (json)
         fz_require_json(what, t->s, t->len);
-    nk_text_free(t);
+    nk__text_free(t);
 }
 
 /* Every consumer of a valid profile; sel picks the export window. */
@@ -45,28 +45,28 @@ static void consume(const nk_profile *pr, uint8_t sel)
     fz_require_json("summary --json", s, strlen(s));
     free(s);
     nk_view_summary vs;
-    REQUIRE(nk_view_summarize(pr, &vs) == 0);
+    REQUIRE(nk__view_summarize(pr, &vs) == 0);
     REQUIRE(vs.event_count == pr->tl->nevents && vs.nop <= NK_OP_COUNT + 2);
-    require_ok_text("the summary's JSON", nk_view_summary_json(pr, &vs, &t), &t, 1);
+    require_ok_text("the summary's JSON", nk__view_summary_json(pr, &vs, &t), &t, 1);
 
     /* insights: the report, its JSON, the summary's top findings */
     nk_insights *ins = NULL;
-    REQUIRE(nk_insights_build(pr, &ins) == 0 && ins);
-    REQUIRE(nk_insights_problems(ins) <= ins->n);
-    require_ok_text("insights text", nk_insights_text(ins, &t), &t, 0);
-    require_ok_text("insights analysis JSON", nk_insights_analysis_json(ins, &t), &t, 1);
+    REQUIRE(nk__insights_build(pr, &ins) == 0 && ins);
+    REQUIRE(nk__insights_problems(ins) <= ins->n);
+    require_ok_text("insights text", nk__insights_text(ins, &t), &t, 0);
+    require_ok_text("insights analysis JSON", nk__insights_analysis_json(ins, &t), &t, 1);
     nk_text findings = {0};
-    REQUIRE(nk_insights_json(ins, &findings) == 0 && !findings.oom);
+    REQUIRE(nk__insights_json(ins, &findings) == 0 && !findings.oom);
     fz_require_json("insights JSON", findings.s, findings.len);
-    nk_insights_free(ins);
-    require_ok_text("the viewer's insights", nk_insights_view_json(pr, &t), &t, 1);
-    require_ok_text("top findings", nk_insights_top(pr, 3, &t), &t, 0);
+    nk__insights_free(ins);
+    require_ok_text("the viewer's insights", nk__insights_view_json(pr, &t), &t, 1);
+    require_ok_text("top findings", nk__insights_top(pr, 3, &t), &t, 0);
 
     /* the views */
-    require_ok_text("timeline", nk_view_timeline(pr, sel & 1 ? 40 : 120, &t), &t, 0);
-    require_ok_text("viewer data", nk_view_json(pr, findings.s, &t), &t, 1);
-    require_ok_text("viewer page", nk_view_html(pr, sel & 2 ? findings.s : NULL, &t), &t, 0);
-    nk_text_free(&findings);
+    require_ok_text("timeline", nk__view_timeline(pr, sel & 1 ? 40 : 120, &t), &t, 0);
+    require_ok_text("viewer data", nk__view_json(pr, findings.s, &t), &t, 1);
+    require_ok_text("viewer page", nk__view_html(pr, sel & 2 ? findings.s : NULL, &t), &t, 0);
+    nk__text_free(&findings);
 
     /* the exports, over the whole kernel or a window of it */
     double T = pr->tl->total_ns;
@@ -77,12 +77,12 @@ static void consume(const nk_profile *pr, uint8_t sel)
     case 2: o.from_ns = T / 2, o.to_ns = T; break;
     case 3: o.from_ns = -1, o.to_ns = T + 1; break;
     }
-    require_ok_text("perfetto export", nk_export_perfetto(pr, &o, &t), &t, 1);
-    require_ok_text("json export", nk_export_json(pr, &o, &t), &t, 1);
-    require_ok_text("csv export", nk_export_csv(pr, &o, &t), &t, 0);
+    require_ok_text("perfetto export", nk__export_perfetto(pr, &o, &t), &t, 1);
+    require_ok_text("json export", nk__export_json(pr, &o, &t), &t, 1);
+    require_ok_text("csv export", nk__export_csv(pr, &o, &t), &t, 0);
 
     /* compared with itself */
-    require_ok_text("diff", nk_insights_diff(pr, "a", pr, "b", &t), &t, 0);
+    require_ok_text("diff", nk__insights_diff(pr, "a", pr, "b", &t), &t, 0);
 }
 
 static void use_profile(const nk_profile *pr, uint8_t sel)

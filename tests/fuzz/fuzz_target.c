@@ -1,7 +1,7 @@
 /*
  * fuzz_target.c - libFuzzer target over the target-file parser
- * (nk_arch_load_text). The input is the file's text. A table the parser
- * accepts must pass nk_arch_check, and format (nk_arch_format) to text that
+ * (nk__arch_load_text). The input is the file's text. A table the parser
+ * accepts must pass nk__arch_check, and format (nk__arch_format) to text that
  * parses back to the same table, which formats to the same text.
  */
 #include "fuzz_common.h"
@@ -29,24 +29,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&a, 0xa5, sizeof a);
     nk_arch before = a;
     char err[256] = "";
-    int rc = nk_arch_load_text(text, "fuzz", &a, err, sizeof err);
+    int rc = nk__arch_load_text(text, "fuzz", &a, err, sizeof err);
     if (rc) {
         REQUIRE(err[0] && rc < 0);
         REQUIRE(!memcmp(&a, &before, sizeof a)); /* on failure the table is unchanged */
     } else {
-        if (nk_arch_check(&a, err, sizeof err)) {
+        if (nk__arch_check(&a, err, sizeof err)) {
             fprintf(stderr, "fuzz: a loaded table fails its check: %s\n", err);
             abort();
         }
         char *t1 = NULL, *t2 = NULL;
-        REQUIRE(nk_arch_format(&a, &t1) == 0 && t1);
+        REQUIRE(nk__arch_format(&a, &t1) == 0 && t1);
         memset(&b, 0, sizeof b);
-        if (nk_arch_load_text(t1, "formatted", &b, err, sizeof err)) {
+        if (nk__arch_load_text(t1, "formatted", &b, err, sizeof err)) {
             fprintf(stderr, "fuzz: a formatted table does not load: %s\n%s", err, t1);
             abort();
         }
         same_table(&a, &b);
-        REQUIRE(nk_arch_format(&b, &t2) == 0 && t2);
+        REQUIRE(nk__arch_format(&b, &t2) == 0 && t2);
         REQUIRE(!strcmp(t1, t2));
         free(t1);
         free(t2);

@@ -206,7 +206,7 @@ static void seeds_target(void)
     const char *names[] = {"trn1", "trn2"};
     for (int i = 0; i < 2; i++) {
         char *t = NULL;
-        if (nk_arch_format(nk_arch_get(names[i]), &t)) {
+        if (nk__arch_format(nk__arch_get(names[i]), &t)) {
             failed++;
             continue;
         }

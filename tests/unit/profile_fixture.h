@@ -56,7 +56,7 @@ static inline nk_profile *fx_profile(const nk_program *p, const fx_ev *ev, int n
         return NULL;
     }
     pr->tl = tl;
-    pr->arch = *nk_arch_get(p->target);
+    pr->arch = *nk__arch_get(p->target);
     snprintf(pr->nklab_version, sizeof pr->nklab_version, "%s", NK_VERSION);
     pr->created_unix = 1700000000.25;
     snprintf(tl->target, sizeof tl->target, "%s", p->target);

@@ -12,12 +12,12 @@
 
 TEST(arch_trn1_matches_published_figures)
 {
-    const nk_arch *a = nk_arch_get("trn1");
+    const nk_arch *a = nk__arch_get("trn1");
     CHECK(a != NULL);
     if (!a)
         return;
     CHECK_STR(a->name, "trn1");
-    CHECK(nk_arch_get(NULL) == a && nk_arch_get("") == a);
+    CHECK(nk__arch_get(NULL) == a && nk__arch_get("") == a);
     /* 128x128 PEs, 2 flops per MAC, 2.8 GHz: 92 TFLOPS bf16, 23 fp32 [A2] */
     CHECK_NEAR(128.0 * 128 * 2 * a->pe_ghz / 1000, 92, 0.01, 0);
     CHECK_NEAR(128.0 * 128 * 2 * a->pe_ghz / 1000 / a->pe_fp32_factor, 23, 0.01, 0);
@@ -34,7 +34,7 @@ TEST(arch_trn1_matches_published_figures)
 
 TEST(arch_trn2_matches_published_figures)
 {
-    const nk_arch *a = nk_arch_get("trn2");
+    const nk_arch *a = nk__arch_get("trn2");
     CHECK(a != NULL);
     if (!a)
         return;
@@ -48,12 +48,12 @@ TEST(arch_trn2_matches_published_figures)
     CHECK_NEAR(8 * a->hbm_gbps, 3000, 1e-12, 0); /* 3 TB/s for 8 cores [A3] */
     CHECK_INT(a->sbuf_dve_pool_exclusive, 0);
     CHECK_INT(a->psum_dve_act_exclusive, 0);
-    CHECK(nk_arch_get("trn3") == NULL);
+    CHECK(nk__arch_get("trn3") == NULL);
 }
 
 /* ---- loading */
 
-static int load(const char *text, nk_arch *a, char *err, size_t n) { return nk_arch_load_text(text, "t.cfg", a, err, n); }
+static int load(const char *text, nk_arch *a, char *err, size_t n) { return nk__arch_load_text(text, "t.cfg", a, err, n); }
 
 TEST(arch_load_overrides_the_base)
 {
@@ -69,7 +69,7 @@ TEST(arch_load_overrides_the_base)
                        "pe_ghz = 1.5e0\n";
     CHECK_INT(load(text, &a, err, sizeof err), 0);
     CHECK_STR(err, "");
-    const nk_arch *b = nk_arch_get("trn2");
+    const nk_arch *b = nk__arch_get("trn2");
     CHECK_STR(a.name, "trn2-slow");
     CHECK(a.hbm_gbps == 200);
     CHECK_INT(a.dma_engines, 8);
@@ -82,7 +82,7 @@ TEST(arch_load_overrides_the_base)
     /* the base alone is the base */
     CHECK_INT(load("base = trn1", &a, err, sizeof err), 0);
     CHECK_STR(a.name, "trn1");
-    CHECK(a.pe_ghz == nk_arch_get("trn1")->pe_ghz);
+    CHECK(a.pe_ghz == nk__arch_get("trn1")->pe_ghz);
 }
 
 static void check_error(const char *text, int status, const char *msg)
@@ -139,7 +139,7 @@ TEST(arch_tile_size_limits_are_nkis)
 {
     const char *names[2] = {"trn1", "trn2"};
     for (int i = 0; i < 2; i++) {
-        const nk_arch *a = nk_arch_get(names[i]);
+        const nk_arch *a = nk__arch_get(names[i]);
         CHECK_INT(a->gemm_stationary_fmax, 128);
         CHECK_INT(a->gemm_moving_fmax, 512);
         CHECK_INT(a->psum_fmax, a->psum_bank_bytes / 4); /* one 2 KiB bank of fp32 */
@@ -147,7 +147,7 @@ TEST(arch_tile_size_limits_are_nkis)
         CHECK_INT(a->pe_transpose_max, 128);
         CHECK_INT(a->dve_transpose_max, 32);
         char err[160];
-        CHECK_INT(nk_arch_check(a, err, sizeof err), 0);
+        CHECK_INT(nk__arch_check(a, err, sizeof err), 0);
     }
     /* a target file sets them, halving a bank with its fp32 count */
     nk_arch a;
@@ -162,12 +162,12 @@ TEST(arch_tile_size_limits_are_nkis)
     CHECK_INT(a.dve_transpose_max, 16);
     CHECK_INT(a.pe_transpose_max, 64);
     char *t = NULL;
-    CHECK_INT(nk_arch_format(&a, &t), 0);
+    CHECK_INT(nk__arch_format(&a, &t), 0);
     CHECK_CONTAINS(t, "\ngemm_moving_fmax           = 256 ");
     CHECK_CONTAINS(t, "\ndve_transpose_max          = 16 ");
     free(t);
     a.dve_transpose_max = 0;
-    CHECK_INT(nk_arch_check(&a, err, sizeof err), NK_EINVAL);
+    CHECK_INT(nk__arch_check(&a, err, sizeof err), NK_EINVAL);
     CHECK_STR(err, "target trn1: dve_transpose_max = 0: expected an integer in [1, 128]");
 }
 
@@ -183,18 +183,18 @@ TEST(arch_load_file)
     close(fd);
     nk_arch a;
     char err[512];
-    CHECK_INT(nk_arch_load_file(path, &a, err, sizeof err), 0);
+    CHECK_INT(nk__arch_load_file(path, &a, err, sizeof err), 0);
     CHECK(a.host_gbps == 32);
     /* a message names the file */
     FILE *f = fopen(path, "w");
     fputs("base = trn1\nbogus = 1\n", f);
     fclose(f);
-    CHECK_INT(nk_arch_load_file(path, &a, err, sizeof err), NK_EINVAL);
+    CHECK_INT(nk__arch_load_file(path, &a, err, sizeof err), NK_EINVAL);
     char want[600];
     snprintf(want, sizeof want, "%s:2: unknown key 'bogus'", path);
     CHECK_STR(err, want);
     unlink(path);
-    CHECK_INT(nk_arch_load_file(path, &a, err, sizeof err), NK_EIO);
+    CHECK_INT(nk__arch_load_file(path, &a, err, sizeof err), NK_EIO);
     snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
     CHECK_STR(err, want);
 }
@@ -203,9 +203,9 @@ TEST(arch_format_round_trips)
 {
     const char *names[2] = {"trn1", "trn2"};
     for (int i = 0; i < 2; i++) {
-        const nk_arch *b = nk_arch_get(names[i]);
+        const nk_arch *b = nk__arch_get(names[i]);
         char *t1 = NULL, *t2 = NULL, err[256];
-        CHECK_INT(nk_arch_format(b, &t1), 0);
+        CHECK_INT(nk__arch_format(b, &t1), 0);
         if (!t1)
             continue;
         char line[64];
@@ -216,7 +216,7 @@ TEST(arch_format_round_trips)
         CHECK_INT(load(t1, &a, err, sizeof err), 0);
         CHECK(a.pe_ghz == b->pe_ghz && a.dma_eff_half_bytes == b->dma_eff_half_bytes && a.hbm_gbps == b->hbm_gbps);
         CHECK_INT(a.sbuf_reserved_bytes, b->sbuf_reserved_bytes);
-        CHECK_INT(nk_arch_format(&a, &t2), 0);
+        CHECK_INT(nk__arch_format(&a, &t2), 0);
         CHECK_STR(t2, t1);
         free(t1);
         free(t2);
@@ -225,9 +225,9 @@ TEST(arch_format_round_trips)
     nk_arch a, c;
     char err[256], *t = NULL;
     CHECK_INT(load("base = trn2\nname = mine\ndve_ghz = 0.5\n", &a, err, sizeof err), 0);
-    CHECK_INT(nk_arch_format(&a, &t), 0);
+    CHECK_INT(nk__arch_format(&a, &t), 0);
     CHECK_INT(load(t, &c, err, sizeof err), 0);
     CHECK_STR(c.name, "mine");
-    CHECK(c.dve_ghz == 0.5 && c.pe_ghz == nk_arch_get("trn2")->pe_ghz);
+    CHECK(c.dve_ghz == 0.5 && c.pe_ghz == nk__arch_get("trn2")->pe_ghz);
     free(t);
 }

@@ -137,7 +137,7 @@ static void check_device_latency(const char *kernel, const char *target)
     const nk_program *p;
     CHECK_INT(nk_kernel_compile(c.k, c.args, c.ki->nargs, &opts, &p), 0);
     nk_timeline *tl = NULL;
-    CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+    CHECK_INT(nk__time_program(p, NULL, &tl), 0);
     if (tl) {
         CHECK(tl->total_ns > 0);
         CHECK(r.device_ns == tl->total_ns);
@@ -149,7 +149,7 @@ static void check_device_latency(const char *kernel, const char *target)
     }
     CHECK_STR(r.target, target);
     CHECK_INT((long long)r.ninstr, (long long)nk_program_num_instructions(p));
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     nk_bench_result_free(&r);
     bcase_close(&c);
 }

@@ -16,9 +16,9 @@
 
 static const nk_calib_point *point(const char *id)
 {
-    for (size_t i = 0; i < nk_calib_npoints; i++)
-        if (!strcmp(nk_calib_points[i].id, id))
-            return &nk_calib_points[i];
+    for (size_t i = 0; i < nk__calib_npoints; i++)
+        if (!strcmp(nk__calib_points[i].id, id))
+            return &nk__calib_points[i];
     return NULL;
 }
 
@@ -28,14 +28,14 @@ static double per_rep(const char *target, const char *id)
     const nk_calib_point *pt = point(id);
     CHECK(pt != NULL);
     if (pt)
-        CHECK_INT(nk_calib_simulate(nk_arch_get(target), pt, &v), 0);
+        CHECK_INT(nk__calib_simulate(nk__arch_get(target), pt, &v), 0);
     return v;
 }
 
 /* A table unlike both targets in every constant the suite fits. */
 static nk_arch known_table(void)
 {
-    nk_arch a = *nk_arch_get("trn1");
+    nk_arch a = *nk__arch_get("trn1");
     a.act_ghz = 1.5, a.dve_ghz = 1.0, a.pool_ghz = 1.3, a.pe_ghz = 3.0;
     a.static_overhead_cycles = 120, a.min_ii_cycles = 56, a.sram_access_cycles = 70, a.pool_fixed_cycles = 170;
     a.pe_mm_init_cycles = 72, a.pe_fp32_factor = 3.5, a.sem_latency_ns = 80;
@@ -46,14 +46,14 @@ static nk_arch known_table(void)
 TEST(calib_every_documented_figure_within_its_tolerance)
 {
     int checked = 0;
-    for (size_t i = 0; i < nk_calib_npoints; i++) {
-        const nk_calib_point *pt = &nk_calib_points[i];
+    for (size_t i = 0; i < nk__calib_npoints; i++) {
+        const nk_calib_point *pt = &nk__calib_points[i];
         for (int t = 0; t < 2; t++) {
-            const nk_arch *a = nk_arch_get(t ? "trn2" : "trn1");
+            const nk_arch *a = nk__arch_get(t ? "trn2" : "trn1");
             double ns;
-            CHECK_INT(nk_calib_simulate(a, pt, &ns), 0);
-            double v = nk_calib_in_unit(a, pt, ns);
-            int w = nk_calib_within(pt, t, v);
+            CHECK_INT(nk__calib_simulate(a, pt, &ns), 0);
+            double v = nk__calib_in_unit(a, pt, ns);
+            int w = nk__calib_within(pt, t, v);
             if (w == 0)
                 nk_test_fail(__FILE__, __LINE__, "%s on %s: model %.2f, documented %.2f %s", pt->id, a->name, v,
                              pt->doc[t], pt->source);
@@ -63,7 +63,7 @@ TEST(calib_every_documented_figure_within_its_tolerance)
     CHECK(checked >= 40);
     char *text = NULL;
     int misses = -1;
-    CHECK_INT(nk_calib_report(&text, &misses), 0);
+    CHECK_INT(nk__calib_report(&text, &misses), 0);
     CHECK_INT(misses, 0);
     CHECK_CONTAINS(text, "act_dep/n=1            trn1       ns        189.0        160.0   -15.3%    yes  [PG]");
     free(text);
@@ -92,15 +92,15 @@ TEST(calib_figures_from_the_sources)
 TEST(calib_closed_forms_are_the_simulation)
 {
     nk_arch k = known_table();
-    const nk_arch *tabs[3] = {nk_arch_get("trn1"), nk_arch_get("trn2"), &k};
+    const nk_arch *tabs[3] = {nk__arch_get("trn1"), nk__arch_get("trn2"), &k};
     for (int t = 0; t < 3; t++)
-        for (size_t i = 0; i < nk_calib_npoints; i++) {
+        for (size_t i = 0; i < nk__calib_npoints; i++) {
             double ns = -1;
-            CHECK_INT(nk_calib_simulate(tabs[t], &nk_calib_points[i], &ns), 0);
-            double e = nk_calib_expect_ns(tabs[t], &nk_calib_points[i]);
+            CHECK_INT(nk__calib_simulate(tabs[t], &nk__calib_points[i], &ns), 0);
+            double e = nk__calib_expect_ns(tabs[t], &nk__calib_points[i]);
             if (!(fabs(ns - e) <= 1e-9 * e))
                 nk_test_fail(__FILE__, __LINE__, "%s on table %d: simulated %.6f ns, closed form %.6f",
-                             nk_calib_points[i].id, t, ns, e);
+                             nk__calib_points[i].id, t, ns, e);
         }
 }
 
@@ -108,22 +108,22 @@ TEST(calib_fit_recovers_a_known_table)
 {
     nk_arch k = known_table();
     size_t n = 0;
-    nk_calib_sample *s = calloc(nk_calib_npoints * NK_CALIB_MAXREPS, sizeof *s);
+    nk_calib_sample *s = calloc(nk__calib_npoints * NK_CALIB_MAXREPS, sizeof *s);
     CHECK(s != NULL);
     if (!s)
         return;
-    for (size_t i = 0; i < nk_calib_npoints; i++)
+    for (size_t i = 0; i < nk__calib_npoints; i++)
         for (int r = 0; r < NK_CALIB_MAXREPS; r++) {
             double ns;
-            CHECK_INT(nk_calib_time(&k, &nk_calib_points[i], nk_calib_points[i].reps[r], &ns), 0);
-            snprintf(s[n].id, sizeof s[n].id, "%s", nk_calib_points[i].id);
-            s[n].reps = nk_calib_points[i].reps[r];
+            CHECK_INT(nk__calib_time(&k, &nk__calib_points[i], nk__calib_points[i].reps[r], &ns), 0);
+            snprintf(s[n].id, sizeof s[n].id, "%s", nk__calib_points[i].id);
+            s[n].reps = nk__calib_points[i].reps[r];
             s[n++].us = ns / 1000;
         }
     nk_calib_fit *f = malloc(sizeof *f);
     char err[256] = "";
-    CHECK_INT(nk_calib_fit_samples(nk_arch_get("trn1"), s, n, f, err, sizeof err), 0);
-    CHECK_INT(f->npoints, (int)nk_calib_npoints);
+    CHECK_INT(nk__calib_fit_samples(nk__arch_get("trn1"), s, n, f, err, sizeof err), 0);
+    CHECK_INT(f->npoints, (int)nk__calib_npoints);
     CHECK_INT(f->npar, 15);
     CHECK(f->rms_resid < 1e-6);
     CHECK_NEAR(f->arch.act_ghz, 1.5, 1e-6, 0);
@@ -145,15 +145,15 @@ TEST(calib_fit_recovers_a_known_table)
         CHECK(f->par[i].rms_resid < 1e-6 && f->par[i].npoints >= 1);
     /* the fitted file loads as a target and times the suite as the known table does */
     char *cfg = NULL;
-    CHECK_INT(nk_calib_format_fit(f, "known", &cfg), 0);
-    nk_arch back = *nk_arch_get("trn1");
-    CHECK_INT(nk_arch_load_text(cfg, "fit", &back, err, sizeof err), 0);
+    CHECK_INT(nk__calib_format_fit(f, "known", &cfg), 0);
+    nk_arch back = *nk__arch_get("trn1");
+    CHECK_INT(nk__arch_load_text(cfg, "fit", &back, err, sizeof err), 0);
     CHECK_STR(back.name, "known");
     CHECK_INT(back.sram_access_cycles, 70);
     CHECK_NEAR(per_rep("trn1", "sem/n=1"), 460, 1e-9, 0);
     double a, b;
-    CHECK_INT(nk_calib_simulate(&back, point("sem/n=1"), &a), 0);
-    CHECK_INT(nk_calib_simulate(&k, point("sem/n=1"), &b), 0);
+    CHECK_INT(nk__calib_simulate(&back, point("sem/n=1"), &a), 0);
+    CHECK_INT(nk__calib_simulate(&k, point("sem/n=1"), &b), 0);
     CHECK_NEAR(a, b, 1e-6, 0);
     free(cfg);
     free(f);
@@ -165,7 +165,7 @@ TEST(calib_results_reader_rejects_bad_input)
     nk_calib_sample *s = NULL;
     size_t n = 0;
     char err[256];
-    CHECK_INT(nk_calib_read_results("point,reps,p50_us\n# a comment\nact_dep/n=1,4,6.5\n\nact_dep/n=1,8,7.25\n", "r.csv",
+    CHECK_INT(nk__calib_read_results("point,reps,p50_us\n# a comment\nact_dep/n=1,4,6.5\n\nact_dep/n=1,8,7.25\n", "r.csv",
                                     &s, &n, err, sizeof err),
               0);
     CHECK_INT(n, 2);
@@ -175,19 +175,19 @@ TEST(calib_results_reader_rejects_bad_input)
         CHECK_NEAR(s[1].us, 7.25, 0, 0);
     }
     free(s);
-    CHECK(nk_calib_read_results("bench,reps,us\n", "r.csv", &s, &n, err, sizeof err) < 0);
+    CHECK(nk__calib_read_results("bench,reps,us\n", "r.csv", &s, &n, err, sizeof err) < 0);
     CHECK_STR(err, "r.csv:1: expected the header 'point,reps,p50_us'");
-    CHECK(nk_calib_read_results("point,reps,p50_us\nact_dep/n=1,0,6.5\n", "r.csv", &s, &n, err, sizeof err) < 0);
+    CHECK(nk__calib_read_results("point,reps,p50_us\nact_dep/n=1,0,6.5\n", "r.csv", &s, &n, err, sizeof err) < 0);
     CHECK_STR(err, "r.csv:2: expected 'point,reps,p50_us' with reps >= 1 and a latency > 0");
-    CHECK(nk_calib_read_results("point,reps,p50_us\nact_dep/n=1,4,6.5x\n", "r.csv", &s, &n, err, sizeof err) < 0);
-    CHECK(nk_calib_read_results("", "r.csv", &s, &n, err, sizeof err) < 0);
+    CHECK(nk__calib_read_results("point,reps,p50_us\nact_dep/n=1,4,6.5x\n", "r.csv", &s, &n, err, sizeof err) < 0);
+    CHECK(nk__calib_read_results("", "r.csv", &s, &n, err, sizeof err) < 0);
     CHECK_STR(err, "r.csv: empty (expected the header 'point,reps,p50_us')");
     nk_calib_sample one[2] = {{"no_such/point", 4, 1.0}, {"no_such/point", 8, 2.0}};
     nk_calib_fit *f = malloc(sizeof *f);
-    CHECK(nk_calib_fit_samples(nk_arch_get("trn1"), one, 2, f, err, sizeof err) < 0);
+    CHECK(nk__calib_fit_samples(nk__arch_get("trn1"), one, 2, f, err, sizeof err) < 0);
     CHECK_STR(err, "unknown benchmark point 'no_such/point' (not in this nklab's suite)");
     nk_calib_sample flat[2] = {{"act_dep/n=1", 4, 1.0}, {"act_dep/n=1", 8, 1.0}};
-    CHECK(nk_calib_fit_samples(nk_arch_get("trn1"), flat, 2, f, err, sizeof err) < 0);
+    CHECK(nk__calib_fit_samples(nk__arch_get("trn1"), flat, 2, f, err, sizeof err) < 0);
     CHECK_CONTAINS(err, "act_dep/n=1: need latencies at two or more repetition counts");
     free(f);
 }
@@ -196,17 +196,17 @@ TEST(calib_python_files_name_every_point)
 {
     for (int fam = 0; fam < NK_CALIB_NFAMILIES; fam++) {
         char *py = NULL;
-        CHECK_INT(nk_calib_python(fam, &py), 0);
+        CHECK_INT(nk__calib_python(fam, &py), 0);
         CHECK_CONTAINS(py, "@nki.benchmark(warmup=WARMUP, iters=ITERS)");
         CHECK_CONTAINS(py, "import neuronxcc.nki as nki");
-        for (size_t i = 0; i < nk_calib_npoints; i++)
-            if (nk_calib_points[i].family == fam) {
+        for (size_t i = 0; i < nk__calib_npoints; i++)
+            if (nk__calib_points[i].family == fam) {
                 char q[80];
-                snprintf(q, sizeof q, "(\"%s\",", nk_calib_points[i].id);
+                snprintf(q, sizeof q, "(\"%s\",", nk__calib_points[i].id);
                 CHECK_CONTAINS(py, q);
             }
         free(py);
     }
     char *py = NULL;
-    CHECK(nk_calib_python(NK_CALIB_NFAMILIES, &py) < 0);
+    CHECK(nk__calib_python(NK_CALIB_NFAMILIES, &py) < 0);
 }

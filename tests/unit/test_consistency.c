@@ -37,16 +37,16 @@ TEST(consistency_ridge_and_intensity_of_an_fp32_matmul)
     nk_metrics m;
     CHECK_INT(nk_profile_metrics(pr, &m), 0);
     nk_insights *ins = NULL;
-    CHECK_INT(nk_insights_build(pr, &ins), 0);
+    CHECK_INT(nk__insights_build(pr, &ins), 0);
     if (ins) {
         CHECK_NEAR(ins->a.ridge, m.peak_flops_bandwidth_ratio, 1e-12, 0);
         CHECK_NEAR(ins->a.intensity, m.mm_arithmetic_intensity, 1e-12, 0);
     }
     /* fp32 at a quarter of the bf16 rate [A2]: 23 TFLOPS over 410 GB/s on trn1 */
-    const nk_arch *a = nk_arch_get("trn1");
+    const nk_arch *a = nk__arch_get("trn1");
     double fp32_peak = 2.0 * 128 * 128 * a->pe_ghz / a->pe_fp32_factor;
     CHECK_NEAR(m.peak_flops_bandwidth_ratio, fp32_peak / a->hbm_gbps, 1e-12, 0);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
@@ -96,16 +96,16 @@ static void check_surfaces(const char *what, const nk_profile *pr)
     CHECK_INT(nk_profile_summary(pr, NULL, 1, &sum_json), 0);
     nk_text exp = {0}, view = {0}, tline = {0}, itext = {0}, diff = {0};
     nk_export_opts eo = {0};
-    CHECK_INT(nk_export_json(pr, &eo, &exp), 0);
-    CHECK_INT(nk_view_json(pr, NULL, &view), 0);
-    CHECK_INT(nk_view_timeline(pr, 120, &tline), 0);
+    CHECK_INT(nk__export_json(pr, &eo, &exp), 0);
+    CHECK_INT(nk__view_json(pr, NULL, &view), 0);
+    CHECK_INT(nk__view_timeline(pr, 120, &tline), 0);
     nk_insights *ins = NULL;
-    CHECK_INT(nk_insights_build(pr, &ins), 0);
-    CHECK_INT(nk_insights_diff(pr, "a", pr, "b", &diff), 0);
+    CHECK_INT(nk__insights_build(pr, &ins), 0);
+    CHECK_INT(nk__insights_diff(pr, "a", pr, "b", &diff), 0);
     nk_text aj = {0};
     if (ins) {
-        CHECK_INT(nk_insights_text(ins, &itext), 0);
-        CHECK_INT(nk_insights_analysis_json(ins, &aj), 0);
+        CHECK_INT(nk__insights_text(ins, &itext), 0);
+        CHECK_INT(nk__insights_analysis_json(ins, &aj), 0);
     }
     if (!sum_text || !sum_json || !exp.s || !view.s || !tline.s || !itext.s || !aj.s || !diff.s) {
         CHECK(0);
@@ -195,13 +195,13 @@ static void check_surfaces(const char *what, const nk_profile *pr)
 out:
     free(sum_text);
     free(sum_json);
-    nk_text_free(&exp);
-    nk_text_free(&view);
-    nk_text_free(&tline);
-    nk_text_free(&itext);
-    nk_text_free(&aj);
-    nk_text_free(&diff);
-    nk_insights_free(ins);
+    nk__text_free(&exp);
+    nk__text_free(&view);
+    nk__text_free(&tline);
+    nk__text_free(&itext);
+    nk__text_free(&aj);
+    nk__text_free(&diff);
+    nk__insights_free(ins);
 }
 
 TEST(consistency_every_surface_shows_the_metrics_of_every_builtin_kernel)

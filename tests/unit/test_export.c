@@ -240,7 +240,7 @@ static void fixture_init(fixture *f)
     nk_program *p = &f->p;
     snprintf(p->kernel, sizeof p->kernel, "kern");
     snprintf(p->target, sizeof p->target, "trn1");
-    p->arch = nk_arch_get("trn1");
+    p->arch = nk__arch_get("trn1");
     f->files[0] = "tests/kern.c";
     p->files = f->files;
     p->nfiles = 1;
@@ -322,7 +322,7 @@ static void fixture_init(fixture *f)
     f->pr.sources = &f->src;
     snprintf(f->pr.nklab_version, sizeof f->pr.nklab_version, "0.1.0");
     f->pr.created_unix = 1700000000;
-    f->pr.arch = *nk_arch_get("trn1");
+    f->pr.arch = *nk__arch_get("trn1");
 }
 
 static int count_str(const char *hay, const char *needle)
@@ -351,10 +351,10 @@ TEST(export_perfetto_structure_and_counts)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__export_perfetto(&f.pr, NULL, &t), NK_OK);
     jv *doc = jdoc(t.s);
     CHECK(doc != NULL);
-    if (!doc) { nk_text_free(&t); return; }
+    if (!doc) { nk__text_free(&t); return; }
     jv *evs = jget(doc, "traceEvents");
     CHECK(evs && evs->type == J_ARR);
     CHECK_STR(jstr(doc, "displayTimeUnit"), "ns");
@@ -385,7 +385,7 @@ TEST(export_perfetto_structure_and_counts)
     /* Tensor Vector Scalar GpSimd Sync, DMA q0 in two lanes (#0 and #1 overlap), DMA q1 */
     CHECK_INT(nthread, 8);
     jfree(doc);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(export_perfetto_slices_match_events)
@@ -393,10 +393,10 @@ TEST(export_perfetto_slices_match_events)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__export_perfetto(&f.pr, NULL, &t), NK_OK);
     jv *doc = jdoc(t.s);
     jv *evs = jget(doc, "traceEvents");
-    if (!evs) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    if (!evs) { jfree(doc); nk__text_free(&t); CHECK(0); return; }
     /* expected: instr, name, row, ts (us), dur (us), source */
     static const struct { int instr; const char *name, *row; double ts, dur; const char *src; } want[7] = {
         {0, "load", "DMA q0", 0, 1.0, "tests/kern.c:2"},
@@ -431,7 +431,7 @@ TEST(export_perfetto_slices_match_events)
               "func=exp bias=0 scale=1 dst=sbuf[0:128]@6144 [128, 512] float32 src=sbuf[0:128]@0 [128, 512] float32");
     CHECK_STR(jstr(jget(act, "args"), "opcode"), "activation");
     jfree(doc);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(export_perfetto_flows_bind_inside_slices)
@@ -439,10 +439,10 @@ TEST(export_perfetto_flows_bind_inside_slices)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__export_perfetto(&f.pr, NULL, &t), NK_OK);
     jv *doc = jdoc(t.s);
     jv *evs = jget(doc, "traceEvents");
-    if (!evs) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    if (!evs) { jfree(doc); nk__text_free(&t); CHECK(0); return; }
     /* every s/f pair shares an id, and each end lies inside an X slice of its
      * thread: predecessor -> successor, as in the dependency list */
     static const int edge[5][2] = {{0, 2}, {1, 2}, {2, 3}, {3, 4}, {4, 5}};
@@ -493,12 +493,12 @@ TEST(export_perfetto_flows_bind_inside_slices)
         CHECK_STR(slice ? jstr(slice, "name") : NULL, into_mm[k]);
     }
     jfree(doc);
-    nk_text_free(&t);
+    nk__text_free(&t);
     nk_export_opts o = {.no_flows = 1};
-    CHECK_INT(nk_export_perfetto(&f.pr, &o, &t), NK_OK);
+    CHECK_INT(nk__export_perfetto(&f.pr, &o, &t), NK_OK);
     CHECK_INT(count_str(t.s, "\"ph\":\"s\""), 0);
     CHECK_INT(count_str(t.s, "\"ph\":\"X\""), 7);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(export_perfetto_lanes_never_overlap_on_a_thread)
@@ -506,10 +506,10 @@ TEST(export_perfetto_lanes_never_overlap_on_a_thread)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_export_perfetto(&f.pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__export_perfetto(&f.pr, NULL, &t), NK_OK);
     jv *doc = jdoc(t.s);
     jv *evs = jget(doc, "traceEvents");
-    if (!evs) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    if (!evs) { jfree(doc); nk__text_free(&t); CHECK(0); return; }
     for (int i = 0; i < evs->n; i++)
         for (int j = 0; j < evs->n; j++) {
             const jv *a = evs->item[i], *b = evs->item[j];
@@ -519,7 +519,7 @@ TEST(export_perfetto_lanes_never_overlap_on_a_thread)
             CHECK(!(b0 > a0 && b0 < a1)); /* b starts inside a: a partial overlap */
         }
     jfree(doc);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 /* ---------------------------------------------------------------- JSON and CSV */
@@ -529,11 +529,11 @@ TEST(export_json_summary_and_instructions)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_export_json(&f.pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__export_json(&f.pr, NULL, &t), NK_OK);
     jv *doc = jdoc(t.s);
     CHECK(doc != NULL);
     jv *ins = jget(doc, "instructions"), *sum = jget(doc, "summary");
-    if (!ins || !sum) { jfree(doc); nk_text_free(&t); CHECK(0); return; }
+    if (!ins || !sum) { jfree(doc); nk__text_free(&t); CHECK(0); return; }
     CHECK_STR(jstr(doc, "kernel"), "kern");
     CHECK_INT(ins->n, 6);
     CHECK_NEAR(jnum(sum, "total_time"), 3300e-9, 1e-9, 0);
@@ -568,10 +568,10 @@ TEST(export_json_summary_and_instructions)
     }
     CHECK_STR(jstr(ins->item[1], "operands"), "dst=sbuf[0:128]@2048 [128, 512] float32 src=in0[128, 512] float32 +65536");
     jfree(doc);
-    nk_text_free(&t);
+    nk__text_free(&t);
     /* a time range keeps the instructions overlapping it: [1250, 1800] holds #2 and #3 */
     nk_export_opts o = {.from_ns = 1250, .to_ns = 1800};
-    CHECK_INT(nk_export_json(&f.pr, &o, &t), NK_OK);
+    CHECK_INT(nk__export_json(&f.pr, &o, &t), NK_OK);
     doc = jdoc(t.s);
     ins = jget(doc, "instructions");
     CHECK(ins && ins->n == 2);
@@ -580,7 +580,7 @@ TEST(export_json_summary_and_instructions)
         CHECK_INT(jnum(ins->item[1], "index"), 3);
     }
     jfree(doc);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 /* Splits RFC 4180 CSV into rows of fields; returns the number of rows. */
@@ -622,7 +622,7 @@ TEST(export_csv_rows_and_quoting)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_export_csv(&f.pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__export_csv(&f.pr, NULL, &t), NK_OK);
     static char fields[8][16][256];
     int nf[8];
     int rows = csv_parse(t.s, fields, 8, nf);
@@ -646,7 +646,7 @@ TEST(export_csv_rows_and_quoting)
     CHECK_STR(fields[3][12], "0");
     CHECK_STR(fields[3][13], "0");
     CHECK(strstr(t.s, "\"dst=sbuf[0:128]@2048 [128, 512] float32") != NULL);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 /* ---------------------------------------------------------------- viewer data and page */
@@ -673,10 +673,10 @@ TEST(view_json_decodes_to_the_timeline)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_view_json(&f.pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__view_json(&f.pr, NULL, &t), NK_OK);
     jv *d = jdoc(t.s);
     CHECK(d != NULL);
-    if (!d) { nk_text_free(&t); return; }
+    if (!d) { nk__text_free(&t); return; }
     CHECK_STR(jstr(d, "format"), "nklab-view");
     jv *ev = jget(d, "events"), *in = jget(d, "instr"), *rows = jget(d, "rows");
     CHECK_INT(jnum(ev, "n"), 7);
@@ -717,7 +717,7 @@ TEST(view_json_decodes_to_the_timeline)
     CHECK_INT(jget(c->item[0], "v")->item[1]->num, 131072);
     CHECK(jget(d, "insights") && jget(d, "insights")->type == J_ARR);
     jfree(d);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(view_html_is_self_contained_and_script_safe)
@@ -731,7 +731,7 @@ TEST(view_html_is_self_contained_and_script_safe)
     f.files[0] = "a</script>.c";
     nk_text t = {0};
     const char *insights = "[{\"title\":\"</script><!--\",\"detail\":\"a & b\"}]";
-    CHECK_INT(nk_view_html(&f.pr, insights, &t), NK_OK);
+    CHECK_INT(nk__view_html(&f.pr, insights, &t), NK_OK);
     /* exactly the template's own closing tags, and no comment opener */
     CHECK_INT(count_str(t.s, "</script"), count_str(nk__view_asset_html, "</script"));
     CHECK_INT(count_str(t.s, "<!--"), 0);
@@ -753,7 +753,7 @@ TEST(view_html_is_self_contained_and_script_safe)
     }
     jfree(d);
     free(data);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(view_html_of_a_real_kernel)
@@ -771,7 +771,7 @@ TEST(view_html_of_a_real_kernel)
     CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
     if (!pr) { nk_kernel_free(k); nk_array_free(&in); return; }
     nk_text html = {0}, trace = {0}, csv = {0};
-    CHECK_INT(nk_view_html(pr, NULL, &html), NK_OK);
+    CHECK_INT(nk__view_html(pr, NULL, &html), NK_OK);
     char *data = page_data(html.s);
     jv *d = data ? jdoc(data) : NULL;
     CHECK(d != NULL);
@@ -785,15 +785,15 @@ TEST(view_html_of_a_real_kernel)
         has_source |= path && strstr(path, "kernels/tensor_exp.c") && jstr(fv, "text") && strstr(jstr(fv, "text"), "nk_exp");
     }
     CHECK(has_source);
-    CHECK_INT(nk_export_perfetto(pr, NULL, &trace), NK_OK);
+    CHECK_INT(nk__export_perfetto(pr, NULL, &trace), NK_OK);
     CHECK_INT(count_str(trace.s, "\"ph\":\"X\""), pr->tl->nevents);
-    CHECK_INT(nk_export_csv(pr, NULL, &csv), NK_OK);
+    CHECK_INT(nk__export_csv(pr, NULL, &csv), NK_OK);
     CHECK_INT(count_str(csv.s, "\r\n"), pr->prog->ninstr + 1);
     jfree(d);
     free(data);
-    nk_text_free(&html);
-    nk_text_free(&trace);
-    nk_text_free(&csv);
+    nk__text_free(&html);
+    nk__text_free(&trace);
+    nk__text_free(&csv);
     nk_profile_free(pr);
     nk_kernel_free(k);
     nk_array_free(&in);
@@ -848,11 +848,11 @@ static void check_flows_of(const nk_profile *pr, const char *what, int *nflows, 
 {
     const nk_program *p = pr->prog;
     nk_text t = {0};
-    CHECK_INT(nk_export_perfetto(pr, NULL, &t), NK_OK);
+    CHECK_INT(nk__export_perfetto(pr, NULL, &t), NK_OK);
     jv *doc = jdoc(t.s);
     jv *evs = jget(doc, "traceEvents");
     CHECK(evs != NULL);
-    if (!evs) { jfree(doc); nk_text_free(&t); return; }
+    if (!evs) { jfree(doc); nk__text_free(&t); return; }
     fslice *sl = calloc((size_t)evs->n + 1, sizeof *sl);
     const jv **start = calloc((size_t)2 * evs->n + 2, sizeof *start), **fin = start + evs->n + 1;
     int n = 0, bad = 0;
@@ -903,7 +903,7 @@ static void check_flows_of(const nk_profile *pr, const char *what, int *nflows, 
     free(start);
     free(sl);
     jfree(doc);
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(export_perfetto_flows_of_every_builtin_point_forward)
@@ -959,14 +959,14 @@ TEST(timeline_matches_golden_file)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_view_timeline(&f.pr, 100, &t), NK_OK);
+    CHECK_INT(nk__view_timeline(&f.pr, 100, &t), NK_OK);
     const char *golden = read_file("tests/golden/timeline_fixed.txt");
     CHECK(golden != NULL);
     if (golden && strcmp(t.s, golden)) {
         printf("--- got:\n%s--- want (tests/golden/timeline_fixed.txt):\n%s", t.s, golden);
         CHECK(0);
     }
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(timeline_rows_widths_and_shares)
@@ -975,7 +975,7 @@ TEST(timeline_rows_widths_and_shares)
     fixture_init(&f);
     for (int width = 40; width <= 160; width += 60) {
         nk_text t = {0};
-        CHECK_INT(nk_view_timeline(&f.pr, width, &t), NK_OK);
+        CHECK_INT(nk__view_timeline(&f.pr, width, &t), NK_OK);
         /* rows: "Name      |bars|  xx.x%" exactly width characters */
         static const char *const row[7] = {"Tensor", "Vector", "Scalar", "GpSimd", "Sync", "DMA q0", "DMA q1"};
         static const char *const pct[7] = {"15.2%", "6.1%", "12.1%", "0.0%", "0.0%", "36.4%", "30.3%"};
@@ -990,11 +990,11 @@ TEST(timeline_rows_widths_and_shares)
             snprintf(line, sizeof line, "%.*s", (int)(e - l), l);
             CHECK_CONTAINS(line, pct[r]);
         }
-        nk_text_free(&t);
+        nk__text_free(&t);
     }
     /* one column per 3300/81 ns at width 100: the Tensor row's busy columns */
     nk_text t = {0};
-    CHECK_INT(nk_view_timeline(&f.pr, 100, &t), NK_OK);
+    CHECK_INT(nk__view_timeline(&f.pr, 100, &t), NK_OK);
     const char *l = strstr(t.s, "Tensor    |") + 11;
     double dt = 3300.0 / 81;
     for (int c = 0; c < 81; c++) {
@@ -1004,7 +1004,7 @@ TEST(timeline_rows_widths_and_shares)
         if (l[c] != want)
             nk_test_fail(__FILE__, __LINE__, "column %d: '%c' != '%c' (busy %.3f)", c, l[c], want, busy);
     }
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 TEST(view_rejects_bad_arguments)
@@ -1012,21 +1012,21 @@ TEST(view_rejects_bad_arguments)
     fixture f;
     fixture_init(&f);
     nk_text t = {0};
-    CHECK_INT(nk_view_timeline(&f.pr, 39, &t), NK_EINVAL);
-    CHECK_INT(nk_view_timeline(NULL, 100, &t), NK_EINVAL);
-    CHECK_INT(nk_view_html(NULL, NULL, &t), NK_EINVAL);
-    CHECK_INT(nk_export_perfetto(NULL, NULL, &t), NK_EINVAL);
-    CHECK_INT(nk_export_json(NULL, NULL, &t), NK_EINVAL);
-    CHECK_INT(nk_export_csv(NULL, NULL, &t), NK_EINVAL);
-    nk_text_printf(&t, "x");
-    CHECK_INT(nk_view_write_file("/nonexistent-dir/x.html", &t), NK_EIO);
-    nk_text_free(&t);
+    CHECK_INT(nk__view_timeline(&f.pr, 39, &t), NK_EINVAL);
+    CHECK_INT(nk__view_timeline(NULL, 100, &t), NK_EINVAL);
+    CHECK_INT(nk__view_html(NULL, NULL, &t), NK_EINVAL);
+    CHECK_INT(nk__export_perfetto(NULL, NULL, &t), NK_EINVAL);
+    CHECK_INT(nk__export_json(NULL, NULL, &t), NK_EINVAL);
+    CHECK_INT(nk__export_csv(NULL, NULL, &t), NK_EINVAL);
+    nk__text_printf(&t, "x");
+    CHECK_INT(nk__view_write_file("/nonexistent-dir/x.html", &t), NK_EIO);
+    nk__text_free(&t);
     /* an empty timeline still prints its header */
     f.tl.nevents = 0;
     f.tl.total_ns = 0;
-    CHECK_INT(nk_view_timeline(&f.pr, 100, &t), NK_OK);
+    CHECK_INT(nk__view_timeline(&f.pr, 100, &t), NK_OK);
     CHECK_CONTAINS(t.s, "(empty timeline)");
-    nk_text_free(&t);
+    nk__text_free(&t);
 }
 
 /* ---------------------------------------------------------------- text helpers */
@@ -1048,13 +1048,13 @@ TEST(vbuf_numbers_strings_and_csv)
     nk__vb_chr(&t, ' ');
     nk__vb_i64(&t, INT64_MIN);
     CHECK_STR(t.s, "1.5 2 0 -12.35 0 100000000000000000000 -9223372036854775808");
-    nk_text_free(&t);
+    nk__text_free(&t);
     nk__vb_jstr(&t, "a\"b\\c\n\t\x01<>&\xe2\x80\xa9\xc0\x80\xed\xa0\x80\xf0\x9f\x98\x80");
     CHECK_STR(t.s, "\"a\\\"b\\\\c\\n\\t\\u0001\\u003c\\u003e\\u0026\\u2029\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80\"");
-    nk_text_free(&t);
+    nk__text_free(&t);
     nk__vb_jstr(&t, NULL);
     CHECK_STR(t.s, "null");
-    nk_text_free(&t);
+    nk__text_free(&t);
     nk__vb_csv(&t, "plain");
     nk__vb_chr(&t, '|');
     nk__vb_csv(&t, "a,b");
@@ -1063,5 +1063,5 @@ TEST(vbuf_numbers_strings_and_csv)
     nk__vb_chr(&t, '|');
     nk__vb_csv(&t, "two\nlines");
     CHECK_STR(t.s, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"");
-    nk_text_free(&t);
+    nk__text_free(&t);
 }

@@ -54,9 +54,9 @@ static nk_insights *insights_of(const nk_profile *pr)
     nk_insights *ins = NULL;
     if (!pr)
         return NULL;
-    int rc = nk_insights_build(pr, &ins);
+    int rc = nk__insights_build(pr, &ins);
     if (rc)
-        printf("  nk_insights_build: %s\n", nk_strerror(rc));
+        printf("  nk__insights_build: %s\n", nk_strerror(rc));
     return ins;
 }
 
@@ -79,7 +79,7 @@ static int has_line(const nk_finding *f, int line)
 static void print_findings(const nk_insights *ins)
 {
     for (uint32_t k = 0; ins && k < ins->n; k++)
-        printf("    finding %s [%s]: %s\n", ins->f[k].key, nk_ins_severity_name(ins->f[k].severity), ins->f[k].title);
+        printf("    finding %s [%s]: %s\n", ins->f[k].key, nk__ins_severity_name(ins->f[k].severity), ins->f[k].title);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -186,7 +186,7 @@ static nk_profile *hand_profile(void)
     qsort(tl->events, tl->nevents, sizeof *tl->events, cmp_event_start);
     qsort(tl->xfers, tl->nxfers, sizeof *tl->xfers, cmp_xfer_start);
     tl->total_ns = 5700;
-    nk_timeline_free(pr->tl);
+    nk__timeline_free(pr->tl);
     pr->tl = tl;
     return pr;
 }
@@ -256,7 +256,7 @@ TEST(insights_hand_timeline_activity_and_overlap)
         CHECK_INT(a->lines[2].ninstr, 2);
         CHECK_NEAR(a->lines[2].path_ns, 500, 0, 1e-9); /* i4 */
     }
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -288,7 +288,7 @@ TEST(insights_hand_timeline_critical_path)
     CHECK_NEAR(a->idle_ns[NK_ENGINE_SCALAR][NK_CAUSE_SEMAPHORE], 50, 0, 1e-9);
     CHECK_NEAR(a->idle_ns[NK_ENGINE_SCALAR][NK_CAUSE_ENGINE], 0, 0, 1e-9);
     CHECK_NEAR(a->wait_on[NK_ENGINE_SCALAR][NK_ENGINE_DMA], 2800, 0, 1e-9);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -302,7 +302,7 @@ TEST(insights_hand_timeline_dma_latency_finding)
         return;
     }
     /* DMA holds 5100 / 5700 of the path; 1400 ns idle = 24.6% -> high */
-    const nk_finding *f = nk_insights_find(ins, NK_RULE_DMA_LATENCY);
+    const nk_finding *f = nk__insights_find(ins, NK_RULE_DMA_LATENCY);
     CHECK(f != NULL);
     if (f) {
         CHECK_NEAR(f->score_ns, 1400, 0, 1e-9);
@@ -332,21 +332,21 @@ TEST(insights_hand_timeline_dma_latency_finding)
         CHECK_CONTAINS(f->suggestion, "NK_AFFINE_RANGE_BUFS");
     }
     /* Scalar is entirely hidden under DMA: no overlap finding */
-    CHECK(nk_insights_find(ins, NK_RULE_DMA_NOT_OVERLAPPED) == NULL);
-    CHECK_INT(nk_insights_problems(ins), 1);
+    CHECK(nk__insights_find(ins, NK_RULE_DMA_NOT_OVERLAPPED) == NULL);
+    CHECK_INT(nk__insights_problems(ins), 1);
     /* 1 024 000 bytes in 5.7 us: 66% of 16 x 17 B/ns */
-    const nk_finding *g = nk_insights_find(ins, NK_RULE_MEMORY_BOUND);
+    const nk_finding *g = nk__insights_find(ins, NK_RULE_MEMORY_BOUND);
     CHECK(g != NULL);
     if (g)
         CHECK_NEAR(evidence(g, "bandwidth", NK_UNIT_PERCENT), 100.0 * 1024000 / 5700 / 272, 1e-12, 0);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
 TEST(insights_rejects_incomplete_profiles)
 {
     nk_insights *ins = (nk_insights *)1;
-    CHECK_INT(nk_insights_build(NULL, &ins), NK_EINVAL);
+    CHECK_INT(nk__insights_build(NULL, &ins), NK_EINVAL);
     CHECK(ins == NULL);
     nk_profile *pr = hand_profile();
     if (!pr) {
@@ -355,11 +355,11 @@ TEST(insights_rejects_incomplete_profiles)
     }
     nk_timeline *tl = pr->tl;
     pr->tl = NULL;
-    CHECK_INT(nk_insights_build(pr, &ins), NK_EINVAL);
+    CHECK_INT(nk__insights_build(pr, &ins), NK_EINVAL);
     pr->tl = tl;
     double *s = tl->instr_start;
     tl->instr_start = NULL;
-    CHECK_INT(nk_insights_build(pr, &ins), NK_EINVAL);
+    CHECK_INT(nk__insights_build(pr, &ins), NK_EINVAL);
     tl->instr_start = s;
     char target[16];
     memcpy(target, pr->arch.name, sizeof target);
@@ -367,7 +367,7 @@ TEST(insights_rejects_incomplete_profiles)
     snprintf(pr->prog->target, sizeof pr->prog->target, "%s", "trn9");
     const nk_arch *saved = pr->prog->arch;
     pr->prog->arch = NULL;
-    CHECK_INT(nk_insights_build(pr, &ins), NK_ENOTFOUND);
+    CHECK_INT(nk__insights_build(pr, &ins), NK_ENOTFOUND);
     pr->prog->arch = saved;
     nk_profile_free(pr);
 }
@@ -391,7 +391,7 @@ TEST(insights_builtin_kernels_activity_and_path)
         }
         const nk_ins_analysis *a = &ins->a;
         const nk_timeline *tl = pr->tl;
-        double T = tl->total_ns - nk_timeline_launch_ns(tl), t0 = tl->regions ? tl->regions[0].end : 0;
+        double T = tl->total_ns - nk__timeline_launch_ns(tl), t0 = tl->regions ? tl->regions[0].end : 0;
         for (int e = 0; e < NK_ENGINE_COUNT; e++)
             CHECK_NEAR(a->active_ns[e], ref_busy(tl, 1u << e, 0), 1e-9, 1e-6);
         CHECK_NEAR(a->compute_ns, ref_busy(tl, COMPUTE_MASK, 0), 1e-9, 1e-6);
@@ -426,7 +426,7 @@ TEST(insights_builtin_kernels_activity_and_path)
         CHECK_NEAR(lines, a->busy_sum_ns, 1e-9, 1e-6);
         if (nk_test_failed())
             printf("  in kernel %s\n", ki->name);
-        nk_insights_free(ins);
+        nk__insights_free(ins);
         nk_profile_free(pr);
     }
 }
@@ -454,7 +454,7 @@ TEST(insights_rule_small_dma)
     int64_t shape[1][2] = {{128, 512}};
     nk_profile *pr = capture2("small_dma", k_small_dma, 1, shape, NULL);
     nk_insights *ins = insights_of(pr);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_SMALL_DMA) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_SMALL_DMA) : NULL;
     CHECK(f != NULL);
     if (f) {
         CHECK_NEAR(evidence(f, "avg_descriptor", NK_UNIT_BYTES), 32 * 4, 0, 1e-9);
@@ -473,7 +473,7 @@ TEST(insights_rule_small_dma)
         CHECK_INT(ins->a.desc_class[NK_DMA_TINY], 32 * 128);
         CHECK_INT(ins->a.desc_class[NK_DMA_LARGE], 0);
     }
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -497,7 +497,7 @@ TEST(insights_rule_static_overhead)
     int64_t shape[1][2] = {{128, 16}};
     nk_profile *pr = capture2("static", k_static, 1, shape, NULL);
     nk_insights *ins = insights_of(pr);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_STATIC_OVERHEAD) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_STATIC_OVERHEAD) : NULL;
     CHECK(f != NULL);
     if (f) {
         CHECK_NEAR(evidence(f, "instructions", NK_UNIT_COUNT), 24, 0, 0);
@@ -514,7 +514,7 @@ TEST(insights_rule_static_overhead)
         CHECK_INT(f->lines[0].line, L_STATIC_EXP);
         CHECK_INT(f->lines[0].ninstr, 24);
     }
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -563,7 +563,7 @@ TEST(insights_rule_matmul_short_moving)
     nk_dtype dt[2] = {NK_BF16, NK_BF16};
     nk_profile *pr = capture2("mm_short", k_mm_short, 2, shape, dt);
     nk_insights *ins = insights_of(pr);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_MATMUL_SHORT_MOVING) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_MATMUL_SHORT_MOVING) : NULL;
     CHECK(f != NULL);
     if (f) {
         CHECK_NEAR(evidence(f, "matmuls", NK_UNIT_COUNT), 32, 0, 0);
@@ -574,7 +574,7 @@ TEST(insights_rule_matmul_short_moving)
         CHECK_NEAR(f->score_ns, busy * (1 - 16.0 / 64), 1e-9, 1e-9);
         CHECK_INT(f->lines[0].line, L_MM);
     }
-    CHECK(ins && !nk_insights_find(ins, NK_RULE_MATMUL_FP32));
+    CHECK(ins && !nk__insights_find(ins, NK_RULE_MATMUL_FP32));
     /* the roofline: 32 x 2 x 128 x 128 x 16 FLOPs over the bytes moved */
     if (ins) {
         CHECK_NEAR(ins->a.flops, 32.0 * 2 * 128 * 128 * 16, 0, 0);
@@ -584,7 +584,7 @@ TEST(insights_rule_matmul_short_moving)
         /* bf16 peak 2 x 128 x 128 x 2.8 GHz over 410 GB/s: about 224 FLOP/B ([PG] says about 222) */
         CHECK_NEAR(ins->a.ridge, 2.0 * 128 * 128 * 2.8 / 410, 1e-12, 0);
     }
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -593,7 +593,7 @@ TEST(insights_rule_matmul_fp32)
     int64_t shape[2][2] = {{128, 128}, {128, 512}};
     nk_profile *pr = capture2("mm_fp32", k_mm_fp32, 2, shape, NULL);
     nk_insights *ins = insights_of(pr);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_MATMUL_FP32) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_MATMUL_FP32) : NULL;
     CHECK(f != NULL);
     if (f) {
         CHECK_NEAR(evidence(f, "matmuls", NK_UNIT_COUNT), 8, 0, 0);
@@ -602,8 +602,8 @@ TEST(insights_rule_matmul_fp32)
         CHECK_INT(f->lines[0].line, L_MM);
         CHECK_CONTAINS(f->suggestion, "bfloat16");
     }
-    CHECK(ins && !nk_insights_find(ins, NK_RULE_MATMUL_SHORT_MOVING));
-    nk_insights_free(ins);
+    CHECK(ins && !nk__insights_find(ins, NK_RULE_MATMUL_SHORT_MOVING));
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -626,7 +626,7 @@ TEST(insights_rule_tensor_reloaded)
     int64_t shape[1][2] = {{128, 512}};
     nk_profile *pr = capture2("reload", k_reload, 1, shape, NULL);
     nk_insights *ins = insights_of(pr);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_TENSOR_RELOADED) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_TENSOR_RELOADED) : NULL;
     CHECK(f != NULL);
     if (f) {
         CHECK_NEAR(evidence(f, "times", NK_UNIT_RATIO), 4.0, 0, 0);
@@ -638,7 +638,7 @@ TEST(insights_rule_tensor_reloaded)
         CHECK_CONTAINS(f->title, "input 0 is loaded 4.0 times");
         CHECK_STR(f->key, "tensor-reloaded:hbm1");
     }
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -723,7 +723,7 @@ TEST(insights_rule_serialized_tile)
     nk_profile *pr = capture2("outside", k_outside, 1, shape, NULL);
     nk_profile *good = capture2("inside", k_inside, 1, shape, NULL);
     nk_insights *ins = insights_of(pr), *gi = insights_of(good);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_SERIALIZED_TILE) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_SERIALIZED_TILE) : NULL;
     CHECK(f != NULL);
     if (f) {
         char key[64], decl[64];
@@ -750,11 +750,11 @@ TEST(insights_rule_serialized_tile)
         CHECK_CONTAINS(f->suggestion, "inside the loop body");
     }
     /* declared inside: no finding, and faster */
-    CHECK(gi && !nk_insights_find(gi, NK_RULE_SERIALIZED_TILE));
+    CHECK(gi && !nk__insights_find(gi, NK_RULE_SERIALIZED_TILE));
     if (pr && good)
         CHECK(good->tl->total_ns < pr->tl->total_ns);
-    nk_insights_free(ins);
-    nk_insights_free(gi);
+    nk__insights_free(ins);
+    nk__insights_free(gi);
     nk_profile_free(pr);
     nk_profile_free(good);
 }
@@ -770,7 +770,7 @@ TEST(insights_rule_serialized_tile_ignores_carried_values)
     snprintf(acc, sizeof acc, "serialized-tile:test_insights.c:%d", L_ACC);
     for (uint32_t k = 0; ins && k < ins->n; k++)
         CHECK(strcmp(ins->f[k].key, acc) != 0);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -801,7 +801,7 @@ TEST(insights_rule_dma_not_overlapped)
     UNPIPE_BUFS = 3;
     nk_profile *good = capture2("pipelined", k_unpipelined, 1, shape, NULL);
     nk_insights *ins = insights_of(pr), *gi = insights_of(good);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_DMA_NOT_OVERLAPPED) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_DMA_NOT_OVERLAPPED) : NULL;
     CHECK(f != NULL);
     if (f) {
         double dma = ref_busy(pr->tl, DMA_MASK, 0), comp = ref_busy(pr->tl, COMPUTE_MASK, 0);
@@ -817,11 +817,11 @@ TEST(insights_rule_dma_not_overlapped)
         CHECK_CONTAINS(f->suggestion, "1 buffer per tile");
     }
     /* three buffers: overlapped, no finding, faster */
-    CHECK(gi && !nk_insights_find(gi, NK_RULE_DMA_NOT_OVERLAPPED));
+    CHECK(gi && !nk__insights_find(gi, NK_RULE_DMA_NOT_OVERLAPPED));
     if (pr && good)
         CHECK(good->tl->total_ns < 0.9 * pr->tl->total_ns);
-    nk_insights_free(ins);
-    nk_insights_free(gi);
+    nk__insights_free(ins);
+    nk__insights_free(gi);
     nk_profile_free(pr);
     nk_profile_free(good);
 }
@@ -845,7 +845,7 @@ TEST(insights_rule_engines_never_overlap)
     int64_t shape[1][2] = {{128, 2048}};
     nk_profile *pr = capture2("pingpong", k_pingpong, 1, shape, NULL);
     nk_insights *ins = insights_of(pr);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_ENGINES_NO_OVERLAP) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_ENGINES_NO_OVERLAP) : NULL;
     CHECK(f != NULL);
     if (f) {
         CHECK_STR(f->key, "engines-never-overlap:vector+scalar");
@@ -856,7 +856,7 @@ TEST(insights_rule_engines_never_overlap)
         CHECK(evidence(f, "mutual_wait", NK_UNIT_NS) > 0);
         CHECK_INT(f->ninstrs_total, 12);
     }
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -903,19 +903,19 @@ TEST(insights_good_news_compute_bound)
     nk_dtype dt[1] = {NK_BF16};
     nk_profile *pr = capture2("busy_scalar", k_busy_scalar, 1, shape, dt);
     nk_insights *ins = insights_of(pr);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_COMPUTE_BOUND) : NULL;
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_COMPUTE_BOUND) : NULL;
     CHECK(f != NULL);
     if (f) {
-        double frac = ref_busy(pr->tl, 1u << NK_ENGINE_SCALAR, 0) / (pr->tl->total_ns - nk_timeline_launch_ns(pr->tl));
+        double frac = ref_busy(pr->tl, 1u << NK_ENGINE_SCALAR, 0) / (pr->tl->total_ns - nk__timeline_launch_ns(pr->tl));
         CHECK(frac >= 0.9);
         CHECK_NEAR(evidence(f, "active", NK_UNIT_PERCENT), 100 * frac, 1e-9, 1e-9);
         CHECK_INT(f->severity, NK_SEV_GOOD);
         CHECK_STR(f->key, "compute-bound:scalar");
     }
-    CHECK(ins && nk_insights_problems(ins) == 0);
-    if (ins && nk_insights_problems(ins))
+    CHECK(ins && nk__insights_problems(ins) == 0);
+    if (ins && nk__insights_problems(ins))
         print_findings(ins);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -932,10 +932,10 @@ TEST(insights_well_pipelined_kernels_have_no_problems)
             nk_profile_free(pr);
             continue;
         }
-        CHECK_INT(nk_insights_problems(ins), 0);
+        CHECK_INT(nk__insights_problems(ins), 0);
         /* and the good news: DMA at >= 60% of 272 B/ns */
-        const nk_finding *f = nk_insights_find(ins, NK_RULE_MEMORY_BOUND);
-        double frac = 2.0 * 1024 * 2048 * 4 / (pr->tl->total_ns - nk_timeline_launch_ns(pr->tl)) / (16 * 17.0);
+        const nk_finding *f = nk__insights_find(ins, NK_RULE_MEMORY_BOUND);
+        double frac = 2.0 * 1024 * 2048 * 4 / (pr->tl->total_ns - nk__timeline_launch_ns(pr->tl)) / (16 * 17.0);
         CHECK(frac >= 0.6);
         CHECK(f != NULL);
         if (f)
@@ -944,7 +944,7 @@ TEST(insights_well_pipelined_kernels_have_no_problems)
             printf("  in kernel %s\n", names[k]);
             print_findings(ins);
         }
-        nk_insights_free(ins);
+        nk__insights_free(ins);
         nk_profile_free(pr);
     }
 }
@@ -962,9 +962,9 @@ TEST(insights_tensor_exp_says_what_to_change)
     nk_profile *pr = exp_profile(nk_kernel_tensor_exp);
     nk_insights *ins = insights_of(pr);
     nk_text t = {0};
-    CHECK(ins && nk_insights_text(ins, &t) == 0);
+    CHECK(ins && nk__insights_text(ins, &t) == 0);
     if (!ins || !t.s) {
-        nk_insights_free(ins);
+        nk__insights_free(ins);
         nk_profile_free(pr);
         return;
     }
@@ -976,7 +976,7 @@ TEST(insights_tensor_exp_says_what_to_change)
     CHECK_CONTAINS(t.s, "100% of the compute time runs under DMA");
     CHECK_NEAR(ins->a.dma_compute_ns, ref_busy(pr->tl, 1u << NK_ENGINE_SCALAR, 0), 1e-9, 1e-6);
     /* what to change: DMA-bound, DMA engines idling on start latency */
-    const nk_finding *f = nk_insights_find(ins, NK_RULE_DMA_LATENCY);
+    const nk_finding *f = nk__insights_find(ins, NK_RULE_DMA_LATENCY);
     CHECK(f != NULL);
     CHECK(ins->n > 0 && ins->f[0].rule == NK_RULE_DMA_LATENCY);
     if (f) {
@@ -986,8 +986,8 @@ TEST(insights_tensor_exp_says_what_to_change)
         /* the store line is where the DMAs wait */
         CHECK(has_line(f, line_of(pr->prog, 2)));
     }
-    nk_text_free(&t);
-    nk_insights_free(ins);
+    nk__text_free(&t);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -997,22 +997,22 @@ TEST(insights_tensor_exp_rewrite_diff)
     nk_insights *ib = insights_of(b);
     CHECK(a && b && ib);
     if (!a || !b || !ib) {
-        nk_insights_free(ib);
+        nk__insights_free(ib);
         nk_profile_free(a);
         nk_profile_free(b);
         return;
     }
     /* the rewrite is faster and the finding is gone, with no new problem */
     CHECK(b->tl->total_ns < 0.95 * a->tl->total_ns);
-    CHECK(!nk_insights_find(ib, NK_RULE_DMA_LATENCY));
-    CHECK_INT(nk_insights_problems(ib), 0);
+    CHECK(!nk__insights_find(ib, NK_RULE_DMA_LATENCY));
+    CHECK_INT(nk__insights_problems(ib), 0);
     nk_text d = {0};
-    CHECK_INT(nk_insights_diff(a, "before.nkp", b, "after.nkp", &d), 0);
+    CHECK_INT(nk__insights_diff(a, "before.nkp", b, "after.nkp", &d), 0);
     if (d.s) {
         CHECK_CONTAINS(d.s, "a: before.nkp (kernel tensor_exp on trn1)");
         char total[512], ta[32], tb[32], dd[32];
         /* the insights judge the kernel's own time: the device time without the launch */
-        double xa = a->tl->total_ns - nk_timeline_launch_ns(a->tl), xb = b->tl->total_ns - nk_timeline_launch_ns(b->tl);
+        double xa = a->tl->total_ns - nk__timeline_launch_ns(a->tl), xb = b->tl->total_ns - nk__timeline_launch_ns(b->tl);
         nk__ins_fmt_ns(ta, sizeof ta, xa);
         nk__ins_fmt_ns(tb, sizeof tb, xb);
         nk__ins_fmt_ns(dd, sizeof dd, xa - xb);
@@ -1033,8 +1033,8 @@ TEST(insights_tensor_exp_rewrite_diff)
         /* per opcode: twice the loads */
         CHECK_CONTAINS(d.s, "  load                    2        4");
     }
-    nk_text_free(&d);
-    nk_insights_free(ib);
+    nk__text_free(&d);
+    nk__insights_free(ib);
     nk_profile_free(a);
     nk_profile_free(b);
 }
@@ -1043,13 +1043,13 @@ TEST(insights_diff_of_a_profile_with_itself)
 {
     nk_profile *a = exp_profile(nk_kernel_tensor_exp);
     nk_text d = {0};
-    CHECK(a && nk_insights_diff(a, NULL, a, NULL, &d) == 0);
+    CHECK(a && nk__insights_diff(a, NULL, a, NULL, &d) == 0);
     if (d.s) {
         CHECK_CONTAINS(d.s, "(+0.0%)");
         CHECK_CONTAINS(d.s, "both:    [medium -> medium] dma-latency-exposed");
         CHECK(!strstr(d.s, "gone:") && !strstr(d.s, "new:"));
     }
-    nk_text_free(&d);
+    nk__text_free(&d);
     nk_profile_free(a);
 }
 
@@ -1068,7 +1068,7 @@ TEST(insights_diff_without_sources_matches_line_numbers)
         a->sources[f].text = NULL;
     }
     nk_text d = {0};
-    CHECK_INT(nk_insights_diff(a, NULL, b, NULL, &d), 0);
+    CHECK_INT(nk__insights_diff(a, NULL, b, NULL, &d), 0);
     char row[96];
     snprintf(row, sizeof row, "tensor_exp.c:%-7d -   ", line_of(a->prog, 1));
     if (d.s) {
@@ -1076,7 +1076,7 @@ TEST(insights_diff_without_sources_matches_line_numbers)
         snprintf(row, sizeof row, "-                    tensor_exp.c:%-7d", line_of(b->prog, 1));
         CHECK_CONTAINS(d.s, row);
     }
-    nk_text_free(&d);
+    nk__text_free(&d);
     nk_profile_free(a);
     nk_profile_free(b);
 }
@@ -1165,8 +1165,8 @@ TEST(insights_json_is_valid_and_complete)
     nk_profile *pr = capture2("small_dma", k_small_dma, 1, shape, NULL);
     nk_insights *ins = insights_of(pr);
     nk_text j = {0}, an = {0}, v = {0};
-    CHECK(ins && nk_insights_json(ins, &j) == 0 && nk_insights_analysis_json(ins, &an) == 0);
-    CHECK_INT(nk_insights_view_json(pr, &v), 0);
+    CHECK(ins && nk__insights_json(ins, &j) == 0 && nk__insights_analysis_json(ins, &an) == 0);
+    CHECK_INT(nk__insights_view_json(pr, &v), 0);
     CHECK(json_ok(j.s));
     CHECK(json_ok(an.s));
     CHECK(json_ok(v.s));
@@ -1187,11 +1187,11 @@ TEST(insights_json_is_valid_and_complete)
     nk__vb_jstr(&e, "a\"b\\c\n\x01</script>");
     CHECK_STR(e.s, "\"a\\\"b\\\\c\\n\\u0001\\u003c/script\\u003e\"");
     CHECK(json_ok(e.s));
-    nk_text_free(&e);
-    nk_text_free(&j);
-    nk_text_free(&an);
-    nk_text_free(&v);
-    nk_insights_free(ins);
+    nk__text_free(&e);
+    nk__text_free(&j);
+    nk__text_free(&an);
+    nk__text_free(&v);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -1205,12 +1205,12 @@ TEST(insights_print_top)
     if (!f || !pr || !ins) {
         if (f)
             fclose(f);
-        nk_insights_free(ins);
+        nk__insights_free(ins);
         nk_profile_free(pr);
         return;
     }
     CHECK(ins->n >= 2);
-    CHECK_INT(nk_insights_print_top(f, pr, 1), 0);
+    CHECK_INT(nk__insights_print_top(f, pr, 1), 0);
     char buf[4096] = {0};
     rewind(f);
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -1221,11 +1221,11 @@ TEST(insights_print_top)
     CHECK(!strstr(buf, "2. ["));
     /* nothing printed for n = 0 */
     FILE *g = tmpfile();
-    CHECK_INT(nk_insights_print_top(g, pr, 0), 0);
+    CHECK_INT(nk__insights_print_top(g, pr, 0), 0);
     CHECK_INT(ftell(g), 0);
     fclose(g);
     fclose(f);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -1234,7 +1234,7 @@ TEST(insights_text_report_sections)
     nk_profile *pr = hand_profile();
     nk_insights *ins = insights_of(pr);
     nk_text t = {0};
-    CHECK(ins && nk_insights_text(ins, &t) == 0);
+    CHECK(ins && nk__insights_text(ins, &t) == 0);
     if (t.s) {
         CHECK_CONTAINS(t.s, "Insights: kernel tensor_exp on trn1, 5.70 us device time (5.70 us without launch), "
                             "6 instructions");
@@ -1253,8 +1253,8 @@ TEST(insights_text_report_sections)
         snprintf(line, sizeof line, "tensor_exp.c:%d (2 instr, 3.60 us)  nk_store(", line_of(pr->prog, 2));
         CHECK_CONTAINS(t.s, line);
     }
-    nk_text_free(&t);
-    nk_insights_free(ins);
+    nk__text_free(&t);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -1268,8 +1268,8 @@ TEST(insights_public_api)
     CHECK_INT(nk_profile_diff(a, "x", a, "y", &diff), 0);
     nk_text t = {0}, j = {0};
     if (ins) {
-        nk_insights_text(ins, &t);
-        nk_insights_json(ins, &j);
+        nk__insights_text(ins, &t);
+        nk__insights_json(ins, &j);
         CHECK_STR(text, t.s);
         CHECK_STR(json, j.s);
     }
@@ -1282,9 +1282,9 @@ TEST(insights_public_api)
     free(text);
     free(json);
     free(diff);
-    nk_text_free(&t);
-    nk_text_free(&j);
-    nk_insights_free(ins);
+    nk__text_free(&t);
+    nk__text_free(&j);
+    nk__insights_free(ins);
     nk_profile_free(a);
 }
 
@@ -1340,9 +1340,9 @@ TEST(insights_softmax_ping_pong_saving_is_realised)
     before = pr->tl->total_ns;
     nk_ins_retrace rt = {retime_builtin, &c};
     nk_insights *ins = NULL, *plain = NULL;
-    CHECK_INT(nk_insights_build_retrace(pr, &rt, &ins), 0);
-    CHECK_INT(nk_insights_build(pr, &plain), 0);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_PING_PONG) : NULL;
+    CHECK_INT(nk__insights_build_retrace(pr, &rt, &ins), 0);
+    CHECK_INT(nk__insights_build(pr, &plain), 0);
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_PING_PONG) : NULL;
     CHECK(f != NULL);
     if (f) {
         double saving = -1, bufs = -1, predicted = -1;
@@ -1377,12 +1377,12 @@ TEST(insights_softmax_ping_pong_saving_is_realised)
         nk_kernel_free(k2);
     }
     /* without the kernel at hand, the same finding says it is not simulated */
-    const nk_finding *g = plain ? nk_insights_find(plain, NK_RULE_PING_PONG) : NULL;
+    const nk_finding *g = plain ? nk__insights_find(plain, NK_RULE_PING_PONG) : NULL;
     CHECK(g != NULL);
     if (g)
         CHECK_CONTAINS(g->suggestion, "Not simulated");
-    nk_insights_free(ins);
-    nk_insights_free(plain);
+    nk__insights_free(ins);
+    nk__insights_free(plain);
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
@@ -1410,8 +1410,8 @@ TEST(insights_in_order_stall_simulated_by_the_list_schedule)
     }
     CHECK(t[0] > 0 && t[1] > 0);
     if (prs[0])
-        CHECK_INT(nk_insights_build(prs[0], &ins), 0);
-    const nk_finding *f = ins ? nk_insights_find(ins, NK_RULE_INORDER_STALL) : NULL;
+        CHECK_INT(nk__insights_build(prs[0], &ins), 0);
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_INORDER_STALL) : NULL;
     CHECK(f != NULL);
     if (f) {
         CHECK_CONTAINS(f->suggestion, "Simulated (re-scheduled and re-timed): the list schedule");
@@ -1419,7 +1419,7 @@ TEST(insights_in_order_stall_simulated_by_the_list_schedule)
         printf("  softmax 4 buffers trace order %.2f us; in-order-stall predicts %.2f us; list schedule %.2f us\n",
                t[0] / 1000, (t[0] - f->score_ns) / 1000, t[1] / 1000);
     }
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     for (int s = 0; s < 2; s++) {
         nk_profile_free(prs[s]);
         nk_kernel_free(ks[s]);

@@ -701,14 +701,14 @@ TEST(lang_json_export_has_allocations_spills_and_schedule)
     CHECK_INT(nk_kernel_compile(k, &x, 1, NULL, &p), 0);
     if (p && !nk_profile_capture(p, NULL, &pr)) {
         nk_text t = {0};
-        CHECK_INT(nk_export_json(pr, NULL, &t), 0);
+        CHECK_INT(nk__export_json(pr, NULL, &t), 0);
         CHECK_CONTAINS(t.s, "\"schedule\":{\"asked\":\"list\",\"kept\":");
         CHECK_CONTAINS(t.s, "\"attrs\":\"spill\"");
         CHECK_CONTAINS(t.s, "\"allocations\":[\n{\"tile\":");
         CHECK_CONTAINS(t.s, "\"memory\":\"sbuf\",\"partitions\":128,\"addr\":");
         CHECK_CONTAINS(t.s, "\"bytes\":49152,\"shape\":\"[128, 12288]\",\"dtype\":\"float32\"");
         CHECK_CONTAINS(t.s, "\"reloaded\":true}");
-        nk_text_free(&t);
+        nk__text_free(&t);
     }
     nk_profile_free(pr);
     nk_kernel_free(k);

@@ -37,7 +37,7 @@ int timed_run_at(const char *file, int line, timed *t, nk_kernel_fn fn, const nk
         nk_test_fail(file, line, "compile on %s: %s", target, nk_kernel_error(t->k));
         return rc;
     }
-    rc = nk_time_program(t->p, NULL, &t->tl);
+    rc = nk__time_program(t->p, NULL, &t->tl);
     if (rc)
         nk_test_fail(file, line, "timing on %s: %d (%s)", target, rc, nk_strerror(rc));
     return rc;
@@ -45,7 +45,7 @@ int timed_run_at(const char *file, int line, timed *t, nk_kernel_fn fn, const nk
 
 void timed_free(timed *t)
 {
-    nk_timeline_free(t->tl);
+    nk__timeline_free(t->tl);
     nk_kernel_free(t->k);
     memset(t, 0, sizeof *t);
 }

@@ -20,16 +20,16 @@ TEST(optable_every_row_is_complete)
     unsigned compute = NK_ENG(NK_ENGINE_TENSOR) | NK_ENG(NK_ENGINE_VECTOR) | NK_ENG(NK_ENGINE_SCALAR) |
                        NK_ENG(NK_ENGINE_GPSIMD) | NK_ENG(NK_ENGINE_DMA);
     for (int op = 0; op < NK_OP_COUNT; op++) {
-        const nk_opdef *d = nk_op_def(op);
+        const nk_opdef *d = nk__op_def(op);
         CHECK(d != NULL);
         if (!d)
             continue;
         CHECK(d->name && d->name[0]);
         if (!d->name)
             continue;
-        CHECK_STR(nk_op_name(op), d->name);
+        CHECK_STR(nk__op_name(op), d->name);
         for (int o = 0; o < op; o++)
-            if (nk_op_def(o)->name && !strcmp(nk_op_def(o)->name, d->name))
+            if (nk__op_def(o)->name && !strcmp(nk__op_def(o)->name, d->name))
                 nk_test_fail(__FILE__, __LINE__, "ops %d and %d are both %s", o, op, d->name);
         CHECK(d->engines != 0 && !(d->engines & ~compute));
         CHECK(d->default_engine < NK_ENGINE_COUNT && (d->engines & NK_ENG(d->default_engine)));
@@ -50,12 +50,12 @@ TEST(optable_every_row_is_complete)
                 if (!(d->engines & NK_ENG(e)))
                     continue;
                 nk_instr in = {.op = (uint8_t)op, .engine = (uint8_t)e};
-                if (!nk_op_operand_mems(&in, k))
+                if (!nk__op_operand_mems(&in, k))
                     nk_test_fail(__FILE__, __LINE__, "%s on %s: operand %s can be in no memory", d->name,
                                  nk_engine_name((nk_engine)e), o->name);
             }
         }
-        CHECK(nk_op_max_srcs(d) <= 3);
+        CHECK(nk__op_max_srcs(d) <= 3);
         /* the cost entry: a Tensor-engine op says how it streams; a DMA op
            has no cost-table entry */
         if (d->engines & NK_ENG(NK_ENGINE_TENSOR))
@@ -67,35 +67,35 @@ TEST(optable_every_row_is_complete)
         CHECK(d->cost.extra <= NK_COST_EXTRA_POOL_FIXED && d->cost.fast16 <= NK_FAST16_TWO_INPUT);
         CHECK((d->cost.extra_if & ~d->flags) == 0);
     }
-    CHECK(nk_op_def(NK_OP_COUNT) == NULL && nk_op_def(-1) == NULL);
-    CHECK_STR(nk_op_name(NK_OP_COUNT), "invalid");
+    CHECK(nk__op_def(NK_OP_COUNT) == NULL && nk__op_def(-1) == NULL);
+    CHECK_STR(nk__op_name(NK_OP_COUNT), "invalid");
 }
 
 TEST(optable_source_counts_follow_the_flags)
 {
     nk_instr in = {.op = NK_OP_ACTIVATION};
-    CHECK_INT(nk_op_nsrc(&in), 1);
+    CHECK_INT(nk__op_nsrc(&in), 1);
     in.flags = NK_IF_OPND1_T; /* scale a tile, bias an immediate: src[1] absent */
-    CHECK_INT(nk_op_nsrc(&in), 3);
-    CHECK(!nk_op_operand_present(&in, NK_OPND_SRC0 + 1) && nk_op_operand_present(&in, NK_OPND_SRC0 + 2));
-    CHECK(!nk_op_operand_present(&in, NK_OPND_DST2));
+    CHECK_INT(nk__op_nsrc(&in), 3);
+    CHECK(!nk__op_operand_present(&in, NK_OPND_SRC0 + 1) && nk__op_operand_present(&in, NK_OPND_SRC0 + 2));
+    CHECK(!nk__op_operand_present(&in, NK_OPND_DST2));
     in.flags |= NK_IF_REDUCE;
-    CHECK(nk_op_operand_present(&in, NK_OPND_DST2));
-    CHECK_STR(nk_op_operand_name(&in, NK_OPND_DST2), "reduce_res");
+    CHECK(nk__op_operand_present(&in, NK_OPND_DST2));
+    CHECK_STR(nk__op_operand_name(&in, NK_OPND_DST2), "reduce_res");
     in = (nk_instr){.op = NK_OP_MATMUL};
-    CHECK_INT(nk_op_nsrc(&in), 2);
-    CHECK_STR(nk_op_operand_name(&in, NK_OPND_SRC0), "stationary");
-    CHECK_STR(nk_op_operand_name(&in, NK_OPND_SRC0 + 1), "moving");
+    CHECK_INT(nk__op_nsrc(&in), 2);
+    CHECK_STR(nk__op_operand_name(&in, NK_OPND_SRC0), "stationary");
+    CHECK_STR(nk__op_operand_name(&in, NK_OPND_SRC0 + 1), "moving");
     in = (nk_instr){.op = NK_OP_IOTA};
-    CHECK_INT(nk_op_nsrc(&in), 0);
+    CHECK_INT(nk__op_nsrc(&in), 0);
     /* a transpose reads SBUF and writes PSUM on the Tensor engine, either on the Vector engine */
     in = (nk_instr){.op = NK_OP_TRANSPOSE, .engine = NK_ENGINE_TENSOR};
-    CHECK_INT(nk_op_operand_mems(&in, NK_OPND_DST), NK_MEM(NK_PSUM));
-    CHECK_INT(nk_op_operand_mems(&in, NK_OPND_SRC0), NK_MEM(NK_SBUF));
+    CHECK_INT(nk__op_operand_mems(&in, NK_OPND_DST), NK_MEM(NK_PSUM));
+    CHECK_INT(nk__op_operand_mems(&in, NK_OPND_SRC0), NK_MEM(NK_SBUF));
     in.engine = NK_ENGINE_VECTOR;
-    CHECK_INT(nk_op_operand_mems(&in, NK_OPND_DST), NK_MEM_ONCHIP);
+    CHECK_INT(nk__op_operand_mems(&in, NK_OPND_DST), NK_MEM_ONCHIP);
     in = (nk_instr){.op = NK_OP_TENSOR_COPY, .engine = NK_ENGINE_GPSIMD};
-    CHECK_INT(nk_op_operand_mems(&in, NK_OPND_SRC0), NK_MEM(NK_SBUF)); /* GpSimd has no PSUM port */
+    CHECK_INT(nk__op_operand_mems(&in, NK_OPND_SRC0), NK_MEM(NK_SBUF)); /* GpSimd has no PSUM port */
 }
 
 /* ---- one attribute text everywhere */
@@ -197,7 +197,7 @@ static const char *attrs_of(const nk_program *p, int op, char *buf, size_t n)
 {
     for (uint32_t i = 0; i < p->ninstr; i++)
         if (p->instrs[i].op == op) {
-            nk_op_attrs(&p->instrs[i], buf, n);
+            nk__op_attrs(&p->instrs[i], buf, n);
             return buf;
         }
     return "(no such instruction)";
@@ -219,8 +219,8 @@ TEST(optable_listing_and_exports_print_the_same_attributes)
     CHECK_INT(nk_program_dump(p, &dump), 0);
     if (!pr || !dump)
         goto out;
-    CHECK_INT(nk_export_json(pr, &eo, &json), 0);
-    CHECK_INT(nk_export_csv(pr, &eo, &csv), 0);
+    CHECK_INT(nk__export_json(pr, &eo, &json), 0);
+    CHECK_INT(nk__export_csv(pr, &eo, &csv), 0);
     int seen[NK_OP_COUNT] = {0}, engines[NK_ENGINE_COUNT] = {0};
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *ins = &p->instrs[i];
@@ -228,7 +228,7 @@ TEST(optable_listing_and_exports_print_the_same_attributes)
         seen[ins->op] = 1;
         if (ins->op == NK_OP_TRANSPOSE)
             engines[ins->engine] = 1;
-        size_t n = nk_op_attrs(ins, attrs, sizeof attrs);
+        size_t n = nk__op_attrs(ins, attrs, sizeof attrs);
         CHECK_INT(n, strlen(attrs));
         /* the listing: the attributes after the operands */
         CHECK(dump_line(dump, i, line, sizeof line));
@@ -237,7 +237,7 @@ TEST(optable_listing_and_exports_print_the_same_attributes)
             CHECK_CONTAINS(line, want);
         }
         /* every export: the operand text starts with the same attributes */
-        nk_view_operands(p, i, opnd, sizeof opnd);
+        nk__view_operands(p, i, opnd, sizeof opnd);
         CHECK(!strncmp(opnd, attrs, n) && (!n || opnd[n] == ' ' || !opnd[n]));
         snprintf(want, sizeof want, "\"operands\":\"%s\"", opnd);
         CHECK_CONTAINS(json.s, want);
@@ -246,7 +246,7 @@ TEST(optable_listing_and_exports_print_the_same_attributes)
     }
     for (int op = 0; op < NK_OP_COUNT; op++)
         if (!seen[op])
-            nk_test_fail(__FILE__, __LINE__, "the kernel has no %s", nk_op_name(op));
+            nk_test_fail(__FILE__, __LINE__, "the kernel has no %s", nk__op_name(op));
     CHECK(engines[NK_ENGINE_TENSOR] && engines[NK_ENGINE_VECTOR]);
     /* what the attributes say, in the kernel API's words */
     char b[256];
@@ -263,7 +263,7 @@ TEST(optable_listing_and_exports_print_the_same_attributes)
     /* operands under the kernel API's names */
     for (uint32_t i = 0; i < p->ninstr; i++) {
         char opnd[1024];
-        nk_view_operands(p, i, opnd, sizeof opnd);
+        nk__view_operands(p, i, opnd, sizeof opnd);
         if (p->instrs[i].op == NK_OP_ACTIVATION) {
             CHECK_CONTAINS(opnd, " reduce_res=sbuf[");
             CHECK_CONTAINS(opnd, " bias=sbuf[");
@@ -278,8 +278,8 @@ TEST(optable_listing_and_exports_print_the_same_attributes)
     }
 out:
     free(dump);
-    nk_text_free(&json);
-    nk_text_free(&csv);
+    nk__text_free(&json);
+    nk__text_free(&csv);
     nk_profile_free(pr);
     nk_array_free(&in[0]);
     nk_array_free(&in[1]);
@@ -316,7 +316,7 @@ TEST(optable_affine_select_on_false_is_the_value_written)
             if (p->instrs[i].op == NK_OP_AFFINE_SELECT) {
                 char opnd[1024];
                 CHECK(p->instrs[i].imm1 == 0 && p->instrs[i].imm0 == on_false_value);
-                nk_view_operands(p, i, opnd, sizeof opnd);
+                nk__view_operands(p, i, opnd, sizeof opnd);
                 CHECK_CONTAINS(opnd, "on_false=-7 ");
             }
         nk_array_free(&out[0]);
@@ -440,7 +440,7 @@ TEST(optable_dma_queues_come_from_the_target_table)
             int nq = nk_program_target_table(p)->dma_queues, np, nt;
             CHECK_INT(nq, t == 1 ? 32 : t == 2 ? 4 : 16);
             CHECK_INT(nk__program_check(p, err, sizeof err), 0);
-            CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+            CHECK_INT(nk__time_program(p, NULL, &tl), 0);
             queues_used(p, tl, nq, &np, &nt);
             CHECK_INT(np, want[t]);
             CHECK_INT(nt, want[t]);
@@ -468,7 +468,7 @@ TEST(optable_dma_queues_come_from_the_target_table)
             nk__program_destroy(q);
             nk__wr_free(&w);
         }
-        nk_timeline_free(tl);
+        nk__timeline_free(tl);
         nk_target_free(tab);
     }
     nk_kernel_free(k);

@@ -55,8 +55,8 @@ static void check_same_profile(const nk_profile *a, const nk_profile *b)
     CHECK_STR(a->nklab_version, b->nklab_version);
     CHECK(a->created_unix == b->created_unix);
     char *ta = NULL, *tb = NULL;
-    CHECK_INT(nk_arch_format(&a->arch, &ta), 0);
-    CHECK_INT(nk_arch_format(&b->arch, &tb), 0);
+    CHECK_INT(nk__arch_format(&a->arch, &ta), 0);
+    CHECK_INT(nk__arch_format(&b->arch, &tb), 0);
     CHECK_STR(ta, tb);
     free(ta);
     free(tb);
@@ -102,8 +102,8 @@ TEST(profile_capture_write_read_roundtrip)
         /* the program read back owns a copy of trn1's table */
         CHECK(q->prog->arch == &q->prog->table);
         CHECK_STR(q->prog->arch->name, "trn1");
-        CHECK(q->prog->arch->pe_ghz == nk_arch_get("trn1")->pe_ghz &&
-              q->prog->arch->hbm_gbps == nk_arch_get("trn1")->hbm_gbps);
+        CHECK(q->prog->arch->pe_ghz == nk__arch_get("trn1")->pe_ghz &&
+              q->prog->arch->hbm_gbps == nk__arch_get("trn1")->hbm_gbps);
         CHECK(nk_profile_program(q) == q->prog);
     }
     nk_profile_free(q);
@@ -131,11 +131,11 @@ TEST(profile_every_builtin_kernel_captures_on_both_targets)
             if (p) {
                 /* the model's timeline passes the reader's checks */
                 nk_timeline *tl = NULL;
-                CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+                CHECK_INT(nk__time_program(p, NULL, &tl), 0);
                 CHECK_INT(nk__timeline_check(tl, p, p->arch, err, sizeof err), 0);
                 if (err[0])
                     printf("  %s on %s: %s\n", ki->name, targets[t], err);
-                nk_timeline_free(tl);
+                nk__timeline_free(tl);
                 CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
             }
             if (pr) {
@@ -260,7 +260,7 @@ TEST(profile_on_a_modified_target_keeps_that_table)
     const nk_program *p = fx_compile_exp(&k, 250, 512);
     nk_arch slow;
     char err[256] = "";
-    CHECK_INT(nk_arch_load_text("base = trn1\nname = slowhbm\nhbm_gbps = 100\n", "test", &slow, err, sizeof err), 0);
+    CHECK_INT(nk__arch_load_text("base = trn1\nname = slowhbm\nhbm_gbps = 100\n", "test", &slow, err, sizeof err), 0);
     nk_profile *pr = NULL, *q = NULL;
     CHECK_INT(nk_profile_capture(p, &slow, &pr), 0);
     if (pr) {
@@ -270,7 +270,7 @@ TEST(profile_on_a_modified_target_keeps_that_table)
         if (q) {
             CHECK_STR(q->arch.name, "slowhbm");
             CHECK(q->arch.hbm_gbps == 100.0);
-            CHECK(q->arch.pe_ghz == nk_arch_get("trn1")->pe_ghz);
+            CHECK(q->arch.pe_ghz == nk__arch_get("trn1")->pe_ghz);
             CHECK_STR(q->prog->target, "trn1");
         }
     }

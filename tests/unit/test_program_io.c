@@ -130,8 +130,8 @@ static void check_same_program(const nk_program *a, const nk_program *b)
               a->arch->dma_engine_gbps == b->arch->dma_engine_gbps);
         CHECK_INT(a->arch->sbuf_partition_bytes, b->arch->sbuf_partition_bytes);
         char *ta = NULL, *tb = NULL;
-        CHECK_INT(nk_arch_format(a->arch, &ta), 0);
-        CHECK_INT(nk_arch_format(b->arch, &tb), 0);
+        CHECK_INT(nk__arch_format(a->arch, &ta), 0);
+        CHECK_INT(nk__arch_format(b->arch, &tb), 0);
         if (ta && tb)
             CHECK_STR(ta, tb);
         free(ta);

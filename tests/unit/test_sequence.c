@@ -91,7 +91,7 @@ TEST(seq_segments_boundaries_and_no_dma_between_kernels_on_chip)
         CHECK_INT(dma[1], v ? 1 : 2);
         CHECK_INT(dma[2], v ? 2 : 3);
         nk_timeline *tl = NULL;
-        CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+        CHECK_INT(nk__time_program(p, NULL, &tl), 0);
         if (tl) {
             double end1 = 0, start2 = INFINITY;
             for (uint32_t i = 0; i < p->ninstr; i++) {
@@ -101,7 +101,7 @@ TEST(seq_segments_boundaries_and_no_dma_between_kernels_on_chip)
                     start2 = fmin(start2, tl->instr_start[i]);
             }
             CHECK(end1 > 0 && start2 >= end1);
-            nk_timeline_free(tl);
+            nk__timeline_free(tl);
         }
         nk_kernel_free(k);
     }
@@ -253,7 +253,7 @@ TEST(seq_every_kernel_is_launched_and_named_in_the_profile)
     const nk_timeline *tl = pr->tl;
     const nk_arch *a = p->arch;
     CHECK_INT(tl->nregions, 4);
-    CHECK_NEAR(nk_timeline_launch_ns(tl), 2 * (a->launch_startup_ns + a->launch_teardown_ns), 1e-12, 1e-9);
+    CHECK_NEAR(nk__timeline_launch_ns(tl), 2 * (a->launch_startup_ns + a->launch_teardown_ns), 1e-12, 1e-9);
     double end1 = 0, start2 = INFINITY, end2 = 0;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         if (p->instrs[i].seg == 1)
@@ -272,17 +272,17 @@ TEST(seq_every_kernel_is_launched_and_named_in_the_profile)
     CHECK_CONTAINS(sum, "\n              matmul_basic         4 instructions");
     free(sum);
     nk_text csv = {0}, js = {0}, pf = {0};
-    CHECK_INT(nk_export_csv(pr, NULL, &csv), 0);
+    CHECK_INT(nk__export_csv(pr, NULL, &csv), 0);
     CHECK_CONTAINS(csv.s, ",kernel\r\n");
     CHECK_CONTAINS(csv.s, ",scale\r\n");
     CHECK_CONTAINS(csv.s, ",matmul_basic\r\n");
-    CHECK_INT(nk_export_json(pr, NULL, &js), 0);
+    CHECK_INT(nk__export_json(pr, NULL, &js), 0);
     CHECK_CONTAINS(js.s, "\"kernel\":\"matmul_basic\"");
-    CHECK_INT(nk_export_perfetto(pr, NULL, &pf), 0);
+    CHECK_INT(nk__export_perfetto(pr, NULL, &pf), 0);
     CHECK_CONTAINS(pf.s, "\"kernel\":\"scale\"");
-    nk_text_free(&csv);
-    nk_text_free(&js);
-    nk_text_free(&pf);
+    nk__text_free(&csv);
+    nk__text_free(&js);
+    nk__text_free(&pf);
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
@@ -302,8 +302,8 @@ TEST(seq_insight_names_the_hbm_round_trip)
         const nk_program *p = compile(k, args, 2);
         nk_profile *pr = NULL;
         nk_insights *ins = NULL;
-        if (p && !nk_profile_capture(p, NULL, &pr) && !nk_insights_build(pr, &ins)) {
-            const nk_finding *f = nk_insights_find(ins, NK_RULE_HBM_ROUND_TRIP);
+        if (p && !nk_profile_capture(p, NULL, &pr) && !nk__insights_build(pr, &ins)) {
+            const nk_finding *f = nk__insights_find(ins, NK_RULE_HBM_ROUND_TRIP);
             if (v == 0) {
                 CHECK(f != NULL);
                 if (f) {
@@ -322,7 +322,7 @@ TEST(seq_insight_names_the_hbm_round_trip)
         }
         if (pr)
             total[v] = pr->tl->total_ns;
-        nk_insights_free(ins);
+        nk__insights_free(ins);
         nk_profile_free(pr);
         nk_kernel_free(k);
     }

@@ -150,8 +150,8 @@ TEST(spmd_instances_are_placed_on_cores_as_nki_documents)
 static double device_ns(const nk_program *p)
 {
     nk_timeline *tl = NULL;
-    double t = nk_time_program(p, NULL, &tl) ? -1 : tl->total_ns - nk_timeline_launch_ns(tl);
-    nk_timeline_free(tl);
+    double t = nk__time_program(p, NULL, &tl) ? -1 : tl->total_ns - nk__timeline_launch_ns(tl);
+    nk__timeline_free(tl);
     return t;
 }
 
@@ -195,7 +195,7 @@ TEST(spmd_timeline_shows_cores_side_by_side)
         nk_options o = grid_opts(t ? "trn2" : "trn1", 2, 0, 0);
         const nk_program *p = compile(k, args, 2, &o);
         nk_timeline *tl = NULL;
-        if (!p || nk_time_program(p, NULL, &tl))
+        if (!p || nk__time_program(p, NULL, &tl))
             continue;
         double s[2] = {INFINITY, INFINITY}, e[2] = {0, 0};
         for (uint32_t i = 0; i < p->ninstr; i++) {
@@ -207,7 +207,7 @@ TEST(spmd_timeline_shows_cores_side_by_side)
             CHECK(s[1] < e[0]); /* side by side */
         else
             CHECK(s[1] >= e[0]); /* one after the other */
-        nk_timeline_free(tl);
+        nk__timeline_free(tl);
     }
     nk_kernel_free(k);
 }
@@ -377,7 +377,7 @@ TEST(spmd_profile_shows_a_row_group_per_core)
         return;
     }
     nk_view_rows rows;
-    CHECK_INT(nk_view_rows_build(p, pr->tl, &rows), 0);
+    CHECK_INT(nk__view_rows_build(p, pr->tl, &rows), 0);
     CHECK_INT(rows.ncores, 2);
     uint32_t per_core[2] = {0, 0};
     for (uint32_t r = 0; r < rows.n; r++)
@@ -387,32 +387,32 @@ TEST(spmd_profile_shows_a_row_group_per_core)
     /* every event lands in its own core's group */
     for (uint32_t e = 0; e < pr->tl->nevents; e++) {
         const nk_event *ev = &pr->tl->events[e];
-        const nk_view_row *r = &rows.row[nk_view_event_row(&rows, ev)];
+        const nk_view_row *r = &rows.row[nk__view_event_row(&rows, ev)];
         if (r->core != nk__instr_core(p, &p->instrs[ev->instr]) || r->engine != ev->engine) {
             nk_test_fail(__FILE__, __LINE__, "event %u on row %s", e, r->name);
             break;
         }
     }
-    nk_view_rows_free(&rows);
+    nk__view_rows_free(&rows);
     nk_text tx = {0}, pf = {0}, csv = {0}, js = {0};
-    CHECK_INT(nk_view_timeline(pr, 100, &tx), 0);
+    CHECK_INT(nk__view_timeline(pr, 100, &tx), 0);
     CHECK_CONTAINS(tx.s, "\nNC1 Vector   |");
-    CHECK_INT(nk_export_perfetto(pr, NULL, &pf), 0);
+    CHECK_INT(nk__export_perfetto(pr, NULL, &pf), 0);
     CHECK_CONTAINS(pf.s, "\"pid\":2,\"name\":\"process_name\"");
     CHECK_CONTAINS(pf.s, "{\"ph\":\"X\",\"pid\":2,");
-    CHECK_INT(nk_export_csv(pr, NULL, &csv), 0);
+    CHECK_INT(nk__export_csv(pr, NULL, &csv), 0);
     CHECK_CONTAINS(csv.s, ",deps,core,instance,kernel\r\n");
-    CHECK_INT(nk_export_json(pr, NULL, &js), 0);
+    CHECK_INT(nk__export_json(pr, NULL, &js), 0);
     CHECK_CONTAINS(js.s, "\"spmd\":{\"grid\":[2,2],\"nc\":[0,0],\"cores\":2,\"instance_core\":[0,1,0,1]}");
     CHECK_CONTAINS(js.s, "\"core\":1,\"instance\":3");
     char *sum = NULL;
     CHECK_INT(nk_profile_summary(pr, NULL, 0, &sum), 0);
     CHECK_CONTAINS(sum, "grid          [2, 2]: 4 program instances on 2 NeuronCores\n  NC0         2 instances, busy");
     free(sum);
-    nk_text_free(&tx);
-    nk_text_free(&pf);
-    nk_text_free(&csv);
-    nk_text_free(&js);
+    nk__text_free(&tx);
+    nk__text_free(&pf);
+    nk__text_free(&csv);
+    nk__text_free(&js);
     nk_profile_free(pr);
     nk_kernel_free(k);
 }

@@ -58,7 +58,7 @@ static nk_profile *capture_fn(const char *name, nk_kernel_fn fn)
 static const char *find_heading(const char *text, int n, const nk_finding *f)
 {
     char want[256];
-    snprintf(want, sizeof want, "\n%d. [%s] %s\n", n, nk_ins_severity_name(f->severity), f->title);
+    snprintf(want, sizeof want, "\n%d. [%s] %s\n", n, nk__ins_severity_name(f->severity), f->title);
     return strstr(text, want);
 }
 
@@ -69,7 +69,7 @@ TEST(summary_text_ends_with_the_top_three_findings)
     char *text = NULL, *json = NULL;
     CHECK(pr != NULL);
     if (pr) {
-        CHECK_INT(nk_insights_build(pr, &ins), 0);
+        CHECK_INT(nk__insights_build(pr, &ins), 0);
         CHECK_INT(nk_profile_summary(pr, "many.nkp", 0, &text), 0);
         CHECK_INT(nk_profile_summary(pr, "many.nkp", 1, &json), 0);
     }
@@ -102,7 +102,7 @@ TEST(summary_text_ends_with_the_top_three_findings)
 out:
     free(text);
     free(json);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }
 
@@ -113,7 +113,7 @@ TEST(summary_text_without_findings_ends_with_the_metrics)
     char *text = NULL;
     CHECK(pr != NULL);
     if (pr) {
-        CHECK_INT(nk_insights_build(pr, &ins), 0);
+        CHECK_INT(nk__insights_build(pr, &ins), 0);
         CHECK_INT(nk_profile_summary(pr, NULL, 0, &text), 0);
     }
     if (ins && text) {
@@ -125,6 +125,6 @@ TEST(summary_text_without_findings_ends_with_the_metrics)
         CHECK(last && !strchr(last + 1, '\n')[1]); /* the metric's line is the last */
     }
     free(text);
-    nk_insights_free(ins);
+    nk__insights_free(ins);
     nk_profile_free(pr);
 }

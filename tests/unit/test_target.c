@@ -319,12 +319,12 @@ TEST(target_program_and_profile_files_keep_a_modified_table)
         CHECK_INT(q->arch->sbuf_partition_bytes, 393216);
         CHECK_INT(q->sbuf_peak, p->sbuf_peak);
         nk_timeline *ta = NULL, *tb = NULL;
-        CHECK_INT(nk_time_program(p, NULL, &ta), 0);
-        CHECK_INT(nk_time_program(q, NULL, &tb), 0);
+        CHECK_INT(nk__time_program(p, NULL, &ta), 0);
+        CHECK_INT(nk__time_program(q, NULL, &tb), 0);
         if (ta && tb)
             CHECK(ta->total_ns == tb->total_ns);
-        nk_timeline_free(ta);
-        nk_timeline_free(tb);
+        nk__timeline_free(ta);
+        nk__timeline_free(tb);
     }
     if (pr) {
         CHECK_INT(nk_profile_write(pr, prof_path), 0);

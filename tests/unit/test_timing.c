@@ -65,12 +65,12 @@ static int run_case(tcase *c, const char *name, nk_kernel_fn fn, const nk_array 
         printf("  compile %s: %s\n", name, nk_kernel_error(c->k));
         return rc;
     }
-    return nk_time_program(c->p, NULL, &c->tl);
+    return nk__time_program(c->p, NULL, &c->tl);
 }
 
 static void end_case(tcase *c)
 {
-    nk_timeline_free(c->tl);
+    nk__timeline_free(c->tl);
     nk_kernel_free(c->k);
 }
 
@@ -489,7 +489,7 @@ TEST(timing_hbm_bandwidth_caps_all_dma_engines)
 {
     nk_arch slow;
     char err[256];
-    CHECK_INT(nk_arch_load_text("base = trn1\nhbm_gbps = 50\n", "slow", &slow, err, sizeof err), 0);
+    CHECK_INT(nk__arch_load_text("base = trn1\nhbm_gbps = 50\n", "slow", &slow, err, sizeof err), 0);
     nk_array args[1] = {arg2(NK_F32, 128, 1024)};
     tcase c;
     CHECK_INT(run_case(&c, "copy", k_copy, args, 1, "trn1"), 0);
@@ -500,13 +500,13 @@ TEST(timing_hbm_bandwidth_caps_all_dma_engines)
     /* 16 engines x 16 B/ns = 256 GB/s stays under trn1's 410: the engines bound it */
     CHECK_NEAR(end_fast, STARTUP + DMA_LAT + 2048.0, 1e-12, 0);
     nk_timeline *tl;
-    CHECK_INT(nk_time_program(c.p, &slow, &tl), 0);
+    CHECK_INT(nk__time_program(c.p, &slow, &tl), 0);
     if (tl) {
         /* 512 KiB through 50 GB/s */
         CHECK_NEAR(tl->instr_end[ld], STARTUP + DMA_LAT + 128.0 * 4096 / 50, 1e-12, 0);
         CHECK_STR(tl->target, "trn1");
     }
-    nk_timeline_free(tl);
+    nk__timeline_free(tl);
     end_case(&c);
 }
 
@@ -909,13 +909,13 @@ TEST(timing_dma_throughput_steps_at_transfer_edges)
         nk_timeline *tl = NULL;
         CHECK_INT(nk_kernel_compile(k, args, ki->nargs, &o, &p), 0);
         if (p)
-            CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+            CHECK_INT(nk__time_program(p, NULL, &tl), 0);
         if (tl) {
             check_throughput(tl, ki->name);
             samples += tl->counters[0].n;
             xfers += tl->nxfers;
         }
-        nk_timeline_free(tl);
+        nk__timeline_free(tl);
         nk_kernel_free(k);
     }
     CHECK(xfers > 1000);
@@ -931,7 +931,7 @@ TEST(timing_never_depends_on_input_values)
     const nk_program *p;
     CHECK_INT(nk_kernel_compile(k, &in, 1, NULL, &p), 0);
     nk_timeline *ref;
-    CHECK_INT(nk_time_program(p, NULL, &ref), 0);
+    CHECK_INT(nk__time_program(p, NULL, &ref), 0);
     float *x = in.data;
     for (int round = 0; round < 2 && ref; round++) {
         for (int i = 0; i < 250 * 512; i++)
@@ -942,7 +942,7 @@ TEST(timing_never_depends_on_input_values)
         if (nouts)
             nk_array_free(&out[0]);
         nk_timeline *tl;
-        CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+        CHECK_INT(nk__time_program(p, NULL, &tl), 0);
         if (!tl)
             continue;
         CHECK_INT(tl->nevents, ref->nevents);
@@ -957,9 +957,9 @@ TEST(timing_never_depends_on_input_values)
                    u->start == v->start && u->end == v->end;
         }
         CHECK(same);
-        nk_timeline_free(tl);
+        nk__timeline_free(tl);
     }
-    nk_timeline_free(ref);
+    nk__timeline_free(ref);
     nk_array_free(&in);
     nk_kernel_free(k);
 }
@@ -1147,7 +1147,7 @@ TEST(timing_rejects_malformed_programs)
     nk_array args[1] = {arg2(NK_F32, 128, 512)};
     nk_program *p;
     char err[256];
-    CHECK_INT(nk_trace("exp", k_exp, args, 1, NULL, &p, err, sizeof err), 0);
+    CHECK_INT(nk__trace("exp", k_exp, args, 1, NULL, &p, err, sizeof err), 0);
     if (!p)
         return;
     nk_timeline *tl = (nk_timeline *)1;
@@ -1156,20 +1156,20 @@ TEST(timing_rejects_malformed_programs)
     uint32_t saved = *d;
     CHECK(p->instrs[1].ndep > 0);
     *d = 2;
-    CHECK_INT(nk_time_program(p, NULL, &tl), NK_EINVAL);
+    CHECK_INT(nk__time_program(p, NULL, &tl), NK_EINVAL);
     CHECK(tl == NULL);
     *d = saved;
     /* an activation on the Vector engine */
     p->instrs[1].engine = NK_ENGINE_VECTOR;
-    CHECK_INT(nk_time_program(p, NULL, &tl), NK_EINVAL);
+    CHECK_INT(nk__time_program(p, NULL, &tl), NK_EINVAL);
     p->instrs[1].engine = NK_ENGINE_SCALAR;
     /* a target without DMA engines */
-    nk_arch a = *nk_arch_get("trn1");
+    nk_arch a = *nk__arch_get("trn1");
     a.dma_engines = 0;
-    CHECK_INT(nk_time_program(p, &a, &tl), NK_EINVAL);
-    CHECK_INT(nk_time_program(p, NULL, &tl), 0);
-    nk_timeline_free(tl);
-    CHECK_INT(nk_time_program(p, NULL, NULL), NK_EINVAL);
+    CHECK_INT(nk__time_program(p, &a, &tl), NK_EINVAL);
+    CHECK_INT(nk__time_program(p, NULL, &tl), 0);
+    nk__timeline_free(tl);
+    CHECK_INT(nk__time_program(p, NULL, NULL), NK_EINVAL);
     nk__program_destroy(p);
 }
 
@@ -1258,9 +1258,9 @@ TEST(timing_hardware_dge_triggers_serialize_on_the_sync_engine)
         char text[128], err[256];
         nk_arch a;
         snprintf(text, sizeof text, "base = trn1\ndma_trigger_ns = %g\n", cost[v]);
-        CHECK_INT(nk_arch_load_text(text, "dge", &a, err, sizeof err), 0);
+        CHECK_INT(nk__arch_load_text(text, "dge", &a, err, sizeof err), 0);
         nk_timeline *tl = NULL;
-        CHECK_INT(nk_time_program(c.p, &a, &tl), 0);
+        CHECK_INT(nk__time_program(c.p, &a, &tl), 0);
         for (int k = 0; tl && k < 4; k++) {
             int ld = nth_instr(c.p, NK_OP_LOAD, k);
             double ts = start_of(tl, ld, NK_EV_DMA_TRIGGER);
@@ -1276,7 +1276,7 @@ TEST(timing_hardware_dge_triggers_serialize_on_the_sync_engine)
                    "(8 ns triggers: %.0f ns)\n",
                    start_of(tl, nth_instr(c.p, NK_OP_LOAD, 3), NK_EV_DMA_TRIGGER) - STARTUP,
                    start_of(c.tl, nth_instr(c.p, NK_OP_LOAD, 3), NK_EV_DMA_TRIGGER) - STARTUP);
-        nk_timeline_free(tl);
+        nk__timeline_free(tl);
     }
     /* with the default 8 ns triggers the same loads start 8 ns apart */
     CHECK_NEAR(start_of(c.tl, nth_instr(c.p, NK_OP_LOAD, 3), NK_EV_DMA_TRIGGER), STARTUP + 3 * TRIGGER, 1e-12, 0);
@@ -1308,24 +1308,24 @@ TEST(timing_launch_is_its_own_region)
     }
     CHECK(first == STARTUP);
     CHECK_NEAR(tl->total_ns, last + TEARDOWN, 1e-12, 0);
-    CHECK_NEAR(nk_timeline_launch_ns(tl), STARTUP + TEARDOWN, 1e-12, 0);
+    CHECK_NEAR(nk__timeline_launch_ns(tl), STARTUP + TEARDOWN, 1e-12, 0);
     /* the same table without a launch: every time moves back by the start-up */
     nk_arch a;
     char err[256];
-    CHECK_INT(nk_arch_load_text("base = trn1\nlaunch_startup_ns = 0\nlaunch_teardown_ns = 0\n", "nolaunch", &a, err,
+    CHECK_INT(nk__arch_load_text("base = trn1\nlaunch_startup_ns = 0\nlaunch_teardown_ns = 0\n", "nolaunch", &a, err,
                                 sizeof err), 0);
     nk_timeline *bare = NULL;
-    CHECK_INT(nk_time_program(c.p, &a, &bare), 0);
+    CHECK_INT(nk__time_program(c.p, &a, &bare), 0);
     if (bare) {
         CHECK_NEAR(bare->total_ns, tl->total_ns - STARTUP - TEARDOWN, 1e-9, 0);
         for (uint32_t i = 0; i < c.p->ninstr; i++)
             CHECK(fabs(bare->instr_start[i] + STARTUP - tl->instr_start[i]) < 1e-9 &&
                   fabs(bare->instr_end[i] + STARTUP - tl->instr_end[i]) < 1e-9);
-        CHECK(nk_timeline_launch_ns(bare) == 0);
+        CHECK(nk__timeline_launch_ns(bare) == 0);
         printf("  [128, 512] f32 copy on trn1: device time %.3f us, of which launch %.3f us (without: %.3f us)\n",
-               tl->total_ns / 1000, nk_timeline_launch_ns(tl) / 1000, bare->total_ns / 1000);
+               tl->total_ns / 1000, nk__timeline_launch_ns(tl) / 1000, bare->total_ns / 1000);
     }
-    nk_timeline_free(bare);
+    nk__timeline_free(bare);
     /* the metric and the summary line */
     nk_profile *pr = NULL;
     nk_metrics m;
@@ -1361,7 +1361,7 @@ TEST(timing_spmd_launch_regions_per_core)
         CHECK_INT(nk_kernel_compile(k, args, 2, &o, &p), 0);
         nk_timeline *tl = NULL;
         if (p)
-            CHECK_INT(nk_time_program(p, NULL, &tl), 0);
+            CHECK_INT(nk__time_program(p, NULL, &tl), 0);
         if (!tl)
             continue;
         uint32_t ncores = t ? 2 : 1;
@@ -1381,8 +1381,8 @@ TEST(timing_spmd_launch_regions_per_core)
             end = fmax(end, r->end);
         }
         CHECK(tl->total_ns == end);
-        CHECK_NEAR(nk_timeline_launch_ns(tl), STARTUP + TEARDOWN, 1e-12, 0);
-        nk_timeline_free(tl);
+        CHECK_NEAR(nk__timeline_launch_ns(tl), STARTUP + TEARDOWN, 1e-12, 0);
+        nk__timeline_free(tl);
     }
     nk_kernel_free(k);
 }
