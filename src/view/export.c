@@ -265,6 +265,55 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     nk__vb_str(t, "}}");
 }
 
+static const char *region_name(const nk_region *g)
+{
+    return g->kind == NK_REGION_STARTUP ? "start-up" : "tear-down";
+}
+
+/* The kernel launch (start-up, tear-down) as slices on a "Launch" thread of
+ * its core's process, after that core's engine and queue threads. */
+static void put_launch_regions(const nk_timeline *tl, const nk_view_rows *rows, const lanes *L, nk_text *t)
+{
+    if (!tl->nregions || !rows->n)
+        return;
+    uint32_t r = rows->n - 1;
+    uint32_t tid0 = L->tid_base[r] + (L->nlanes[r] ? L->nlanes[r] : 1); /* the first free tid */
+    uint32_t ncores = rows->ncores ? rows->ncores : 1;
+    for (uint32_t c = 0; c < ncores; c++) {
+        int named = 0;
+        for (uint32_t k = 0; k < tl->nregions; k++) {
+            const nk_region *g = &tl->regions[k];
+            if (g->core != c)
+                continue;
+            if (!named) {
+                nk__vb_str(t, ",\n{\"ph\":\"M\",\"pid\":");
+                nk__vb_u64(t, 1u + c);
+                nk__vb_str(t, ",\"tid\":");
+                nk__vb_u64(t, tid0 + c);
+                nk__vb_str(t, ",\"name\":\"thread_name\",\"args\":{\"name\":\"Launch\"}},\n{\"ph\":\"M\",\"pid\":");
+                nk__vb_u64(t, 1u + c);
+                nk__vb_str(t, ",\"tid\":");
+                nk__vb_u64(t, tid0 + c);
+                nk__vb_str(t, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":0}}");
+                named = 1;
+            }
+            nk__vb_str(t, ",\n{\"ph\":\"X\",\"pid\":");
+            nk__vb_u64(t, 1u + c);
+            nk__vb_str(t, ",\"tid\":");
+            nk__vb_u64(t, tid0 + c);
+            nk__vb_str(t, ",\"ts\":");
+            put_us(t, ps(g->start));
+            nk__vb_str(t, ",\"dur\":");
+            put_us(t, ps(g->end) - ps(g->start));
+            nk__vb_str(t, ",\"name\":\"launch ");
+            nk__vb_str(t, region_name(g));
+            nk__vb_str(t, "\",\"cat\":\"launch\",\"args\":{\"region\":");
+            nk__vb_jstr(t, region_name(g));
+            nk__vb_str(t, "}}");
+        }
+    }
+}
+
 static void put_counter_events(const nk_timeline *tl, nk_text *t)
 {
     for (uint32_t c = 0; c < tl->ncounters; c++) {
@@ -377,6 +426,7 @@ int nk__export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *
         nk__vb_str(t, "}}");
     }
     put_thread_names(&rows, &L, t);
+    put_launch_regions(pr->tl, &rows, &L, t);
     for (uint32_t e = 0; e < pr->tl->nevents; e++) {
         put_slice(pr, &rows, &L, e, t);
         drain(t);
@@ -579,6 +629,20 @@ int nk__export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
     rc = nk__view_summary_json(pr, &sum, t);
     if (rc)
         goto out;
+    nk__vb_str(t, ",\"launch_regions\":[");
+    for (uint32_t k = 0; k < pr->tl->nregions; k++) {
+        const nk_region *g = &pr->tl->regions[k];
+        nk__vb_str(t, k ? ",{\"region\":" : "{\"region\":");
+        nk__vb_jstr(t, region_name(g));
+        nk__vb_str(t, ",\"core\":");
+        nk__vb_u64(t, g->core);
+        nk__vb_str(t, ",\"start_ns\":");
+        nk__vb_num(t, g->start, 3);
+        nk__vb_str(t, ",\"end_ns\":");
+        nk__vb_num(t, g->end, 3);
+        nk__vb_chr(t, '}');
+    }
+    nk__vb_chr(t, ']');
     put_schedule_json(pr->prog, t);
     nk__vb_str(t, ",\"instructions\":[");
     int first = 1;

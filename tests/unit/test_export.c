@@ -786,7 +786,8 @@ TEST(view_html_of_a_real_kernel)
     }
     CHECK(has_source);
     CHECK_INT(nk__export_perfetto(pr, NULL, &trace), NK_OK);
-    CHECK_INT(count_str(trace.s, "\"ph\":\"X\""), pr->tl->nevents);
+    CHECK(pr->tl->nregions == 2); /* start-up and tear-down */
+    CHECK_INT(count_str(trace.s, "\"ph\":\"X\""), pr->tl->nevents + pr->tl->nregions);
     CHECK_INT(nk__export_csv(pr, NULL, &csv), NK_OK);
     CHECK_INT(count_str(csv.s, "\r\n"), pr->prog->ninstr + 1);
     jfree(d);
@@ -938,6 +939,78 @@ TEST(export_perfetto_flows_of_every_builtin_point_forward)
         }
     CHECK(nflows > 10000);
     CHECK(nmoving > 100); /* the matmul kernels' moving operands do arrive last */
+}
+
+/* The kernel launch is a "Launch" thread of each core's process in the
+ * trace, and a launch_regions list in the JSON export, both as timed. */
+TEST(export_launch_regions_per_core)
+{
+    const nk_kernel_info *info = nk_builtin_kernel("spmd_tensor_add");
+    CHECK(info != NULL);
+    if (!info)
+        return;
+    nk_array args[NK_KERNEL_MAX_ARGS];
+    for (int a = 0; a < info->nargs; a++) {
+        args[a] = (nk_array){info->args[a].dtype, info->args[a].ndim, {0}, NULL};
+        memcpy(args[a].shape, info->args[a].shape, sizeof args[a].shape);
+    }
+    nk_options o = {.target = "trn2"};
+    memcpy(o.grid, info->grid, sizeof o.grid);
+    nk_kernel *k = nk_kernel_new(info->name, info->fn);
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    CHECK_INT(nk_kernel_compile(k, args, info->nargs, &o, &p), 0);
+    if (p)
+        CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+    if (!pr) {
+        nk_kernel_free(k);
+        return;
+    }
+    const nk_timeline *tl = pr->tl;
+    CHECK_INT(tl->nregions, 4); /* two cores on trn2, a start-up and a tear-down each */
+    nk_text t = {0}, js = {0};
+    CHECK_INT(nk__export_perfetto(pr, NULL, &t), NK_OK);
+    jv *doc = jdoc(t.s);
+    jv *evs = doc ? jget(doc, "traceEvents") : NULL;
+    CHECK(evs != NULL);
+    int found[8] = {0};
+    for (int i = 0; evs && i < evs->n; i++) {
+        const jv *e = evs->item[i];
+        if (strcmp(jstr(e, "ph"), "X") || strcmp(jstr(e, "cat"), "launch"))
+            continue;
+        CHECK_STR(thread_name(evs, jnum(e, "tid")), "Launch");
+        int core = (int)jnum(e, "pid") - 1;
+        const char *kind = jstr(jget(e, "args"), "region");
+        int matched = 0;
+        for (uint32_t r = 0; r < tl->nregions && r < 8; r++) {
+            const nk_region *g = &tl->regions[r];
+            if (g->core != core || strcmp(kind, g->kind == NK_REGION_STARTUP ? "start-up" : "tear-down"))
+                continue;
+            CHECK_NEAR(jnum(e, "ts"), g->start / 1000.0, 0, 1e-6);
+            CHECK_NEAR(jnum(e, "dur"), (g->end - g->start) / 1000.0, 0, 1e-6);
+            found[r]++;
+            matched = 1;
+        }
+        CHECK(matched);
+    }
+    for (uint32_t r = 0; r < tl->nregions && r < 8; r++)
+        CHECK_INT(found[r], 1);
+    /* and no instruction slice on the Launch thread */
+    CHECK_INT(count_str(t.s, "\"cat\":\"launch\""), (int)tl->nregions);
+    CHECK_INT(nk__export_json(pr, NULL, &js), NK_OK);
+    jv *jd = jdoc(js.s);
+    const jv *lr = jd ? jget(jd, "launch_regions") : NULL;
+    CHECK(lr && lr->type == J_ARR && lr->n == (int)tl->nregions);
+    for (int r = 0; lr && r < lr->n && r < (int)tl->nregions; r++) {
+        CHECK_INT(jnum(lr->item[r], "core"), tl->regions[r].core);
+        CHECK_NEAR(jnum(lr->item[r], "end_ns"), tl->regions[r].end, 0, 1e-3);
+    }
+    jfree(jd);
+    jfree(doc);
+    nk__text_free(&js);
+    nk__text_free(&t);
+    nk_profile_free(pr);
+    nk_kernel_free(k);
 }
 
 /* ---------------------------------------------------------------- terminal timeline */
