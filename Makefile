@@ -19,6 +19,10 @@ CPPFLAGS += -I/usr/include/$(MULTIARCH)/openblas-serial
 # SLEEF (libsleef-dev): the executor's vectorised exp, log, tanh, sin, cos, arctan.
 LDLIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lsleef -lm -lpthread
 BUILD ?= build
+# Only what include/nklab.h and kernels/kernels.h declare is exported (their
+# visibility pragma); every other function of the library stays hidden, also
+# from the kernels that `nklab run` loads into the CLI (-rdynamic).
+VIS = -fvisibility=hidden
 
 LIB_SRC = $(wildcard src/core/*.c src/isa/*.c src/arch/*.c src/trace/*.c src/sched/*.c src/exec/*.c src/rt/*.c \
                      src/timing/*.c src/profile/*.c src/view/*.c src/bench/*.c src/insights/*.c src/calib/*.c)
@@ -44,7 +48,7 @@ $(BUILD)/.deps: scripts/install-deps.sh
 
 $(BUILD)/%.o: %.c $(HDRS) $(BUILD)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(VIS) $(WARN) -c $< -o $@
 
 # The viewer's HTML/CSS/JS, embedded into the library as C arrays.
 VIEW_ASSETS = src/view/assets/viewer.html src/view/assets/viewer.css src/view/assets/viewer.js
@@ -53,7 +57,7 @@ $(BUILD)/gen/view_assets.c: $(VIEW_ASSETS) scripts/embed-assets.sh
 	scripts/embed-assets.sh $@ nk__view_asset_html=src/view/assets/viewer.html \
 	    nk__view_asset_css=src/view/assets/viewer.css nk__view_asset_js=src/view/assets/viewer.js
 $(BUILD)/gen/view_assets.o: $(BUILD)/gen/view_assets.c
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(VIS) -c $< -o $@
 
 # The built-in kernels' sources, embedded into the kernels library under the
 # paths their __FILE__ records (kernels/sources.c), so their profiles hold the
@@ -62,7 +66,7 @@ $(BUILD)/gen/kernel_sources.c: $(KERN_SRC) scripts/embed-assets.sh
 	@mkdir -p $(dir $@)
 	scripts/embed-assets.sh --table nk__kernel_src $@ $(KERN_SRC)
 $(BUILD)/gen/kernel_sources.o: $(BUILD)/gen/kernel_sources.c
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(VIS) -c $< -o $@
 
 $(BUILD)/libnklab.a: $(LIB_OBJ)
 	@rm -f $@

@@ -27,6 +27,12 @@
 extern "C" {
 #endif
 
+/* The library is compiled with -fvisibility=hidden: what this header declares
+ * is its API and is exported; every other function stays inside it. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define NK_VERSION "0.1.0"
 #define NK_MAXDIM 4   /* dims of a tensor or tile (partition + 3 free) */
 #define NK_PMAX 128   /* partitions (nl.tile_size.pmax) */
@@ -852,6 +858,10 @@ int nk_bench_format_table(const char *name, const nk_bench_result *res, double w
 /* %USER of the table: user CPU time over the timed loop's wall time, in
  * percent; negative when the loop was too short (50 ms) to tell. */
 double nk_bench_user_percent(const nk_bench_result *res);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

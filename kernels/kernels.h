@@ -13,6 +13,11 @@
 
 #include "nklab.h"
 
+/* Exported, as nklab.h's declarations (installed as nklab_kernels.h). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define NK_KERNEL_MAX_ARGS 5 /* mamba: delta, u, A, B, C */
 #define NK_KERNEL_MAX_OUTS 2
 
@@ -164,5 +169,9 @@ int nk_ref_avgpool2d(const nk_array *in, int nin, double *const *out, const size
  * shape2D = (3, 4)) rows of F / F1; the output has P * F1 * F2 elements. */
 int nk_ref_transpose2d(const nk_array *in, int nin, double *const *out, const size_t *n, int nouts);
 #define NK_TRANSPOSE2D_F1 3
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #endif

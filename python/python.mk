@@ -42,9 +42,11 @@ $(BUILD)/pic/python/nklab/%.o: python/nklab/%.c $(HDRS) $(PY_C_HDR) $(BUILD)/.de
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PIC_FLAGS) $(WARN) -Ipython/nklab -Isrc/cli -I$(PY_INC) -I$(NP_INC) \
 	    -DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION -c $< -o $@
 
-$(PY_EXT_SO): $(PY_OBJ) $(PIC_OBJ)
+# The extension exports its module init only (python/nklab/exports.map): the
+# library's API, visible in its objects, is not re-exported into the process.
+$(PY_EXT_SO): $(PY_OBJ) $(PIC_OBJ) python/nklab/exports.map
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -o $@ $^ $(LDLIBS) -ldl
+	$(CC) $(CFLAGS) -shared -Wl,--version-script=python/nklab/exports.map -o $@ $(filter %.o,$^) $(LDLIBS) -ldl
 
 $(PY_DIR)/%.py: python/%.py
 	@mkdir -p $(dir $@)
