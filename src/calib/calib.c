@@ -30,6 +30,7 @@ const nk_calib_family nk__calib_families[NK_CALIB_NFAMILIES] = {
     [NK_CALIB_HBM_COPY] = {"hbm_copy", "HBM saturation: HBM-to-HBM copies (bytes read and written)"},
     [NK_CALIB_SEM] = {"sem", "semaphore latency: a chain alternating Scalar and Vector"},
     [NK_CALIB_PORTS] = {"ports", "shared SBUF port: Vector and GpSimd side by side"},
+    [NK_CALIB_DVE_TT] = {"dve_tt", "Vector engine: tensor_tensor cost against dtype and stride, 16-bit mode"},
 };
 
 #define NONE NAN
@@ -97,6 +98,18 @@ const nk_calib_point nk__calib_points[] = {
      "v2: Vector and GpSimd cannot access SBUF at once, so N/1.12 + (150+N)/1.4 GHz [A2][ISA-old]; "
      "v3 lifts it: max(N/0.96, (150+N)/1.2 GHz) [A3] (derived)",
      "[A2][A3]"},
+    /* Vector tensor_tensor [ISA-old]: N for bf16 add/multiply/subtract with both inputs in SBUF and
+       contiguous, else 2N; on v3 the 16-bit mode doubles it for all-bf16 SBUF operands [A3] */
+    {"dve_tt/n=1024:bf16", NK_CALIB_DVE_TT, 1024, 1, 0, 0, R3(4, 8, 16), NK_CALIB_CYCLES, {1024, 512}, 0, 0.02,
+     "bf16 add, contiguous SBUF inputs: max(MIN_II, N) [ISA-old]; v3 16-bit mode 2x: N/2 [A3] (derived)",
+     "[ISA-old][A3]"},
+    {"dve_tt/n=1024:bf16:s2", NK_CALIB_DVE_TT, 1024, 2, 0, 0, R3(4, 8, 16), NK_CALIB_CYCLES, {2048, 1024}, 0,
+     0.02,
+     "bf16 add, inputs with a 2-element stride (under 16 B, no penalty [A2]): max(MIN_II, 2N) [ISA-old]; "
+     "v3 16-bit mode 2x: N [A3] (derived)",
+     "[ISA-old][A2][A3]"},
+    {"dve_tt/n=1024:fp32", NK_CALIB_DVE_TT, 1024, 1, 0, 1, R3(4, 8, 16), NK_CALIB_CYCLES, {2048, 2048}, 0, 0.02,
+     "fp32 add, SBUF inputs: max(MIN_II, 2N) [ISA-old][A2]; no 16-bit mode", "[ISA-old][A2]"},
 };
 const size_t nk__calib_npoints = sizeof nk__calib_points / sizeof nk__calib_points[0];
 
@@ -160,6 +173,14 @@ double nk__calib_expect_ns(const nk_arch *a, const nk_calib_point *pt)
         double v = ii / a->dve_ghz, g = (n + a->pool_fixed_cycles) / a->pool_ghz;
         return a->sbuf_dve_pool_exclusive ? v + g : dmax(dmax(ovh, ii) / a->dve_ghz, g);
     }
+    case NK_CALIB_DVE_TT: {
+        double work = pt->fp32 || m != 1 ? 2 * n : n;
+        if (!pt->fp32)
+            work /= a->dve_fast16_factor;
+        if (m * (pt->fp32 ? 4 : 2) > a->stride_penalty_bytes && m != 1)
+            work *= a->stride_penalty_factor;
+        return dmax(ovh, dmax(mii, work)) / a->dve_ghz;
+    }
     }
     return NAN;
 }
@@ -171,7 +192,7 @@ double nk__calib_in_unit(const nk_arch *a, const nk_calib_point *pt, double ns)
         return nk__calib_bytes(pt) / ns;
     case NK_CALIB_CYCLES: {
         double ghz = pt->family == NK_CALIB_ACT ? a->act_ghz
-                     : pt->family == NK_CALIB_DVE ? a->dve_ghz
+                     : pt->family == NK_CALIB_DVE || pt->family == NK_CALIB_DVE_TT ? a->dve_ghz
                      : pt->family == NK_CALIB_POOL ? a->pool_ghz
                                                    : a->pe_ghz;
         return ns * ghz;
@@ -264,6 +285,18 @@ static void k_calib(nk_ctx *nc, const nk_tensor *a, int nargs)
         out = out_of(nc, nk_ix(nc, v, NK_ALL, nk_r((R - 1) * n, R * n)));
         break;
     }
+    case NK_CALIB_DVE_TT: {
+        /* independent adds of x with itself, every result in its own tile */
+        int64_t m = pt->m;
+        nk_tensor x = to_bf16(nc, nk_load(nc, a[0]), pt->fp32), y = x;
+        nk_tensor xv = nk_ix(nc, x, NK_ALL, nk_rs(0, n * m, m));
+        for (int64_t r = 0; r < R; r++) {
+            y = nk_ndarray(nc, NK_SHAPE(128, n), x.dtype, NK_SBUF);
+            nk_isa_tensor_tensor(nc, y, xv, xv, NK_ALU_ADD);
+        }
+        out = out_of(nc, y);
+        break;
+    }
     case NK_CALIB_PE: {
         nk_tensor st = to_bf16(nc, nk_load(nc, a[0]), pt->fp32), mv = to_bf16(nc, nk_load(nc, a[1]), pt->fp32);
         nk_tensor ps = nk_ndarray(nc, NK_SHAPE(pt->m, n), NK_F32, NK_PSUM);
@@ -335,6 +368,9 @@ static int calib_args(const nk_calib_point *pt, int R, nk_array *args)
         return 1;
     case NK_CALIB_DMA_CHAIN:
         args[0] = (nk_array){NK_F32, 2, {1, 1}, NULL};
+        return 1;
+    case NK_CALIB_DVE_TT:
+        args[0] = (nk_array){NK_F32, 2, {128, n * pt->m}, NULL};
         return 1;
     default:
         args[0] = x;

@@ -27,6 +27,7 @@ enum {
     NK_CALIB_HBM_COPY,   /* [128, n] float32 HBM-to-HBM copies */
     NK_CALIB_SEM,        /* Scalar -> Vector -> Scalar ... on [128, 1] */
     NK_CALIB_PORTS,      /* independent Vector and GpSimd instructions on SBUF */
+    NK_CALIB_DVE_TT,     /* independent Vector tensor_tensor adds on [128, n] views with step m */
     NK_CALIB_NFAMILIES
 };
 
@@ -38,9 +39,9 @@ enum { NK_CALIB_NS = 0, NK_CALIB_GBPS, NK_CALIB_CYCLES };
 typedef struct nk_calib_point {
     const char *id;      /* "act_dep/n=1": benchmark/point, the results' key */
     int family;
-    int64_t n, m;        /* free size; matmul stationary size m */
+    int64_t n, m;        /* free size; matmul stationary size m (dve_tt: the inputs' step) */
     int dep;             /* chains: each repetition reads the previous one's result */
-    int fp32;            /* matmul inputs in fp32 (else bf16) */
+    int fp32;            /* matmul / tensor_tensor inputs in fp32 (else bf16) */
     int reps[NK_CALIB_MAXREPS];
     /* The documented figure: per target (trn1, trn2; NAN: none documented). */
     int unit;

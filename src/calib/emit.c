@@ -133,6 +133,23 @@ static void family_code(sbuf *b, int f)
                "def args(n, m, reps):\n"
                "    return (np.ones((128, n), dtype=np.float32),)\n");
         break;
+    case NK_CALIB_DVE_TT:
+        put(b, "def make(n, m, dep, fp32, reps):\n"
+               "    @nki.benchmark(warmup=WARMUP, iters=ITERS)\n"
+               "    def kernel(x):\n"
+               "        t = nl.load(x)\n"
+               "        if not fp32:\n"
+               "            t = nl.copy(t, dtype=nl.bfloat16)\n"
+               "        v = t[:, 0:n * m:m]                                   # step m along the free axis\n"
+               "        for r in nl.static_range(reps):\n"
+               "            y = nisa.tensor_tensor(v, v, np.add)              # Vector engine\n"
+               "        out = nl.ndarray((128, n), dtype=y.dtype, buffer=nl.shared_hbm)\n"
+               "        nl.store(out, value=y)\n"
+               "        return out\n"
+               "    return kernel\n\n\n"
+               "def args(n, m, reps):\n"
+               "    return (np.ones((128, n * m), dtype=np.float32),)\n");
+        break;
     case NK_CALIB_PE:
         put(b, "def make(n, m, dep, fp32, reps):\n"
                "    @nki.benchmark(warmup=WARMUP, iters=ITERS)\n"
