@@ -362,6 +362,11 @@ int nk_cli_kernel_arg(int argc, char **argv, int *i, nk_kernel_cmd *c)
             return -1;
         return 1;
     }
+    if ((r = nk_cli_optval(argc, argv, i, "--bufs", &v))) {
+        if (r < 0 || nk_cli_parse_int("--bufs", v, 1, 32, &c->bufs)) /* the tracer's NK_MAX_LOOP_BUFS */
+            return -1;
+        return 1;
+    }
     if ((r = nk_cli_optval(argc, argv, i, "--schedule", &v))) {
         if (r < 0)
             return r;

@@ -48,6 +48,7 @@ typedef struct nk_kernel_cmd {
     int has_grid;       /* --grid given (else a built-in kernel's example grid) */
     int grid[NK_MAX_GRID], grid_nc[NK_MAX_GRID]; /* --grid: the SPMD launch grid (nk_options.grid) */
     long max_instructions, max_trace_bytes; /* --max-instructions, --max-trace-bytes (0: the defaults) */
+    long bufs;          /* --bufs N: buffers per tile in affine loops (nk_options.default_bufs; 0: the target's) */
 } nk_kernel_cmd;
 
 /* Consumes argv[*i] if it is one of the shared options (--in, --random,

@@ -3,6 +3,7 @@
  * self-contained HTML page (timeline, source, search, summary, insights).
  */
 #include "args.h"
+#include "kio.h"
 
 #include "insights/insights.h"
 #include "profile/profile.h"
@@ -16,7 +17,8 @@
 
 void nk_help_view(void)
 {
-    printf("usage: nklab view PROFILE.nkp [-o OUT.html] [--compare OTHER.nkp]\n\n"
+    printf("usage: nklab view PROFILE.nkp [-o OUT.html] [--compare OTHER.nkp]\n"
+           "       nklab view KERNEL [--in ... | --random ...] [--target ...] [--bufs N] [-o OUT.html]\n\n"
            "Writes the profile as one self-contained HTML page that opens in any browser,\n"
            "offline: a timeline per engine and DMA queue with counters, tooltips, search\n"
            "(file:line or /regex/), box selection, the kernel source with per-line time,\n"
@@ -25,6 +27,10 @@ void nk_help_view(void)
            "                   '-': standard output)\n"
            "  --compare OTHER  draw OTHER's timeline under each row on the same time axis,\n"
            "                   its instructions matched to PROFILE's by source line\n\n"
+           "Given a KERNEL (a built-in kernel or FILE.c:FUNCTION, with the inputs, target\n"
+           "and schedule options of `nklab profile`) instead of a profile, it is profiled\n"
+           "in memory (default page: KERNEL.html) and the insights re-trace it to simulate\n"
+           "the buffer counts and schedule they suggest.\n\n"
            "exit codes: 0 success, 1 unreadable profile or unwritable page, 2 bad command line\n");
 }
 
@@ -75,8 +81,65 @@ static char *read_notes(const char *profile, const nk_profile *pr)
     return text;
 }
 
+/* nklab view KERNEL ...: profiled in memory, its insights with a re-trace. */
+static int view_kernel(int argc, char **argv)
+{
+    nk_cli_profiled kp;
+    memset(&kp, 0, sizeof kp);
+    kp.kc.cmd = "view";
+    const char *out = NULL, *with = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = nk_cli_optval(argc, argv, &i, "-o", &out);
+        if (!r)
+            r = nk_cli_optval(argc, argv, &i, "--compare", &with);
+        if (!r)
+            r = nk_cli_kernel_arg(argc, argv, &i, &kp.kc);
+        if (r < 0)
+            return NK_EXIT_USAGE;
+        if (!r)
+            return nk_cli_error(NK_EXIT_USAGE, "view: unknown option '%s' (see nklab view --help)", argv[i]);
+    }
+    if (kp.kc.nout)
+        return nk_cli_error(NK_EXIT_USAGE, "view: --out names the page with a KERNEL; use -o OUT.html");
+    char def[160];
+    if (!out) {
+        const char *colon = nk_cli_is_user_kernel(kp.kc.kernel) ? strrchr(kp.kc.kernel, ':') : NULL;
+        snprintf(def, sizeof def, "%s.html", colon ? colon + 1 : kp.kc.kernel);
+        out = def;
+    }
+    const char *outs[1] = {out}, *inputs[1] = {with};
+    int code = nk_cli_check_outputs("view", outs, 1, inputs, with ? 1 : 0);
+    nk_profile *cmp = NULL;
+    if (!code && with)
+        code = nk_cli_profile_read("view", with, &cmp);
+    if (!code)
+        code = nk_cli_profile_kernel(&kp);
+    if (code) {
+        nk_profile_free(cmp);
+        return code;
+    }
+    nk_text ins = {0}, page = {0};
+    if (nk__insights_view_json_retrace(kp.pr, &kp.rt, &ins))
+        nk__text_free(&ins);
+    int rc = nk__view_page(kp.pr, ins.s, NULL, cmp, &page);
+    if (rc)
+        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", kp.kc.kernel, nk_strerror(rc));
+    else
+        code = nk_cli_write_text("view", out, page.s, page.len);
+    if (!code && !nk_cli_is_stdout(out))
+        fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
+    nk__text_free(&ins);
+    nk__text_free(&page);
+    nk_profile_free(cmp);
+    nk_cli_profiled_close(&kp);
+    return code;
+}
+
 int nk_cmd_view(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] != '-' && (i == 1 || strcmp(argv[i - 1], "-o")) && nk_cli_is_kernel_spec(argv[i]))
+            return view_kernel(argc, argv);
     const char *in = NULL, *out = NULL, *with = NULL;
     for (int i = 1; i < argc; i++) {
         int r = nk_cli_optval(argc, argv, &i, "-o", &out);

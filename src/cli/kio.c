@@ -218,7 +218,7 @@ int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
 
 nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c)
 {
-    nk_options opts = {c->target, 0, ck->table, c->schedule};
+    nk_options opts = {c->target, (int)c->bufs, ck->table, c->schedule};
     opts.max_instructions = c->max_instructions;
     opts.max_trace_bytes = c->max_trace_bytes;
     if (c->has_grid) {
@@ -272,4 +272,63 @@ int nk_cli_write_outputs(const nk_kernel_cmd *c, const nk_array *outs, int n, FI
         }
     }
     return NK_EXIT_OK;
+}
+
+/* ---- a kernel profiled in memory, re-traced on request (insights, view) */
+
+int nk_cli_is_kernel_spec(const char *arg)
+{
+    struct stat st;
+    if (nk_cli_is_user_kernel(arg))
+        return 1;
+    return nk_builtin_kernel(arg) && stat(arg, &st) != 0; /* a file of that name is a profile */
+}
+
+/* nk_ins_retrace: compiles the kernel again with bufs buffers per tile and
+ * the schedule (the kernel's cache keeps every program: the profiled one
+ * stays valid) and times it. */
+static int retime_kernel(void *ctx, int bufs, int schedule, double *device_ns)
+{
+    nk_cli_profiled *kp = ctx;
+    nk_options o = nk_cli_kernel_options(&kp->ck, &kp->kc);
+    o.default_bufs = bufs;
+    o.schedule = schedule;
+    const nk_program *p;
+    nk_profile *pr = NULL;
+    int rc = nk_kernel_compile(kp->ck.k, kp->ck.args, kp->ck.nargs, &o, &p);
+    if (!rc)
+        rc = nk__profile_capture_view(p, NULL, &pr);
+    if (!rc)
+        *device_ns = pr->tl->total_ns;
+    nk_profile_free(pr);
+    return rc;
+}
+
+int nk_cli_profile_kernel(nk_cli_profiled *kp)
+{
+    int rc = nk_cli_kernel_files(&kp->kc, NULL, 0);
+    if (!rc)
+        rc = nk_cli_kernel_open(&kp->kc, NK_CHECK_EXAMPLES | NK_OPEN_SHAPES_ONLY, &kp->ck);
+    if (rc)
+        return rc;
+    rc = nk_cli_kernel_compile(&kp->ck, &kp->kc, &kp->p);
+    if (!rc) {
+        int st = nk__profile_capture_view(kp->p, NULL, &kp->pr);
+        if (st)
+            rc = nk_cli_error(NK_EXIT_FAIL, "%s: capturing the profile failed: %s", kp->kc.cmd, nk_strerror(st));
+    }
+    if (rc) {
+        nk_cli_kernel_close(&kp->ck);
+        return rc;
+    }
+    kp->rt.retime = retime_kernel;
+    kp->rt.ctx = kp;
+    return NK_EXIT_OK;
+}
+
+void nk_cli_profiled_close(nk_cli_profiled *kp)
+{
+    nk_profile_free(kp->pr);
+    kp->pr = NULL;
+    nk_cli_kernel_close(&kp->ck);
 }

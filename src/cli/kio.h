@@ -9,6 +9,8 @@
 #include "args.h"
 #include "userkernel.h"
 
+#include "insights/insights.h"
+
 #include <stdio.h>
 
 /* A kernel ready to compile: a built-in one or one loaded from a user's C
@@ -78,5 +80,23 @@ int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note);
 /* run|bench --profile: a file, not "-" (their standard output is the
  * command's report). NK_EXIT_OK or NK_EXIT_USAGE after printing. */
 int nk_cli_profile_file(const char *cmd, const char *path);
+
+/* insights and view given a KERNEL instead of a profile: 1 when arg names
+ * a built-in kernel (and no file of that name exists) or FILE.c:FUNCTION. */
+int nk_cli_is_kernel_spec(const char *arg);
+
+/* A kernel compiled and profiled in memory (nothing executes: timing needs
+ * no values), with a re-trace (rt) that compiles it again with other buffer
+ * counts and schedules, so the insights simulate their suggestions. */
+typedef struct nk_cli_profiled {
+    nk_kernel_cmd kc;     /* filled by the caller (nk_cli_kernel_arg) */
+    nk_cli_kernel ck;
+    const nk_program *p;
+    nk_profile *pr;
+    nk_ins_retrace rt;
+} nk_cli_profiled;
+/* Returns NK_EXIT_OK or the exit code after printing (then nothing to close). */
+int nk_cli_profile_kernel(nk_cli_profiled *kp);
+void nk_cli_profiled_close(nk_cli_profiled *kp);
 
 #endif

@@ -157,7 +157,7 @@ typedef struct nk_finding {
     char key[64];             /* rule plus subject: matches findings across profiles */
     char title[160];
     char detail[512];
-    char suggestion[512];
+    char suggestion[1024];
     nk_ins_evidence ev[NK_INS_MAX_EVIDENCE];
     int nev;
     nk_ins_line lines[NK_INS_MAX_LINES]; /* involved lines, most time first */
@@ -212,6 +212,8 @@ int nk__insights_json(const nk_insights *ins, nk_text *out);
 int nk__insights_analysis_json(const nk_insights *ins, nk_text *out);
 /* For the viewer: {"analysis": {...}, "findings": [...]} in one object. */
 int nk__insights_view_json(const nk_profile *pr, nk_text *out);
+/* The same, the findings simulating their changes through rt (may be NULL). */
+int nk__insights_view_json_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_text *out);
 /* For `nklab summary`: analyses pr and appends (or prints) its top n
  * findings, one paragraph each under a "Top findings" heading; nothing when
  * there are none. */

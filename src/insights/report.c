@@ -603,10 +603,12 @@ int nk__insights_analysis_json(const nk_insights *ins, nk_text *out)
     return out->oom ? NK_ENOMEM : 0;
 }
 
-int nk__insights_view_json(const nk_profile *pr, nk_text *out)
+int nk__insights_view_json(const nk_profile *pr, nk_text *out) { return nk__insights_view_json_retrace(pr, NULL, out); }
+
+int nk__insights_view_json_retrace(const nk_profile *pr, const nk_ins_retrace *rt, nk_text *out)
 {
     nk_insights *ins;
-    int rc = nk__insights_build(pr, &ins);
+    int rc = nk__insights_build_retrace(pr, rt, &ins);
     if (rc)
         return rc;
     nk__text_printf(out, "{\"analysis\":");

@@ -282,18 +282,24 @@ static uint32_t main_loop(const nk_insights *ins, const uint32_t *idx, uint32_t 
     return best;
 }
 
+/* What a piece of advice asks for: a buffer count nklab can set itself
+ * (nk_options.default_bufs, which a re-trace tries), or a change to the
+ * kernel's code (an estimate). */
+enum { ADV_REWRITE = 0, ADV_BUFFERS };
+
 /* What to change about a loop so tiles of consecutive iterations overlap. */
-static void pipeline_advice(const nk_program *p, uint32_t loop, char *buf, size_t n)
+static int pipeline_advice(const nk_program *p, uint32_t loop, char *buf, size_t n)
 {
     if (!loop || loop > p->nloops) {
         say(buf, n, "Split the work into tiles processed in an NK_AFFINE_RANGE loop with the tiles allocated "
             "inside the body: each tile then gets several buffers, so the load of tile i+1 and the store of "
             "tile i-1 overlap the compute on tile i.");
-        return;
+        return ADV_REWRITE;
     }
     const nk_loopinfo *L = &p->loops[loop - 1];
     char w[96];
     where(p, L->loc, w, sizeof w);
+    int kind = L->kind == NK_LOOP_AFFINE && L->trip > L->bufs ? ADV_BUFFERS : ADV_REWRITE;
     if (L->kind == NK_LOOP_SEQUENTIAL)
         say(buf, n, "The loop at %s is an NK_SEQUENTIAL_RANGE, so its tiles have one buffer and iteration i+1 "
             "waits for iteration i. If the iterations are independent (or only accumulate into PSUM), make it "
@@ -311,6 +317,67 @@ static void pipeline_advice(const nk_program *p, uint32_t loop, char *buf, size_
         say(buf, n, "The affine loop at %s has %d buffers per tile for %lld iterations. Raise the buffers "
             "(NK_AFFINE_RANGE_BUFS(nc, i, n, %d)) so more loads are in flight, and make sure no tile used in "
             "the body is declared outside it.", w, L->bufs, (long long)L->trip, L->bufs + 1);
+    return kind;
+}
+
+/* ---- advice tested by simulation (the simulation itself is below) */
+
+static void simulate(nk_insights *ins);
+static int sim_helps(const nk_insights *ins);
+static int sim_evidence(nk_insights *ins, nk_finding *f);
+static void sim_say(const nk_insights *ins, char *buf, size_t n);
+
+/* Appends to a finding's suggestion. */
+static void say_more(nk_finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say_more(nk_finding *f, const char *fmt, ...)
+{
+    size_t len = strlen(f->suggestion);
+    if (len + 1 >= sizeof f->suggestion)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->suggestion + len, sizeof f->suggestion - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Tests a finding's advice where nklab can make the change itself: a buffer
+ * count for the loop `loop` (instance + 1) whose count came from the default
+ * (nk_options.default_bufs, which the re-trace varies). With a re-trace the
+ * saving simulated replaces the estimate (score, evidence, the variant in
+ * the suggestion); the advice that does not help is not given: returns 1,
+ * and the caller drops the finding. Otherwise the suggestion says the time
+ * at stake is an estimate and why. */
+static int advice_tested(nk_insights *ins, nk_finding *f, int kind, uint32_t loop)
+{
+    const nk_program *p = ins->pr->prog;
+    const nk_loopinfo *L = loop && loop <= p->nloops ? &p->loops[loop - 1] : NULL;
+    int own = L && L->bufs != p->bufs_default; /* set by the kernel, or lowered to fit */
+    if (kind == ADV_BUFFERS && !own && ins->rt && ins->rt->retime) {
+        simulate(ins);
+        if (!sim_helps(ins))
+            return 1;
+        sim_evidence(ins, f);
+        char sv[300];
+        sim_say(ins, sv, sizeof sv);
+        say_more(f, " %s", sv);
+        return 0;
+    }
+    if (kind == ADV_BUFFERS && own)
+        say_more(f, " Estimate, not simulated: the loop's %d buffers were set by the kernel or lowered to fit "
+                 "SBUF/PSUM, which a re-trace with another default count does not change.", L->bufs);
+    else if (kind == ADV_BUFFERS)
+        say_more(f, " Estimate, not simulated: re-tracing with other buffer counts needs the kernel (`nklab "
+                 "insights KERNEL ...` instead of a profile file).");
+    else
+        say_more(f, " Estimate, not simulated: the change is to the kernel's code, which nklab cannot make itself.");
+    return 0;
+}
+
+/* Drops the finding just added (the last one). */
+static void drop_last(nk_insights *ins)
+{
+    if (ins->n)
+        ins->n--;
 }
 
 /* ---- problem rules */
@@ -395,7 +462,9 @@ static int rule_dma_overlap(nk_insights *ins)
     rc = involve(ins, f, dl.v, dl.n);
     if (!rc)
         exposed_ranges(tl, f, &dl, &cl);
-    pipeline_advice(p, main_loop(ins, dl.v, dl.n), f->suggestion, sizeof f->suggestion);
+    uint32_t loop = main_loop(ins, dl.v, dl.n);
+    if (!rc && advice_tested(ins, f, pipeline_advice(p, loop, f->suggestion, sizeof f->suggestion), loop))
+        drop_last(ins);
     free(dl.v);
     free(cl.v);
     return rc;
@@ -428,7 +497,7 @@ static int waiting_dmas(const nk_insights *ins, ulist *l)
 }
 
 /* What to change about a loop so DMAs are issued ahead of need. */
-static void latency_advice(const nk_program *p, uint32_t loop, char *buf, size_t n)
+static int latency_advice(const nk_program *p, uint32_t loop, char *buf, size_t n)
 {
     const nk_loopinfo *L = loop && loop <= p->nloops ? &p->loops[loop - 1] : NULL;
     char w[64];
@@ -441,6 +510,7 @@ static void latency_advice(const nk_program *p, uint32_t loop, char *buf, size_t
             "transfer) with a buffer per iteration, up to 4 (NK_AFFINE_RANGE_BUFS(nc, i, n, 4)), so all loads "
             "are issued up front and the first stores start while later tiles still load.",
             w, (long long)L->trip, L->trip == 1 ? "" : "s");
+        return ADV_REWRITE;
     } else if (L) {
         long long want = L->trip < L->bufs + 2 ? (long long)L->trip : (long long)L->bufs + 2;
         say(buf, n,
@@ -448,12 +518,14 @@ static void latency_advice(const nk_program *p, uint32_t loop, char *buf, size_t
             "%d buffer%s per tile for %lld iterations, so each load waits until a buffer frees up and then pays "
             "the full latency: give it more buffers (NK_AFFINE_RANGE_BUFS(nc, i, n, %lld)) if SBUF allows.",
             w, L->bufs, L->bufs == 1 ? "" : "s", (long long)L->trip, want);
+        return L->kind == NK_LOOP_AFFINE ? ADV_BUFFERS : ADV_REWRITE;
     } else {
         say(buf, n,
             "Issue DMAs ahead so their start latency overlaps transfers already running: process the data in "
             "tiles in an NK_AFFINE_RANGE loop with several buffers per tile, so loads are issued up front and "
             "the first stores start while later tiles still load.");
     }
+    return ADV_REWRITE;
 }
 
 /* DMA-bound kernels lose time when every DMA engine idles while the next
@@ -498,7 +570,9 @@ static int rule_dma_latency(nk_insights *ins)
         set_ranges(f, &gl);
         free(gl.v);
     }
-    latency_advice(p, main_loop(ins, l.v, l.n), f->suggestion, sizeof f->suggestion);
+    uint32_t loop = main_loop(ins, l.v, l.n);
+    if (!rc && advice_tested(ins, f, latency_advice(p, loop, f->suggestion, sizeof f->suggestion), loop))
+        drop_last(ins);
     free(l.v);
     return rc;
 }
@@ -546,10 +620,13 @@ static int rule_engines_overlap(nk_insights *ins)
             ev(f, "mutual_wait", NK_UNIT_NS, mutual);
             rc = involve(ins, f, l.v, l.n);
             char adv[400];
-            pipeline_advice(p, main_loop(ins, l.v, l.n), adv, sizeof adv);
+            uint32_t loop = main_loop(ins, l.v, l.n);
+            int kind = pipeline_advice(p, loop, adv, sizeof adv);
             say(f->suggestion, sizeof f->suggestion,
                 "Let the engines pipeline: the tiles passed from one to the other need at least two buffers. %s",
                 adv);
+            if (!rc && advice_tested(ins, f, kind, loop))
+                drop_last(ins);
             free(l.v);
             if (rc)
                 return rc;
@@ -619,6 +696,8 @@ static int rule_small_dma(nk_insights *ins)
                     : "Move at least 2 KiB per partition per transfer, ideally 4 KiB or more: widen the tiles "
                       "along the free axis (for example [128, 512] float32 or [128, 1024] bfloat16) and load "
                       "several small tensors' rows in one transfer.");
+    say_more(f, " Estimate, not simulated (the change is to the kernel's tiling or layout): the time at stake is "
+             "the transfers' time less the same bytes at peak DMA bandwidth.");
     free(l.v);
     return rc;
 }
@@ -687,6 +766,8 @@ static int rule_static_overhead(nk_insights *ins)
         "Give each instruction more work: operate on whole [128, F] tiles with F >= 512 instead of slices or "
         "columns, fold scale and bias into one activation (about 3x faster than separate ops [PG]), and pack "
         "two 64-partition operations into one 128-partition instruction (about 2x [PG]).");
+    say_more(f, " Estimate, not simulated (the change is to the kernel's code): the time at stake is their busy "
+             "time less streaming their elements.");
     free(l.v);
     return rc;
 }
@@ -755,6 +836,9 @@ static int rule_matmul(nk_insights *ins, int rule)
     ev(f, "avg_moving_columns", NK_UNIT_COUNT, nsum / l.n);
     ev(f, "busy", NK_UNIT_NS, busy);
     ev(f, "saving", NK_UNIT_NS, lost);
+    say_more(f, " Estimate, not simulated (the change is to the kernel's code): %s.",
+             rule == NK_RULE_MATMUL_SHORT_MOVING ? "the matmuls' busy time beyond the columns they stream"
+                                                 : "the matmuls' busy time at bfloat16 speed, the casts not counted");
     rc = involve(ins, f, l.v, l.n);
     free(l.v);
     return rc;
@@ -822,6 +906,7 @@ static int rule_reloaded(nk_insights *ins)
             "the loops so the tensor that is reused belongs to the outer loop (%lld bytes per partition of SBUF "
             "are free for kernels on this target).",
             (long long)(nk__ins_arch(ins->pr)->sbuf_partition_bytes - nk__ins_arch(ins->pr)->sbuf_reserved_bytes));
+        say_more(f, " Estimate, not simulated (the change is to the kernel's loops): the loads' time beyond one pass.");
         free(l.v);
         if (rc)
             return rc;
@@ -951,6 +1036,7 @@ static int report_site(nk_insights *ins, tsite *s)
     nk_finding *f = add(ins, NK_RULE_SERIALIZED_TILE, subj);
     if (!f)
         return NK_ENOMEM;
+    int kind = ADV_REWRITE;
     const nk_loopinfo *L = s->loop && s->loop <= p->nloops ? &p->loops[s->loop - 1] : NULL;
     if (L)
         where(p, L->loc, lw, sizeof lw);
@@ -969,7 +1055,7 @@ static int report_site(nk_insights *ins, tsite *s)
             "own [PG][ALLOC].");
     } else {
         say(f->title, sizeof f->title, "The single-buffered tile at %s serializes the loop at %s", w, lw);
-        pipeline_advice(p, s->loop, f->suggestion, sizeof f->suggestion);
+        kind = pipeline_advice(p, s->loop, f->suggestion, sizeof f->suggestion);
     }
     say(f->detail, sizeof f->detail,
         "Each iteration overwrites the same memory, so its writes wait for the previous iteration's reads "
@@ -983,6 +1069,8 @@ static int report_site(nk_insights *ins, tsite *s)
     if (f->nlines == NK_INS_MAX_LINES)
         f->nlines--;
     line_add(p, f, s->loc);
+    if (!rc && advice_tested(ins, f, kind, s->loop))
+        drop_last(ins);
     return rc;
 }
 
@@ -1138,6 +1226,7 @@ static int rule_spill(nk_insights *ins)
         "Keep fewer bytes live at once: tile the free axis more finely, use a narrower dtype (bfloat16) for "
         "tiles that are only moved, or end a tile's use before the next large one is loaded (the spilled "
         "tiles' lines are listed).");
+    say_more(f, " Estimate, not simulated (the change is to the kernel's tiles): the time the spill DMAs move data.");
     free(l.v);
     return rc;
 }
@@ -1367,7 +1456,7 @@ static void simulate(nk_insights *ins)
 static void sim_say(const nk_insights *ins, char *buf, size_t n)
 {
     double base = ins->pr->tl->total_ns, t = ins->sim_ns;
-    char change[96];
+    char change[200];
     if (ins->sim_bufs)
         say(change, sizeof change, "%d buffers per tile (NK_AFFINE_RANGE_BUFS(nc, i, n, %d), or nk_options."
             "default_bufs = %d) and the list schedule", ins->sim_bufs, ins->sim_bufs, ins->sim_bufs);

@@ -85,4 +85,28 @@ if [ "$rc" -eq 0 ] && grep -q '^usage: nklab insights PROFILE.nkp \[--json\]$' "
     bad "insights --help" "exit $rc"
 fi
 
+# ---- a KERNEL instead of a profile: the findings re-trace it to simulate their advice
+run "$NK" insights matmul_tiled
+if [ "$rc" -eq 0 ] && [ ! -s "$W/err" ]; then ok; else bad "insights KERNEL exits 0" "exit $rc" "$(cat "$W/err")"; fi
+expect_match "insights KERNEL simulates more buffers" "$W/out" \
+    'do: Issue DMAs ahead .*give it more buffers .* Simulated \(re-traced and re-timed\): 4 buffers per tile .*: 48\.72 -> 37\.21 us \(-23\.6%\)\.$'
+run "$NK" profile matmul_tiled --bufs 4 --no-exec -o "$W/mt4.nkp"
+expect_match "compiling with --bufs 4 realises it" "$W/out" 'device time 37\.207 us on trn1\)$'
+run "$NK" profile matmul_tiled --no-exec -o "$W/mt.nkp"
+run "$NK" insights "$W/mt.nkp"
+expect_match "from the profile alone it is an estimate" "$W/out" \
+    'give it more buffers .* Estimate, not simulated: re-tracing with other buffer counts needs the kernel \(`nklab insights KERNEL \.\.\.` instead of a profile file\)\.$'
+expect_no_match "from the profile alone nothing is simulated" "$W/out" 'Simulated \(re-traced'
+# matmul_blocked_free: more buffers would not help, so with the kernel they are not suggested
+run "$NK" insights matmul_blocked_free
+expect_no_match "advice that does not help is not given" "$W/out" 'give it more buffers'
+run "$NK" view matmul_tiled -o "$W/mt.html"
+if [ "$rc" -eq 0 ] && grep -q 'Simulated (re-traced and re-timed): 4 buffers per tile' "$W/mt.html"; then ok; else
+    bad "view KERNEL shows the simulated saving" "exit $rc" "$(cat "$W/err")"
+fi
+expect_fail "insights KERNEL --out" 2 "nklab: insights: --out needs values; insights only time the kernel" \
+    insights tensor_exp --out "$W/x.npy"
+expect_fail "insights KERNEL unknown option" 2 "nklab: insights: unknown option '--width' (see nklab insights --help)" \
+    insights tensor_exp --width 3
+
 finish

@@ -1425,3 +1425,143 @@ TEST(insights_in_order_stall_simulated_by_the_list_schedule)
         nk_kernel_free(ks[s]);
     }
 }
+
+/* The profile of a built-in kernel compiled with bufs buffers per tile (0:
+ * the target's default) and the list schedule, on arguments of these shapes
+ * (NULL: its example shapes); no values (timing only). k is the caller's. */
+static nk_profile *builtin_profile(nk_kernel *k, const nk_array *shapes, int bufs)
+{
+    nk_options o = {"trn1", bufs, NULL, NK_SCHED_LIST};
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    if (nk_kernel_compile(k, shapes, nk_builtin_kernel(nk_kernel_name(k))->nargs, &o, &p) ||
+        nk_profile_capture(p, NULL, &pr))
+        return NULL;
+    return pr;
+}
+
+static void example_shapes(const nk_kernel_info *ki, nk_array *a)
+{
+    for (int i = 0; i < ki->nargs; i++) {
+        memset(&a[i], 0, sizeof a[i]);
+        a[i].dtype = ki->args[i].dtype;
+        a[i].ndim = ki->args[i].ndim;
+        memcpy(a[i].shape, ki->args[i].shape, sizeof a[i].shape);
+    }
+}
+
+static double evidence_of(const nk_finding *f, const char *name)
+{
+    for (int e = 0; e < f->nev; e++)
+        if (!strcmp(f->ev[e].name, name))
+            return f->ev[e].value;
+    return -1;
+}
+
+/* Findings whose advice is a buffer count: with a re-trace the simulated
+ * time is the time the kernel takes when compiled with that count, and the
+ * ranking uses the simulated saving; without one, the figure is an estimate. */
+TEST(insights_buffer_advice_simulated_and_realised)
+{
+    struct {
+        const char *kernel;
+        int64_t shape[2][2]; /* {0}: the example shapes */
+        int rule;
+    } cases[] = {
+        {"matmul_tiled", {{0}}, NK_RULE_DMA_LATENCY},
+        {"matmul_tiled", {{512, 128}, {512, 2048}}, NK_RULE_ENGINES_NO_OVERLAP},
+        {"softmax", {{2048, 256}}, NK_RULE_ENGINES_NO_OVERLAP},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const nk_kernel_info *ki = nk_builtin_kernel(cases[c].kernel);
+        CHECK(ki != NULL);
+        if (!ki)
+            continue;
+        nk_array x[NK_KERNEL_MAX_ARGS];
+        example_shapes(ki, x);
+        for (int i = 0; i < ki->nargs && cases[c].shape[0][0]; i++)
+            if (cases[c].shape[i][0])
+                memcpy(x[i].shape, cases[c].shape[i], 2 * sizeof(int64_t));
+        nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+        nk_profile *pr = builtin_profile(k, x, 0);
+        CHECK(pr != NULL);
+        retrace_ctx rc = {ki, x, "trn1"};
+        nk_ins_retrace rt = {retime_builtin, &rc};
+        nk_insights *ins = NULL, *plain = NULL;
+        if (pr) {
+            CHECK_INT(nk__insights_build_retrace(pr, &rt, &ins), 0);
+            CHECK_INT(nk__insights_build(pr, &plain), 0);
+        }
+        const nk_finding *f = ins ? nk__insights_find(ins, cases[c].rule) : NULL;
+        CHECK(f != NULL);
+        if (f) {
+            double bufs = evidence_of(f, "buffers"), predicted = evidence_of(f, "simulated_time");
+            double saving = evidence_of(f, "simulated_saving");
+            CHECK(bufs >= 3);
+            CHECK(saving >= 0.01 * pr->tl->total_ns);
+            CHECK_NEAR(f->score_ns, saving, 1e-9, 0);
+            CHECK_CONTAINS(f->suggestion, "Simulated (re-traced and re-timed)");
+            nk_profile *done = builtin_profile(k, x, (int)bufs);
+            CHECK(done != NULL);
+            if (done) {
+                printf("  %s %s: %.2f us; predicted with %.0f buffers %.2f us; compiled so %.2f us\n", ki->name,
+                       nk__ins_rule_name(cases[c].rule), pr->tl->total_ns / 1000, bufs, predicted / 1000,
+                       done->tl->total_ns / 1000);
+                CHECK_NEAR(done->tl->total_ns, predicted, 1e-6, 0); /* the same model on the same program */
+            }
+            nk_profile_free(done);
+        }
+        const nk_finding *g = plain ? nk__insights_find(plain, cases[c].rule) : NULL;
+        CHECK(g != NULL);
+        if (g) {
+            CHECK_CONTAINS(g->suggestion, "Estimate, not simulated: re-tracing with other buffer counts needs the "
+                                          "kernel");
+            CHECK(evidence_of(g, "simulated_saving") < 0);
+        }
+        nk__insights_free(ins);
+        nk__insights_free(plain);
+        nk_profile_free(pr);
+        nk_kernel_free(k);
+    }
+}
+
+/* matmul_blocked_free at its example shapes: DMA-bound with DMA start
+ * latency exposed, and the rule's advice is more buffers; but no buffer
+ * count changes its time, so with a re-trace the advice is not given. */
+TEST(insights_buffer_advice_not_given_when_it_does_not_help)
+{
+    const nk_kernel_info *ki = nk_builtin_kernel("matmul_blocked_free");
+    CHECK(ki != NULL);
+    if (!ki)
+        return;
+    nk_array x[NK_KERNEL_MAX_ARGS];
+    example_shapes(ki, x);
+    nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+    nk_profile *pr = builtin_profile(k, x, 0);
+    CHECK(pr != NULL);
+    if (!pr) {
+        nk_kernel_free(k);
+        return;
+    }
+    for (int b = 3; b <= 4; b++) { /* independently: more buffers do not help */
+        nk_profile *more = builtin_profile(k, x, b);
+        CHECK(more && more->tl->total_ns > 0.99 * pr->tl->total_ns);
+        nk_profile_free(more);
+    }
+    retrace_ctx rc = {ki, x, "trn1"};
+    nk_ins_retrace rt = {retime_builtin, &rc};
+    nk_insights *ins = NULL, *plain = NULL;
+    CHECK_INT(nk__insights_build_retrace(pr, &rt, &ins), 0);
+    CHECK_INT(nk__insights_build(pr, &plain), 0);
+    const nk_finding *g = plain ? nk__insights_find(plain, NK_RULE_DMA_LATENCY) : NULL;
+    CHECK(g != NULL);
+    if (g)
+        CHECK_CONTAINS(g->suggestion, "give it more buffers");
+    CHECK(ins && !nk__insights_find(ins, NK_RULE_DMA_LATENCY));
+    for (uint32_t i = 0; ins && i < ins->n; i++)
+        CHECK(!strstr(ins->f[i].suggestion, "give it more buffers"));
+    nk__insights_free(ins);
+    nk__insights_free(plain);
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+}
