@@ -64,6 +64,12 @@ typedef enum nk_status {
 
 /* A static message for a status code (never NULL). */
 const char *nk_strerror(int status);
+/* Why this thread's last file write failed: the path as the call named it
+ * and the reason, with the system's text for errno ("out/p.nkp: No space
+ * left on device", "out: is a directory"). Every writer of the library
+ * (programs, profiles, viewer pages, exports) reports there when it returns
+ * NK_EIO; like errno, it is meaningful right after such a failure only. */
+const char *nk_last_error(void);
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -644,6 +650,14 @@ typedef struct nk_options {
      * program once traced is reused whatever the bounds. */
     int64_t max_instructions;
     int64_t max_trace_bytes;
+    /* Host threads the compile step (timing the scheduler's candidate
+     * orders) and the timing of the programs it compiles may use: 0 (the
+     * default) is the processors online, at most 4; 1 keeps everything on
+     * the calling thread. Results never depend on it. The library reads no
+     * environment variable: `nklab` and the Python front-end set it from
+     * NK_THREADS. Not part of the program-cache key (a cached program keeps
+     * the value it was compiled with). */
+    int threads;
 } nk_options;
 
 #define NK_DEFAULT_MAX_INSTRUCTIONS 4000000ll   /* a whole run takes about 1 KiB and 2 us per instruction */
@@ -706,6 +720,11 @@ struct nk_arch;
 /* Times p on arch (NULL: the program's own target) and records the source
  * files it names. Free with nk_profile_free. */
 int nk_profile_capture(const nk_program *p, const struct nk_arch *arch, nk_profile **out);
+/* A profile records when it was captured (the clock's time, in seconds since
+ * the epoch); this sets another time, for files that are the same bytes from
+ * one capture to the next (`nklab` does it for NK_PROFILE_FIXED_TIME).
+ * NK_EINVAL for a time that is not finite. */
+int nk_profile_set_created(nk_profile *pr, double unix_seconds);
 /* Writes atomically: a temporary file in the same directory, fsync, rename. */
 int nk_profile_write(const nk_profile *pr, const char *path);
 /* Reads and checks a profile; a corrupt, truncated, foreign or newer file

@@ -121,6 +121,8 @@ struct nk_program {
     char kernel[64];
     char target[16];      /* arch->name */
     int bufs_default;
+    int threads;          /* host threads its compile and timing may use: nk_options.threads
+                             (0: the default, nk__threads); not saved in files */
     const nk_arch *arch;  /* the target table: &table, except in programs built by hand */
     nk_instr *instrs;
     uint32_t ninstr;
@@ -219,10 +221,12 @@ typedef struct nk__order_view {
 int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *arch, double *total_ns);
 
 /* Threads the library's independent pieces of work may use (timing the
- * scheduler's candidates, a timeline's counters and event order): the
- * processors online, at most 4; NK_THREADS=N sets it (1: all on the
- * calling thread). The results never depend on it. */
-int nk__threads(void);
+ * scheduler's candidates, a timeline's counters and event order): requested
+ * (a program's `threads`, from nk_options.threads) when positive, else the
+ * processors online; at most 4 (1: all on the calling thread). The results
+ * never depend on it. The library reads no environment variable: the CLI and
+ * the Python front-end pass NK_THREADS in nk_options.threads. */
+int nk__threads(int requested);
 
 /* ---- profiles, internal (src/profile) */
 

@@ -27,6 +27,8 @@
 #include <time.h>
 
 #include "nkint.h"
+#include "env.h"
+#include "core/atomicfile.h"
 #include "trace/trace.h"
 #include "timing/timing.h"
 
@@ -736,6 +738,7 @@ static int trace_into(kernel_obj *K, pynk_kcall *c, centry *e, int eager, int pr
         return -1;
     }
     nk_options opts = {c->target, 0, c->table, 0};
+    opts.threads = nk_cli_env_threads();
     memcpy(opts.grid, c->grid, sizeof opts.grid);
     memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
     pynk_trace *saved = pending;
@@ -1368,18 +1371,21 @@ static int save_files(kernel_obj *K, const nk_program *p, const char *neff, cons
     if (neff) {
         int rc = nk_program_save(p, neff);
         if (rc) {
-            PyErr_Format(PyExc_OSError, "cannot write the compiled program to %s: %s", neff, nk_strerror(rc));
+            PyErr_Format(PyExc_OSError, "cannot write the compiled program to %s: %s", neff,
+                         rc == NK_EIO && nk__file_error()[0] ? nk__file_error() : nk_strerror(rc));
             return -1;
         }
     }
     if (trace) {
         nk_profile *pr = NULL;
         int rc = nk_profile_capture(p, NULL, &pr);
+        nk_cli_env_stamp_profile(pr);
         if (!rc)
             rc = nk_profile_write(pr, trace);
         nk_profile_free(pr);
         if (rc) {
-            PyErr_Format(PyExc_OSError, "cannot write the profile to %s: %s", trace, nk_strerror(rc));
+            PyErr_Format(PyExc_OSError, "cannot write the profile to %s: %s", trace,
+                         rc == NK_EIO && nk__file_error()[0] ? nk__file_error() : nk_strerror(rc));
             return -1;
         }
     }
@@ -1425,6 +1431,7 @@ static PyObject *bench_and_report(kernel_obj *K, centry *e, pynk_kcall *c, int t
         }
     }
     nk_options opts = {c->target, 0, c->table, 0};
+    opts.threads = nk_cli_env_threads();
     memcpy(opts.grid, c->grid, sizeof opts.grid);
     memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
     nk_bench_options bo = {K->warmup, K->iters, execute, NULL, NULL};

@@ -7,6 +7,7 @@
  */
 #include "args.h"
 #include "kio.h"
+#include "env.h"
 #include "progress.h"
 
 #include "core/atomicfile.h"
@@ -58,6 +59,7 @@ int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note)
 {
     nk_profile *pr;
     int st = nk__profile_capture_view(p, NULL, &pr); /* p outlives pr: no copy of it */
+    nk_cli_env_stamp_profile(pr);
     if (st)
         return nk_cli_error(NK_EXIT_FAIL, "profile: capturing %s failed: %s", path, nk_strerror(st));
     int code;

@@ -4,6 +4,7 @@
  */
 #include "kio.h"
 #include "npy.h"
+#include "env.h"
 #include "progress.h"
 
 #include <stdio.h>
@@ -221,6 +222,7 @@ nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c
     nk_options opts = {c->target, (int)c->bufs, ck->table, c->schedule};
     opts.max_instructions = c->max_instructions;
     opts.max_trace_bytes = c->max_trace_bytes;
+    opts.threads = nk_cli_env_threads();
     if (c->has_grid) {
         memcpy(opts.grid, c->grid, sizeof opts.grid);
         memcpy(opts.grid_nc, c->grid_nc, sizeof opts.grid_nc);
@@ -314,6 +316,7 @@ int nk_cli_profile_kernel(nk_cli_profiled *kp)
     rc = nk_cli_kernel_compile(&kp->ck, &kp->kc, &kp->p);
     if (!rc) {
         int st = nk__profile_capture_view(kp->p, NULL, &kp->pr);
+        nk_cli_env_stamp_profile(kp->pr);
         if (st)
             rc = nk_cli_error(NK_EXIT_FAIL, "%s: capturing the profile failed: %s", kp->kc.cmd, nk_strerror(st));
     }

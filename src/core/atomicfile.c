@@ -25,8 +25,20 @@
 #define BUF_BYTES 65536
 
 static _Thread_local char last_error[384];
+/* the same with the file's name: the library's one error channel for files */
+static _Thread_local char last_public[384 + 512];
 
 const char *nk__file_error(void) { return last_error; }
+
+const char *nk_last_error(void) { return last_public; }
+
+void nk__error_set(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_public, sizeof last_public, fmt, ap);
+    va_end(ap);
+}
 
 /* ---- the registry of temporary files, read by signal handlers */
 
@@ -100,6 +112,8 @@ static int failf(nk__afile *f, int e, const char *fmt, ...)
         va_end(ap);
     }
     snprintf(last_error, sizeof last_error, "%s", f->msg);
+    const char *name = f->shown ? f->shown : f->target;
+    nk__error_set("%.500s: %s", name ? name : "(a file)", f->msg);
     f->failed = 1;
     errno = e;
     return NK_EIO;
@@ -240,6 +254,7 @@ int nk__afile_open(nk__afile *f, const char *path)
     f->fd = -1;
     f->slot = -1;
     last_error[0] = 0;
+    f->shown = path ? strdup(path) : NULL; /* NULL: messages name the target */
     if (!path || !*path) {
         failf(f, EINVAL, "no file name");
         return NK_EINVAL;
@@ -348,7 +363,8 @@ static void release(nk__afile *f)
     free(f->target);
     free(f->tmp);
     free(f->buf);
-    f->target = f->tmp = NULL;
+    free(f->shown);
+    f->target = f->tmp = f->shown = NULL;
     f->buf = NULL;
     f->nbuf = 0;
 }
@@ -444,6 +460,12 @@ int nk__fd_write_all(int fd, const void *data, size_t n)
         return NK_OK;
     int e = errno;
     snprintf(last_error, sizeof last_error, "%s", strerror(e));
+    if (fd == 1)
+        nk__error_set("standard output: %s", last_error);
+    else
+        nk__error_set("file descriptor %d: %s", fd, last_error);
     errno = e;
     return NK_EIO;
 }
+
+int nk__afile_fail(nk__afile *f, int e) { return failf(f, e, "%s", strerror(e)); }

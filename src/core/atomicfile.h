@@ -25,7 +25,9 @@
  * NK_EIO leave errno at the cause and a one-line reason that does not repeat
  * the path ("No space left on device", "is a directory", "cannot create a
  * temporary file in 'out': Permission denied") in the afile, in err when
- * given, and in nk__file_error() (per thread: the last failure of any writer).
+ * given, and in nk__file_error() (per thread: the last failure of any writer);
+ * nk_last_error() (nklab.h) has the same reason after the path as the caller
+ * named it ("out/p.nkp: No space left on device").
  * A failure removes the temporary file on every path.
  *
  * Signals: each temporary file is registered while it exists (signals are
@@ -49,6 +51,7 @@ typedef struct nk__afile {
     int failed;       /* a write has failed: commit aborts */
     char *target;     /* the file renamed over (links resolved) */
     char *tmp;        /* the temporary file; NULL when written in place */
+    char *shown;      /* the path as the caller named it, for messages */
     unsigned char *buf; /* writes are gathered into 64 KiB blocks */
     size_t nbuf;
     char msg[384];    /* why it failed; "" while it has not */
@@ -79,6 +82,11 @@ int nk__fd_write_all(int fd, const void *data, size_t n);
 
 /* The reason of this thread's last failed write ("" when none failed). */
 const char *nk__file_error(void);
+/* Sets nk_last_error()'s text (for a failure outside an afile). */
+void nk__error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Records that an operation of the caller's on f's descriptor failed with
+ * errno e (as a failed write does); returns NK_EIO. */
+int nk__afile_fail(nk__afile *f, int e);
 
 /* Unlinks every registered temporary file. Async-signal-safe: for a
  * program's SIGINT/SIGTERM handler, which then re-raises the signal. */

@@ -33,8 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void openblas_set_num_threads(int num_threads);
-
 /* A view in bytes: base pointer, shape and byte strides over 4 dims. */
 typedef struct bview {
     uint8_t *base;
@@ -1628,11 +1626,10 @@ static void touch_operands(exec *x, const nk_instr *in)
 
 int nk__execute(const nk_program *p, void *const *hbm)
 {
-    static _Thread_local int blas_ready;
-    if (!blas_ready) {
-        openblas_set_num_threads(1);
-        blas_ready = 1;
-    }
+    /* The BLAS is OpenBLAS's single-threaded build (Makefile), so there is
+     * no thread count to set; in a process that loaded a threaded OpenBLAS
+     * first (numpy's, under the same soname), its setting is the host's,
+     * and the library leaves it as it is. */
     exec x;
     memset(&x, 0, sizeof x);
     x.p = p;

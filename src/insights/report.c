@@ -4,8 +4,11 @@
  * both together for the HTML viewer).
  */
 #include "insights/insights.h"
+#include "core/atomicfile.h"
 #include "core/vbuf.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -392,8 +395,10 @@ int nk__insights_print_top(FILE *f, const nk_profile *pr, int n)
 {
     nk_text out = {0};
     int rc = nk__insights_top(pr, n, &out);
-    if (!rc && out.len && fwrite(out.s, 1, out.len, f) != out.len)
+    if (!rc && out.len && fwrite(out.s, 1, out.len, f) != out.len) {
+        nk__error_set("%s: %s", f == stdout ? "standard output" : "the report's stream", strerror(errno));
         rc = NK_EIO;
+    }
     nk__text_free(&out);
     return rc;
 }

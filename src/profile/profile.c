@@ -26,13 +26,6 @@
 
 static double now_unix(void)
 {
-    const char *fixed = getenv("NK_PROFILE_FIXED_TIME");
-    if (fixed && *fixed) {
-        char *end;
-        double t = strtod(fixed, &end);
-        if (!*end && isfinite(t))
-            return t;
-    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -153,6 +146,14 @@ int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **ou
 int nk__profile_capture_view(const nk_program *p, const nk_arch *arch, nk_profile **out)
 {
     return capture(p, arch, 1, out);
+}
+
+int nk_profile_set_created(nk_profile *pr, double unix_seconds)
+{
+    if (!pr || !isfinite(unix_seconds))
+        return NK_EINVAL;
+    pr->created_unix = unix_seconds;
+    return NK_OK;
 }
 
 void nk_profile_free(nk_profile *pr)
@@ -616,8 +617,9 @@ static int stream_profile(const nk_profile *pr, nk__afile *f)
     nk__put_le(header + 24, xxh_digest(&so.h), 8);
     if (lseek(f->fd, 0, SEEK_CUR) < (off_t)sizeof header)
         return 0;
-    if (pwrite(f->fd, header, sizeof header, 0) != (ssize_t)sizeof header)
-        return NK_EIO;
+    ssize_t k = pwrite(f->fd, header, sizeof header, 0);
+    if (k != (ssize_t)sizeof header)
+        return nk__afile_fail(f, k < 0 ? errno : ENOSPC);
     return 1;
 }
 

@@ -32,8 +32,8 @@ typedef struct nk_profile {
 
 /* Captures a profile of p: copies the program, times it on arch (NULL: the
  * program's target) and records the source files it names
- * (nk__profile_read_sources). The creation time is the clock's, or
- * NK_PROFILE_FIXED_TIME (seconds) when that is set, for reproducible files. */
+ * (nk__profile_read_sources). The creation time is the clock's
+ * (nk_profile_set_created changes it, for reproducible files). */
 int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **out);
 /* Writes atomically (temporary file + fsync + rename). */
 int nk_profile_write(const nk_profile *pr, const char *path);

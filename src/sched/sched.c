@@ -416,7 +416,7 @@ static void *pool_worker(void *arg)
 
 static void time_candidates(const nk_program *p, cand *c, int n)
 {
-    int nt = nk__threads();
+    int nt = nk__threads(p->threads);
     if (nt > n)
         nt = n;
     pool w = {p, c, n, 0, PTHREAD_MUTEX_INITIALIZER};

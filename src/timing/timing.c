@@ -1323,10 +1323,9 @@ double nk__timeline_launch_ns(const nk_timeline *tl)
     return t;
 }
 
-int nk__threads(void)
+int nk__threads(int requested)
 {
-    const char *e = getenv("NK_THREADS");
-    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = requested > 0 ? requested : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 4 ? 4 : (int)n;
 }
 
@@ -1355,7 +1354,7 @@ static int finish(sim *s)
     tl->ncounters = 3;
     counters_job cj = {p, tl, 0};
     pthread_t th;
-    int threaded = nk__threads() > 1 && !pthread_create(&th, NULL, counters_work, &cj);
+    int threaded = nk__threads(p->threads) > 1 && !pthread_create(&th, NULL, counters_work, &cj);
     int rc = order_events(s);
     if (!rc)
         rc = launch_regions(s, tl, &tl->total_ns);

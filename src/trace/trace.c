@@ -1430,6 +1430,7 @@ int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs
     for (uint32_t b = 1; b < p->nbufs; b++)
         if (p->bufs[b].mem == NK_SHARED_HBM)
             p->hbm_list[p->nhbm++] = b;
+    p->threads = opts && opts->threads > 0 ? opts->threads : 0;
     rc = nk__schedule(p, opts ? opts->schedule : NK_SCHED_LIST);
     if (rc) {
         if (err)

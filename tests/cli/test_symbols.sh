@@ -45,6 +45,13 @@ fi
 other=$(nm -g --defined-only "$B/libnklab.a" "$B/libnklab_kernels.a" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^nk_' | sort -u)
 if [ -z "$other" ]; then ok; else bad "every global symbol of the libraries starts with nk_" $other; fi
 
+# ---- no process-wide side effects: the library reads no environment
+# variable and sets no OpenBLAS thread count (the front-ends pass NK_THREADS
+# and NK_PROFILE_FIXED_TIME in explicitly)
+uses=$(nm -u "$B/libnklab.a" "$B/libnklab_kernels.a" 2>/dev/null | awk '{print $NF}' |
+    grep -E '^(getenv|secure_getenv|setenv|unsetenv|putenv|clearenv|openblas_set_num_threads.*|goto_set_num_threads)$' | sort -u)
+if [ -z "$uses" ]; then ok; else bad "the libraries call no environment or OpenBLAS-setting function" $uses; fi
+
 # ---- visibility in the objects: the API default, everything else hidden
 readelf -sW "$B/libnklab.a" "$B/libnklab_kernels.a" 2>/dev/null |
     awk '$5 == "GLOBAL" && $7 != "UND" {print $6, $8}' | sort -u >"$W/vis"

@@ -74,7 +74,7 @@ if $PY -c "import torch" 2>/dev/null; then
 else skip=$((skip + 1)); echo "skip examples/matmul.py with torch: python3-torch is not installed"; fi
 
 # make install puts the package beside the installed nklab, not in site-packages
-if make --no-print-directory -s install PREFIX="$T/inst" >"$T/inst.log" 2>&1 &&
+if make --no-print-directory -s BUILD="$B" install PREFIX="$T/inst" >"$T/inst.log" 2>&1 &&
    r=$(cd "$T" && "$T/inst/bin/nklab" python "$OLDPWD/examples/exp.py" 2>&1) &&
    printf '%s\n' "$r" | grep -q '^B  NC  NC-USED' && [ -d "$T/inst/lib/nklab/python/shim/neuronxcc" ]; then
     ok
@@ -108,7 +108,7 @@ if [ -n "${NK_SKIP_ASAN:-}" ]; then
 elif ! command -v clang >/dev/null || [ ! -f "$ASAN_RT" ]; then
     skip=$((skip + 1)); echo "skip the ASan run: clang's ASan runtime is not installed (libclang-rt-14-dev)"
 else
-    AB=build/asan-py
+    AB=$B/asan-py
     if ! make --no-print-directory -j"$(nproc)" BUILD=$AB CC=clang \
         CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
         python >"$T/asan-build.log" 2>&1; then

@@ -1,0 +1,171 @@
+/*
+ * test_hygiene.c - the library leaves the host process alone: it reads no
+ * environment variable and changes no OpenBLAS setting (its thread count is
+ * the host's); the threads it uses come from nk_options.threads.
+ *
+ * The test binary links the library statically, so the functions defined here
+ * take the place of libc's getenv, OpenBLAS's openblas_set_num_threads and
+ * (outside the sanitizer build, whose runtime wraps it) pthread_create for
+ * every call the library makes.
+ */
+#define _GNU_SOURCE
+#include "test.h"
+
+#include "kernels.h"
+#include "nklab.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HYG_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define HYG_ASAN 1
+#endif
+
+extern char **environ;
+
+static int armed;           /* counting the library's calls */
+static int getenv_calls, blas_calls;
+static char getenv_names[256];
+
+char *getenv(const char *name)
+{
+    if (armed) {
+        getenv_calls++;
+        size_t n = strlen(getenv_names);
+        snprintf(getenv_names + n, sizeof getenv_names - n, "%s ", name);
+    }
+    size_t len = strlen(name);
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, name, len) && (*e)[len] == '=')
+            return *e + len + 1;
+    return NULL;
+}
+
+void openblas_set_num_threads(int n);
+void openblas_set_num_threads(int n)
+{
+    (void)n;
+    if (armed)
+        blas_calls++;
+}
+
+#ifndef HYG_ASAN
+static int threads_created;
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+    if (armed)
+        __atomic_fetch_add(&threads_created, 1, __ATOMIC_RELAXED);
+    return real(t, attr, fn, arg);
+}
+#endif
+
+/* A built-in kernel compiled with threads, run, profiled, summarised and
+ * looked at by the insights; returns the number of failures. */
+static int run_kernel(const char *name, int threads)
+{
+    const nk_kernel_info *ki = nk_builtin_kernel(name);
+    if (!ki)
+        return 1;
+    nk_kernel *k = nk_kernel_new(name, ki->fn);
+    nk_array args[NK_KERNEL_MAX_ARGS];
+    memset(args, 0, sizeof args);
+    int bad = !k || nk_kernel_example_args(ki, 1, args) != 0;
+    nk_options o = {0};
+    memcpy(o.grid, ki->grid, sizeof o.grid);
+    o.threads = threads;
+    nk_array outs[NK_KERNEL_MAX_OUTS];
+    int nouts = 0;
+    if (!bad && nk_call(k, args, ki->nargs, &o, outs, NK_KERNEL_MAX_OUTS, &nouts))
+        bad = 1;
+    for (int i = 0; i < nouts; i++)
+        nk_array_free(&outs[i]);
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    char *text = NULL;
+    if (!bad && (nk_kernel_compile(k, args, ki->nargs, &o, &p) || nk_profile_capture(p, NULL, &pr)))
+        bad = 1;
+    if (!bad && !nk_profile_summary(pr, name, 0, &text)) {
+        free(text);
+        text = NULL;
+    }
+    if (!bad && !nk_profile_insights(pr, 0, &text))
+        free(text);
+    nk_profile_free(pr);
+    for (int i = 0; i < ki->nargs; i++)
+        nk_array_free(&args[i]);
+    nk_kernel_free(k);
+    return bad;
+}
+
+static void *blas_thread(void *arg)
+{
+    (void)arg;
+    armed = 1;
+    int bad = run_kernel("matmul_basic", 0);
+    armed = 0;
+    return (void *)(intptr_t)bad;
+}
+
+TEST(hygiene_no_environment_and_no_blas_setting)
+{
+    setenv("NK_THREADS", "1", 1);
+    setenv("NK_PROFILE_FIXED_TIME", "0", 1);
+    getenv_calls = blas_calls = 0;
+    getenv_names[0] = 0;
+    /* on a thread of its own: a first execution on a thread is where the
+     * library once set OpenBLAS to one thread */
+    pthread_t th;
+    void *bad = (void *)1;
+    CHECK_INT(pthread_create(&th, NULL, blas_thread, NULL), 0);
+    pthread_join(th, &bad);
+    unsetenv("NK_THREADS");
+    unsetenv("NK_PROFILE_FIXED_TIME");
+    CHECK_INT((intptr_t)bad, 0);
+    CHECK_INT(blas_calls, 0);
+    CHECK_INT(getenv_calls, 0);
+    if (getenv_calls)
+        printf("  getenv called for: %s\n", getenv_names);
+}
+
+#ifndef HYG_ASAN
+/* Counts the threads started by compiling, running and profiling kernel
+ * name with nk_options.threads = threads. */
+static int threads_for(const char *name, int threads)
+{
+    threads_created = 0;
+    armed = 1;
+    int bad = run_kernel(name, threads);
+    armed = 0;
+    CHECK_INT(bad, 0);
+    return threads_created;
+}
+
+TEST(hygiene_threads_come_from_the_options)
+{
+    /* 1: everything on the calling thread, whatever NK_THREADS says */
+    setenv("NK_THREADS", "4", 1);
+    CHECK_INT(threads_for("softmax", 1), 0);
+    unsetenv("NK_THREADS");
+    /* 3: the scheduler's candidates and the timeline's counters in parallel */
+    CHECK(threads_for("softmax", 3) > 0);
+    /* 0: the processors online (NK_THREADS=1 is the CLI's, not the library's) */
+    setenv("NK_THREADS", "1", 1);
+    int n = threads_for("softmax", 0);
+    unsetenv("NK_THREADS");
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+        CHECK(n > 0);
+    else
+        CHECK_INT(n, 0);
+}
+#endif
