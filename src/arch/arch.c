@@ -74,6 +74,11 @@ static const nk_arch targets[] = {
         .dma_engine_gbps = 17.0,              /* [DMAbw] 17 B/ns per engine, 272 GB/s per core */
         .dma_latency_ns = 1300.0,             /* [DMAbw] semaphore to DMA start ~1300 ns */
         .dma_trigger_ns = 8.0, /* assumed as trn2 ([DMA]'s trn2 profile), no v2 figure */
+        .dma_trigger_in_order = 0, /* assumed: the Sync engine is an in-order sequencer [A2], but
+                                      the order the compiler gives its queue is not documented;
+                                      0 takes it as ordered by readiness (loads issued ahead, as
+                                      a prefetching compiler does); 1 models a queue in program
+                                      order without prefetch */
         .dma_eff_half_bytes = 256.0, /* assumed: [DMAbw] calls < 256 B per partition severely
                                         overhead-bound and >= 4 KiB saturating; 256 B as the
                                         50% point gives 89% at 2 KiB and 94% at 4 KiB */
@@ -141,6 +146,7 @@ static const nk_arch targets[] = {
                                   8 ns on its engine; assumed the same for the Sync engine's triggers
                                   of precomputed descriptors [NEFF]. Hardware DGE takes ~600 ns per
                                   DMA instruction [A3][DGE]: set 600 to model it */
+        .dma_trigger_in_order = 0,            /* assumed, as trn1 */
         .dma_eff_half_bytes = 256.0,          /* assumed, as trn1 */
         .dma_transpose_efficiency = 0.9,      /* [A3] HBM-to-SBUF DMA transpose: up to 90% of a copy */
         .hbm_gbps = 375.0,                    /* [A3] 3 TB/s per device of 8 cores (derived) */

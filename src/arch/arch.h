@@ -67,6 +67,9 @@ typedef struct nk_arch {
     double dma_latency_ns;     /* trigger (semaphore) to the DMA starting */
     double dma_trigger_ns;     /* the issuing engine (Sync) busy per DMA trigger instruction;
                                   part of dma_latency_ns, not added to it */
+    int dma_trigger_in_order;  /* 1: the Sync engine triggers its DMAs in program order, each
+                                  waiting for its DMA's dependencies (no trigger passes one
+                                  whose inputs are late); 0: first come first served */
     double dma_eff_half_bytes; /* contiguous bytes per DMA buffer at 50% efficiency */
     double dma_transpose_efficiency; /* DMA transpose unit: share of the bandwidth (0: none) */
     double hbm_gbps;           /* HBM bandwidth available to one NeuronCore */

@@ -75,6 +75,7 @@ static const key keys[] = {
     {"dma_engine_gbps", K_DBL, F(dma_engine_gbps), 1e-3, 1e6, "bandwidth per DMA engine, GB/s"},
     {"dma_latency_ns", K_DBL, F(dma_latency_ns), 0, 1e9, "DMA trigger-to-start latency, ns"},
     {"dma_trigger_ns", K_DBL, F(dma_trigger_ns), 0, 1e9, "issuing engine busy per DMA trigger, ns"},
+    {"dma_trigger_in_order", K_INT, F(dma_trigger_in_order), 0, 1, "1: Sync triggers DMAs in program order"},
     {"dma_eff_half_bytes", K_DBL, F(dma_eff_half_bytes), 0, 1e9, "contiguous bytes at 50% DMA efficiency"},
     {"dma_transpose_efficiency", K_DBL, F(dma_transpose_efficiency), 0, 1,
      "DMA transpose unit's share of the DMA bandwidth (0: none, element by element)"},

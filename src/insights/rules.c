@@ -1403,9 +1403,15 @@ static int rule_hbm_round_trip(nk_insights *ins)
  * its device time, or -1. */
 static double list_schedule_ns(const nk_profile *pr)
 {
+    nk_program *q = NULL;
+    if (nk__program_copy(pr->prog, &q))
+        return -1;
+    nk_timeline *tl = NULL;
     double t = -1;
-    if (nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &t))
-        t = -1;
+    if (!nk__schedule(q, NK_SCHED_LIST) && !nk__time_program(q, &pr->arch, &tl))
+        t = tl->total_ns;
+    nk__timeline_free(tl);
+    nk_program_free(q);
     return t;
 }
 
@@ -1603,6 +1609,94 @@ static int rule_inorder_stall(nk_insights *ins)
     return rc;
 }
 
+/* The target triggers DMAs in program order (dma_trigger_in_order): a DMA
+ * whose inputs were ready waited for the trigger of an earlier one, which
+ * waited for its own inputs (typically a store waiting for compute holding
+ * back the next load). Held time: trigger start minus the DMA's readiness
+ * (its producers' outputs visible: a compute bar's end plus its write
+ * access, a DMA's last transfer; or the start-up) and the trigger itself. */
+static int rule_sync_order(nk_insights *ins)
+{
+    const nk_arch *arch = nk__ins_arch(ins->pr);
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    double total = ins->a.total_ns;
+    if (!arch || !arch->dma_trigger_in_order || total <= 0)
+        return 0;
+    double held = 0, worst_held = 0;
+    uint32_t prev[NK_MAX_CORES], worst = NONE, worst_prev = NONE, worst_dep = NONE, dep_of[NK_MAX_CORES];
+    for (int c = 0; c < NK_MAX_CORES; c++)
+        prev[c] = dep_of[c] = NONE;
+    ulist l = {0};
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (in->engine != NK_ENGINE_DMA)
+            continue;
+        uint32_t c = (uint32_t)nk__instr_core(p, in) % NK_MAX_CORES, late = NONE;
+        double ready = arch->launch_startup_ns;
+        for (uint32_t k = 0; k < in->ndep; k++) {
+            uint32_t d = p->deps[in->dep_off + k];
+            int e = p->instrs[d].engine;
+            double g = e == NK_ENGINE_TENSOR ? arch->pe_ghz : engine_ghz(arch, e);
+            double r = tl->instr_end[d] + (g > 0 ? arch->sram_access_cycles / g : 0);
+            if (d < i && r > ready)
+                ready = r, late = d;
+        }
+        double h = tl->instr_start[i] - ready - arch->dma_trigger_ns;
+        if (h > 1e-3 && prev[c] != NONE) {
+            held += h;
+            rc = ul_push(&l, i);
+            if (h > worst_held)
+                worst_held = h, worst = i, worst_prev = prev[c], worst_dep = dep_of[c];
+        }
+        prev[c] = i, dep_of[c] = late;
+    }
+    if (rc || held < MIN_SHARE * total || worst == NONE) {
+        free(l.v);
+        return rc;
+    }
+    nk_finding *f = add(ins, NK_RULE_SYNC_ORDER, "sync");
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    char hs[32], ws[32], at[64], by[64], from[64] = "";
+    nk__ins_fmt_ns(hs, sizeof hs, held);
+    nk__ins_fmt_ns(ws, sizeof ws, worst_held);
+    where(p, p->instrs[worst].loc, at, sizeof at);
+    where(p, p->instrs[worst_prev].loc, by, sizeof by);
+    if (worst_dep != NONE)
+        say(from, sizeof from, ", which waited for its input from the %s engine",
+            nk_engine_name((nk_engine)p->instrs[worst_dep].engine));
+    say(f->title, sizeof f->title, "DMA triggers in program order: %u DMA%s wait %s behind earlier triggers on the Sync "
+        "engine", l.n, l.n == 1 ? "" : "s", hs);
+    say(f->detail, sizeof f->detail,
+        "The target triggers DMAs in program order (dma_trigger_in_order = 1: the Sync engine runs its queue as "
+        "compiled, without prefetch). The DMA at %s was ready but waited %s for the trigger of the one before it at "
+        "%s%s. While a DMA that waits for compute holds back the next one, no DMA runs under that compute.",
+        at, ws, by, from);
+    f->score_ns = held < total ? held : total;
+    rate(f, total);
+    ev(f, "held", NK_UNIT_NS, held);
+    ev(f, "held_dmas", NK_UNIT_COUNT, l.n);
+    rc = involve(ins, f, l.v, l.n);
+    free(l.v);
+    if (rc)
+        return rc;
+    line_add(p, f, p->instrs[worst_prev].loc);
+    simulate(ins);
+    sim_evidence(ins, f);
+    char sv[300] = "";
+    if (sim_helps(ins))
+        sim_say(ins, sv, sizeof sv);
+    say(f->suggestion, sizeof f->suggestion,
+        "Put the loads ahead of the DMAs that wait for compute in the Sync queue: compile with the list schedule "
+        "(NK_SCHED_LIST, the default; not NK_SCHED_TRACE_ORDER), or issue the next tile's load before this "
+        "tile's store in the kernel. %s", sv);
+    return 0;
+}
+
 int nk__ins_rules(nk_insights *ins)
 {
     int rc;
@@ -1610,7 +1704,7 @@ int nk__ins_rules(nk_insights *ins)
         (rc = rule_static_overhead(ins)) || (rc = rule_matmul(ins, NK_RULE_MATMUL_SHORT_MOVING)) ||
         (rc = rule_matmul(ins, NK_RULE_MATMUL_FP32)) || (rc = rule_reloaded(ins)) ||
         (rc = rule_serialized_tile(ins)) || (rc = rule_spill(ins)) || (rc = rule_hbm_round_trip(ins)) ||
-        (rc = rule_ping_pong(ins)) || (rc = rule_inorder_stall(ins)) || (rc = rule_good(ins)))
+        (rc = rule_ping_pong(ins)) || (rc = rule_inorder_stall(ins)) || (rc = rule_sync_order(ins)) || (rc = rule_good(ins)))
         return rc;
     if (ins->n > 1)
         qsort(ins->f, ins->n, sizeof *ins->f, cmp_finding);
@@ -1622,7 +1716,7 @@ const char *nk__ins_rule_name(int rule)
     static const char *names[NK_RULE_COUNT] = {
         "dma-not-overlapped", "dma-latency-exposed", "engines-never-overlap", "small-dma", "static-overhead", "matmul-short-moving",
         "matmul-fp32", "tensor-reloaded", "serialized-tile", "spill", "hbm-round-trip", "engine-ping-pong",
-        "in-order-stall", "compute-bound", "memory-bound"};
+        "in-order-stall", "dma-trigger-order", "compute-bound", "memory-bound"};
     return (unsigned)rule < NK_RULE_COUNT ? names[rule] : "?";
 }
 

@@ -124,6 +124,12 @@ typedef struct sim {
     uint32_t ncomp;     /* heap ids below this are compute engines (core * NK_ENGINE_DMA + engine) */
     uint32_t trig0;     /* heap id of instruction i's DMA trigger: trig0 + i */
     double sync_free[NK_MAX_CORES]; /* each core's Sync engine: free for the next trigger */
+    /* dma_trigger_in_order: each core's next DMA to trigger, the DMA after
+     * each one on its core (UINT32_MAX: none), and which wait, resolved, for
+     * an earlier trigger (their readiness in aux) */
+    uint32_t sync_head[NK_MAX_CORES];
+    uint32_t *dma_after;
+    uint8_t *parked;
     uint32_t ne, nq;
     uint32_t *fifo, *fifo_off, *fifo_cur; /* instruction ids by (core's DMA engine, queue) */
     uint32_t *left;     /* DMA: descriptors not started */
@@ -416,10 +422,7 @@ static void dma_triggered(sim *s, uint32_t i, double t)
         wake(s, g0 + e, s->ready[i]);
 }
 
-/* The trigger of DMA instruction i, popped at its readiness t: it runs on
- * its core's Sync engine when that is free, triggers first come first
- * served (the order the compile step would give the Sync queue, assumed). */
-static void trigger_dma(sim *s, uint32_t i, double t)
+static void trigger_now(sim *s, uint32_t i, double t)
 {
     uint32_t c = s->core[i];
     double ts = dmax(t, s->sync_free[c]), te = ts + s->a->dma_trigger_ns;
@@ -429,6 +432,33 @@ static void trigger_dma(sim *s, uint32_t i, double t)
         s->ev_at[i] = add_event_on(s, i, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, ts, ts);
     }
     dma_triggered(s, i, ts);
+}
+
+/* The trigger of DMA instruction i, popped at its readiness t: it runs on
+ * its core's Sync engine when that is free, triggers first come first
+ * served (the order the compile step would give the Sync queue, assumed).
+ * With dma_trigger_in_order the Sync engine runs them in program order: a
+ * trigger whose DMA is not ready holds back every later one. */
+static void trigger_dma(sim *s, uint32_t i, double t)
+{
+    if (!s->a->dma_trigger_in_order) {
+        trigger_now(s, i, t);
+        return;
+    }
+    uint32_t c = s->core[i];
+    if (s->sync_head[c] != i) { /* an earlier DMA of this core is not triggered yet */
+        s->aux[i] = t;
+        s->parked[i] = 1;
+        return;
+    }
+    for (;;) {
+        trigger_now(s, i, t);
+        i = s->sync_head[c] = s->dma_after[i];
+        if (i == UINT32_MAX || !s->parked[i])
+            return;
+        s->parked[i] = 0;
+        t = s->aux[i];
+    }
 }
 
 /* Starts the descriptor of DMA instruction i on DMA engine g (core * ne +
@@ -1423,6 +1453,26 @@ static int alloc_sim(sim *s)
     s->done = calloc(n, sizeof *s->done);
     s->info = malloc(n * sizeof *s->info);
     s->left = malloc(n * sizeof *s->left);
+    if (s->a->dma_trigger_in_order) {
+        s->dma_after = malloc(n * sizeof *s->dma_after);
+        s->parked = calloc(n, 1);
+        if (!s->dma_after || !s->parked)
+            return NK_ENOMEM;
+        uint32_t last[NK_MAX_CORES];
+        for (uint32_t c = 0; c < NK_MAX_CORES; c++)
+            s->sync_head[c] = last[c] = UINT32_MAX;
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (s->eng[i] != NK_ENGINE_DMA)
+                continue;
+            uint32_t c = s->core[i];
+            s->dma_after[i] = UINT32_MAX;
+            if (last[c] == UINT32_MAX)
+                s->sync_head[c] = i;
+            else
+                s->dma_after[last[c]] = i;
+            last[c] = i;
+        }
+    }
     if (nu > 1) {
         s->inst_off = calloc(nu + 1, sizeof *s->inst_off);
         s->inst_left = calloc(nu, sizeof *s->inst_left);
@@ -1471,7 +1521,7 @@ static void free_run(sim *s)
                    (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->info, (void **)&s->left,
                    (void **)&s->fifo, (void **)&s->fifo_off, (void **)&s->fifo_cur, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
-                   (void **)&s->ev_at};
+                   (void **)&s->ev_at, (void **)&s->dma_after, (void **)&s->parked};
     for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
         free(*ps[k]);
         *ps[k] = NULL;
