@@ -608,8 +608,8 @@ TEST(timing_dependent_one_element_scalar_instructions)
     CHECK_NEAR(gap, 189, 0.16, 0);
     printf("  dependent 1-element activations: model %.1f ns per instruction on trn1, measured ~189 ns [PG]\n", gap);
     double gap2 = act_spacing(1, 1, "trn2");
-    CHECK_NEAR(gap2, (OVH + MIN_II + ACCESS) / ACT2, 1e-12, 0); /* 187 ns; ~222 ns measured on v3 [PG] */
-    CHECK_NEAR(gap2, 222, 0.16, 0);
+    /* 187 ns; no trn2 figure is published ([PG] measures NeuronCore-v2 only) */
+    CHECK_NEAR(gap2, (OVH + MIN_II + ACCESS) / ACT2, 1e-12, 0);
     /* independent: the overhead hides behind streaming only when N is large */
     CHECK_NEAR(act_spacing(0, 1, "trn1"), OVH / ACT1, 1e-12, 0);
     CHECK_NEAR(act_spacing(0, 1024, "trn1"), 1024 / ACT1, 1e-12, 0);
