@@ -165,3 +165,71 @@ const nk_arch *nk__arch_get(const char *name)
             return &targets[i];
     return 0;
 }
+
+/* Where each built-in value comes from, per target (trn1, trn2): the keys of
+ * docs/timing-model.md's sources; "carried" is trn1's value kept for trn2
+ * where the trn2 guide [A3] does not revise it (the reasons are in the
+ * constants table of docs/timing-model.md). */
+static const struct {
+    const char *key, *src[2];
+} sources[] = {
+    {"partitions", {"[A2]", "[A3]"}},
+    {"sbuf_partition_bytes", {"[A2]", "[A3]"}},
+    {"sbuf_reserved_bytes", {"[ALLOC]", "carried [ALLOC]"}},
+    {"psum_partition_bytes", {"[A2]", "[A3]"}},
+    {"psum_bank_bytes", {"[A2]", "[A3]"}},
+    {"psum_banks", {"[A2]", "[A3]"}},
+    {"tile_align", {"assumed", "assumed"}},
+    {"default_bufs", {"assumed", "assumed"}},
+    {"vector_fmax_sbuf", {"[A2]", "carried [A2]"}},
+    {"vector_fmax_psum", {"[A2]", "carried [A2]"}},
+    {"gemm_stationary_fmax", {"[TS]", "[TS]"}},
+    {"gemm_moving_fmax", {"[TS]", "[TS]"}},
+    {"psum_fmax", {"[TS][A2]", "[TS][A3]"}},
+    {"pe_transpose_max", {"[ISA]", "[ISA]"}},
+    {"dve_transpose_max", {"[ISA][A2]", "[ISA]"}},
+    {"bn_stats_fmax", {"[ISA][TS]", "[ISA][TS]"}},
+    {"pe_ghz", {"[A2]", "[A3]"}},
+    {"dve_ghz", {"[A2]", "[A3]"}},
+    {"act_ghz", {"[A2]", "[A3]"}},
+    {"pool_ghz", {"[A2]", "[A3]"}},
+    {"pe_mm_init_cycles", {"[A2][PG]", "carried [A2]"}},
+    {"pe_fp32_factor", {"[A2]", "[A3]"}},
+    {"pe_fp32_transpose_factor", {"[A2]", "[A3]"}},
+    {"pe_ls_speedup", {"[A2][PG]", "carried [A2]"}},
+    {"min_ii_cycles", {"[ISA-old][ISA-sel]", "carried [ISA-sel]"}},
+    {"static_overhead_cycles", {"[A2][PG]", "carried [A2]"}},
+    {"sram_access_cycles", {"[A2]", "carried [A2]"}},
+    {"pool_fixed_cycles", {"[ISA-old]", "carried [ISA-old]"}},
+    {"stride_penalty_bytes", {"[A2]", "carried [A2]"}},
+    {"stride_penalty_factor", {"[A2]", "carried [A2]"}},
+    {"dve_fast16_factor", {"[A3] (v3 only)", "[A3]"}},
+    {"dve_fast16_copy_factor", {"[A3] (v3 only)", "[A3]"}},
+    {"sbuf_dve_pool_exclusive", {"[A2]", "[A3]"}},
+    {"psum_dve_act_exclusive", {"[A2]", "[A3]"}},
+    {"sem_latency_ns", {"assumed", "assumed"}},
+    {"spmd_cores", {"[LNC]", "[LNC]"}},
+    {"dma_engines", {"[A2][DMA]", "[A3][DMA]"}},
+    {"dma_queues", {"[DMA]", "[DMA]"}},
+    {"dma_engine_gbps", {"[DMAbw]", "[DMAbw]"}},
+    {"dma_latency_ns", {"[DMAbw]", "[DMAbw]"}},
+    {"dma_trigger_ns", {"as trn2 [DMA]", "[DMA]"}},
+    {"dma_trigger_in_order", {"assumed", "assumed"}},
+    {"dma_eff_half_bytes", {"assumed [DMAbw]", "assumed [DMAbw]"}},
+    {"dma_transpose_efficiency", {"assumed", "[A3]"}},
+    {"hbm_gbps", {"[A2] derived", "[A3] derived"}},
+    {"host_gbps", {"[PM]", "carried [PM]"}},
+    {"launch_startup_ns", {"assumed", "assumed"}},
+    {"launch_teardown_ns", {"assumed", "assumed"}},
+};
+
+const char *nk__arch_source(const char *target, const char *key)
+{
+    int t = target && !strcmp(target, "trn2") ? 1 : target && !strcmp(target, "trn1") ? 0 : -1;
+    if (t < 0 || !key)
+        return NULL;
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++)
+        if (!strcmp(sources[i].key, key))
+            return sources[i].src[t];
+    return NULL;
+}

@@ -93,6 +93,12 @@ int nk__arch_load_text(const char *text, const char *where, nk_arch *arch, char 
 /* The target in the file format above (every key, with its meaning); the
  * caller frees *text. */
 int nk__arch_format(const nk_arch *arch, char **text);
+/* The same with each value's source appended to its comment ("[A2]",
+ * "assumed", "carried [A2]": docs/timing-model.md) where the table is a
+ * built-in target's and the value is the built-in one. */
+int nk__arch_format_sources(const nk_arch *arch, char **text);
+/* The source of built-in target `target`'s value of `key`, or NULL. */
+const char *nk__arch_source(const char *target, const char *key);
 /* Checks a table as the loader does: a valid name, every field in its
  * key's range, and the relations between fields. NK_EINVAL with a message
  * naming the first bad field. */

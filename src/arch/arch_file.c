@@ -356,12 +356,13 @@ static void format_value(char *buf, size_t n, const nk_arch *a, const key *k)
     }
 }
 
-int nk__arch_format(const nk_arch *arch, char **text)
+static int format_table(const nk_arch *arch, int with_sources, char **text)
 {
     *text = NULL;
     const nk_arch *b = nk__arch_get(arch->name);
-    /* every line is under 160 bytes: 26-wide key, %.17g value, a short description */
-    size_t cap = 160 * (sizeof keys / sizeof keys[0] + 2), len = 0;
+    /* every line is under 200 bytes: 26-wide key, %.17g value, a short description
+       and its source */
+    size_t cap = 200 * (sizeof keys / sizeof keys[0] + 2), len = 0;
     char *s = malloc(cap);
     if (!s)
         return NK_ENOMEM;
@@ -370,7 +371,14 @@ int nk__arch_format(const nk_arch *arch, char **text)
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char v[64];
         format_value(v, sizeof v, arch, &keys[i]);
-        int w = snprintf(s + len, cap - len, "%-26s = %-22s # %s\n", keys[i].name, v, keys[i].what);
+        const char *src = NULL;
+        if (with_sources && b && keys[i].type != K_NAME) {
+            char bv[64];
+            format_value(bv, sizeof bv, b, &keys[i]);
+            src = strcmp(v, bv) ? NULL : nk__arch_source(b->name, keys[i].name);
+        }
+        int w = snprintf(s + len, cap - len, "%-26s = %-22s # %s%s%s\n", keys[i].name, v, keys[i].what,
+                         src ? "; " : "", src ? src : "");
         if (w < 0 || (size_t)w >= cap - len) {
             free(s);
             return NK_EINVAL; /* a description longer than the line budget above */
@@ -380,3 +388,7 @@ int nk__arch_format(const nk_arch *arch, char **text)
     *text = s;
     return 0;
 }
+
+int nk__arch_format(const nk_arch *arch, char **text) { return format_table(arch, 0, text); }
+
+int nk__arch_format_sources(const nk_arch *arch, char **text) { return format_table(arch, 1, text); }

@@ -4,6 +4,7 @@
  * meaning), the starting point of a what-if target file.
  */
 #include "args.h"
+#include "arch/arch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,8 @@ void nk_help_target(void)
 {
     printf("usage: nklab target show [trn1|trn2 | --target-file FILE]\n\n"
            "Prints a target table as a target file: `base`, then every key with its value\n"
-           "and meaning (docs/timing-model.md cites the source of each built-in value).\n"
+           "and meaning; for a built-in target each value's source follows its meaning\n"
+           "([A2], assumed, carried [A2]: the keys of docs/timing-model.md's sources).\n"
            "Save it, change some values, set `name`, and pass it to run, bench or profile\n"
            "with --target-file to ask what-if questions of the model. Only the keys you\n"
            "change need to stay in the file.\n\n"
@@ -42,7 +44,7 @@ static int show(const char *name, const char *file)
         return nk_cli_error(NK_EXIT_USAGE, "target show: unknown target '%s' (trn1 or trn2)", name);
     }
     char *text = NULL;
-    int rc = nk_target_format(t, &text);
+    int rc = nk__arch_format_sources(t, &text);
     if (rc)
         rc = nk_cli_error(NK_EXIT_FAIL, "target show: %s", nk_strerror(rc));
     else

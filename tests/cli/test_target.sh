@@ -23,10 +23,11 @@ expect_ok() {
 expect_ok "target show" target show
 cp "$W/out" "$W/trn1.txt"
 expect_match "target show starts from trn1" "$W/trn1.txt" '^base = trn1$'
-expect_match "target show: hbm_gbps with its meaning" "$W/trn1.txt" '^hbm_gbps += 410 +# HBM bandwidth per core, GB/s$'
+expect_match "target show: hbm_gbps with its meaning and source" "$W/trn1.txt" '^hbm_gbps += 410 +# HBM bandwidth per core, GB/s; \[A2\] derived$'
 expect_match "target show: shortest decimals" "$W/trn1.txt" '^pe_ghz += 2\.8 +#'
 expect_ok "target show trn2" target show trn2
 expect_match "target show trn2: its clock" "$W/out" '^pe_ghz += 2\.4 +#'
+expect_match "target show trn2: a value carried over from trn1" "$W/out" '^pe_mm_init_cycles += 64 +# .*; carried \[A2\]$'
 # the printed table is a target file that reads back to the same table
 expect_ok "target show --target-file of its own output" target show --target-file "$W/trn1.txt"
 if cmp -s "$W/out" "$W/trn1.txt"; then ok; else bad "target show round trip" "$(diff "$W/out" "$W/trn1.txt" | head)"; fi

@@ -534,3 +534,47 @@ TEST(target_version_1_profile_reads_with_its_values)
     unlink(path);
     rmdir(dir);
 }
+
+/* `nklab target show` names the source of every built-in value: each key of
+ * the table has one on both targets, and a value changed by a file has none. */
+TEST(target_format_sources_cover_every_key)
+{
+    for (int t = 0; t < 2; t++) {
+        const char *name = t ? "trn2" : "trn1";
+        char *text = NULL;
+        CHECK_INT(nk__arch_format_sources(nk__arch_get(name), &text), 0);
+        int lines = 0;
+        for (char *l = text; l && *l; l = strchr(l, '\n') + 1) {
+            char key[64];
+            if (*l != '#' && strncmp(l, "base", 4) && strncmp(l, "name ", 5) && sscanf(l, "%63s", key) == 1) {
+                lines++;
+                const char *src = nk__arch_source(name, key);
+                if (!src)
+                    nk_test_fail(__FILE__, __LINE__, "%s: no source for %s", name, key);
+                else {
+                    char want[96];
+                    snprintf(want, sizeof want, "; %s\n", src);
+                    CHECK(strstr(l, want) == strchr(l, ';'));
+                }
+            }
+            if (!strchr(l, '\n'))
+                break;
+        }
+        CHECK(lines > 40);
+        free(text);
+    }
+    CHECK_STR(nk__arch_source("trn2", "pe_mm_init_cycles"), "carried [A2]");
+    CHECK_STR(nk__arch_source("trn2", "dve_fast16_copy_factor"), "[A3]");
+    CHECK_STR(nk__arch_source("trn1", "dma_engine_gbps"), "[DMAbw]");
+    nk_arch a = *nk__arch_get("trn1");
+    a.hbm_gbps = 205;
+    char *text = NULL;
+    CHECK_INT(nk__arch_format_sources(&a, &text), 0);
+    CHECK(text && strstr(text, "# HBM bandwidth per core, GB/s\n") != NULL);
+    CHECK(text && strstr(text, "# DMA trigger-to-start latency, ns; [DMAbw]\n") != NULL);
+    free(text);
+    /* the file format itself (program and profile files) carries no sources */
+    CHECK_INT(nk__arch_format(nk__arch_get("trn1"), &text), 0);
+    CHECK(text && strstr(text, "; [A2]") == NULL);
+    free(text);
+}
