@@ -671,6 +671,16 @@ typedef struct nk_kernel nk_kernel;   /* a kernel function and its program cache
 nk_kernel *nk_kernel_new(const char *name, nk_kernel_fn fn);
 void nk_kernel_free(nk_kernel *k);
 const char *nk_kernel_name(const nk_kernel *k);
+/* The kernel's parameters as its source declares them: decl is where the
+ * kernel function is defined (file and line, as its instructions' __FILE__
+ * names the file; file NULL: not known) and names[i] the name of argument i
+ * (NULL entries: unnamed). Programs traced afterwards name input tensors by
+ * them in operands, messages, profiles and exports ("a_tensor" instead of
+ * "in0") and place them at decl instead of the pseudo-location "KERNEL:0";
+ * names are used when a call passes exactly nnames arguments. A name is at
+ * most 63 printable ASCII characters without blanks, quotes, backslashes or
+ * commas (NK_EINVAL otherwise). Programs already compiled keep their names. */
+int nk_kernel_set_params(nk_kernel *k, nk_loc decl, const char *const *names, int nnames);
 
 /* The program for these argument shapes and dtypes: traced and compiled on
  * the first call, then found in the kernel's cache. On a kernel error returns

@@ -28,7 +28,7 @@
 #define PMAX NK_PMAX                          /* 128 */
 #define FMAX_MOVING NK_GEMM_MOVING_FMAX       /* 512 */
 #define FMAX_STATIONARY NK_GEMM_STATIONARY_FMAX /* 128 */
-
+NK_KERNEL_DECL(nk_kernel_attention_fwd);
 void nk_kernel_attention_fwd(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

@@ -16,7 +16,7 @@
  * NK_AVGPOOL2D_POOL = 2 without it).
  */
 #include "kernels.h"
-
+NK_KERNEL_DECL(nk_kernel_avgpool2d);
 void nk_kernel_avgpool2d(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     nk_tensor in_tensor = args[0];

@@ -51,6 +51,11 @@ typedef struct nk_kernel_info {
     int grid[NK_MAX_GRID];
 } nk_kernel_info;
 
+/* Where a built-in kernel function is defined: NK_KERNEL_DECL(fn) on the
+ * line before the definition of fn defines fn_decl, its file and line (the
+ * location its inputs are declared at in profiles). */
+#define NK_KERNEL_DECL(fn) const nk_loc fn##_decl = {__FILE__, __LINE__ + 1, NULL}
+
 /* The registry: nk_builtin_kernel_count entries. */
 extern const nk_kernel_info nk_builtin_kernels[];
 extern const int nk_builtin_kernel_count;
@@ -58,6 +63,13 @@ const nk_kernel_info *nk_builtin_kernel(const char *name);
 /* The built-in kernel whose name is nearest to a misspelt one (edit
  * distance at most 2, or a third of its length), or NULL: "did you mean". */
 const nk_kernel_info *nk_builtin_kernel_nearest(const char *name);
+
+/* Where the kernel function is defined (NK_KERNEL_DECL), or NULL. */
+const nk_loc *nk_builtin_kernel_decl(const nk_kernel_info *k);
+/* nk_kernel_new for a built-in kernel, its parameters named as its argument
+ * specs name them and declared where its function is defined
+ * (nk_kernel_set_params). NULL when out of memory. */
+nk_kernel *nk_builtin_kernel_new(const nk_kernel_info *k);
 
 /* Allocates the kernel's example arguments (args[0..k->nargs-1]) and fills
  * them with reproducible values for seed, uniform in each spec's range and
@@ -78,6 +90,28 @@ const char *nk_builtin_kernel_source(const char *path, void *user);
 void nk_builtin_kernel_sources_register(void);
 
 /* the kernels */
+extern const nk_loc nk_kernel_attention_fwd_decl;
+extern const nk_loc nk_kernel_avgpool2d_decl;
+extern const nk_loc nk_kernel_layernorm_decl;
+extern const nk_loc nk_kernel_layernorm_bn_decl;
+extern const nk_loc nk_kernel_mamba_v1_decl;
+extern const nk_loc nk_kernel_mamba_v2_decl;
+extern const nk_loc nk_kernel_mamba_v3_decl;
+extern const nk_loc nk_kernel_matmul_basic_decl;
+extern const nk_loc nk_kernel_matmul_blocked_free_decl;
+extern const nk_loc nk_kernel_matmul_fully_optimized_decl;
+extern const nk_loc nk_kernel_matmul_hoisted_decl;
+extern const nk_loc nk_kernel_matmul_tiled_decl;
+extern const nk_loc nk_kernel_rmsnorm_decl;
+extern const nk_loc nk_kernel_sd_attention_decl;
+extern const nk_loc nk_kernel_seq_scale_matmul_hbm_decl;
+extern const nk_loc nk_kernel_seq_scale_matmul_onchip_decl;
+extern const nk_loc nk_kernel_softmax_decl;
+extern const nk_loc nk_kernel_spmd_tensor_add_decl;
+extern const nk_loc nk_kernel_spmd_matmul_decl;
+extern const nk_loc nk_kernel_tensor_add_decl;
+extern const nk_loc nk_kernel_tensor_exp_decl;
+extern const nk_loc nk_kernel_transpose2d_decl;
 void nk_kernel_tensor_exp(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs);
 void nk_kernel_matmul_basic(nk_ctx *nc, const nk_tensor *args, int nargs);

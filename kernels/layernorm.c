@@ -16,7 +16,7 @@
  * driver's NK_LAYERNORM_EPS.
  */
 #include "kernels.h"
-
+NK_KERNEL_DECL(nk_kernel_layernorm);
 void nk_kernel_layernorm(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     int with_eps = nargs >= 4;

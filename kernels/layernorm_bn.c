@@ -20,7 +20,7 @@
 
 #define BN_STATS_FMAX 512 /* nl.tile_size.bn_stats_fmax */
 #define BN_STATS_DIM 6    /* statistics per bn_stats */
-
+NK_KERNEL_DECL(nk_kernel_layernorm_bn);
 void nk_kernel_layernorm_bn(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     int with_eps = nargs >= 4;

@@ -18,7 +18,7 @@
 #include "kernels.h"
 
 #define CHANNEL_PSIZE NK_PMAX
-
+NK_KERNEL_DECL(nk_kernel_mamba_v1);
 void nk_kernel_mamba_v1(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

@@ -14,7 +14,7 @@
 #include "kernels.h"
 
 #define CHANNEL_PSIZE NK_PMAX
-
+NK_KERNEL_DECL(nk_kernel_mamba_v2);
 void nk_kernel_mamba_v2(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

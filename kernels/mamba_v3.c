@@ -17,7 +17,7 @@
 
 #define CHANNEL_PSIZE NK_PMAX
 #define SEQ_LEN_FSIZE 512 /* the tutorial's chunk, found by profiling */
-
+NK_KERNEL_DECL(nk_kernel_mamba_v3);
 void nk_kernel_mamba_v3(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

@@ -6,7 +6,7 @@
  * way back to SBUF.
  */
 #include "kernels.h"
-
+NK_KERNEL_DECL(nk_kernel_matmul_basic);
 void nk_kernel_matmul_basic(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

@@ -22,7 +22,7 @@
 #define BLOCK_N (TILE_N * TILES_IN_BLOCK_N) /* 1024 */
 
 static int64_t tiles(int64_t n, int64_t t) { return (n + t - 1) / t; }
-
+NK_KERNEL_DECL(nk_kernel_matmul_blocked_free);
 void nk_kernel_matmul_blocked_free(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

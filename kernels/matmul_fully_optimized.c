@@ -42,7 +42,7 @@ static int64_t meta(nk_ctx *nc, const nk_tensor *args, int nargs, int i, int64_t
     double v = nk_scalar(nc, args[i]);
     return v >= 1 ? (int64_t)v : dflt;
 }
-
+NK_KERNEL_DECL(nk_kernel_matmul_fully_optimized);
 void nk_kernel_matmul_fully_optimized(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     nk_tensor lhsT = args[0], rhs = args[1];

@@ -23,7 +23,7 @@
 #define TILE_N NK_GEMM_MOVING_FMAX     /* 512 */
 
 static int64_t tiles(int64_t n, int64_t t) { return (n + t - 1) / t; }
-
+NK_KERNEL_DECL(nk_kernel_matmul_hoisted);
 void nk_kernel_matmul_hoisted(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

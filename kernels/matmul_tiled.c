@@ -12,7 +12,7 @@
 #define TILE_M NK_GEMM_STATIONARY_FMAX /* 128: stationary free size */
 #define TILE_K NK_PMAX                 /* 128: contraction over partitions */
 #define TILE_N NK_GEMM_MOVING_FMAX     /* 512: moving free size, one PSUM bank */
-
+NK_KERNEL_DECL(nk_kernel_matmul_tiled);
 void nk_kernel_matmul_tiled(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

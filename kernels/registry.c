@@ -182,3 +182,53 @@ const nk_kernel_info nk_builtin_kernels[] = {
      {"rhs", NK_BF16, 2, {128, 512}}}, 1, nk_ref_scale_matmul, 0x1.0p-8, 2e-3},
 };
 const int nk_builtin_kernel_count = (int)(sizeof nk_builtin_kernels / sizeof nk_builtin_kernels[0]);
+
+static const struct {
+    nk_kernel_fn fn;
+    const nk_loc *decl;
+} decls[] = {
+    {nk_kernel_attention_fwd, &nk_kernel_attention_fwd_decl},
+    {nk_kernel_avgpool2d, &nk_kernel_avgpool2d_decl},
+    {nk_kernel_layernorm, &nk_kernel_layernorm_decl},
+    {nk_kernel_layernorm_bn, &nk_kernel_layernorm_bn_decl},
+    {nk_kernel_mamba_v1, &nk_kernel_mamba_v1_decl},
+    {nk_kernel_mamba_v2, &nk_kernel_mamba_v2_decl},
+    {nk_kernel_mamba_v3, &nk_kernel_mamba_v3_decl},
+    {nk_kernel_matmul_basic, &nk_kernel_matmul_basic_decl},
+    {nk_kernel_matmul_blocked_free, &nk_kernel_matmul_blocked_free_decl},
+    {nk_kernel_matmul_fully_optimized, &nk_kernel_matmul_fully_optimized_decl},
+    {nk_kernel_matmul_hoisted, &nk_kernel_matmul_hoisted_decl},
+    {nk_kernel_matmul_tiled, &nk_kernel_matmul_tiled_decl},
+    {nk_kernel_rmsnorm, &nk_kernel_rmsnorm_decl},
+    {nk_kernel_sd_attention, &nk_kernel_sd_attention_decl},
+    {nk_kernel_seq_scale_matmul_hbm, &nk_kernel_seq_scale_matmul_hbm_decl},
+    {nk_kernel_seq_scale_matmul_onchip, &nk_kernel_seq_scale_matmul_onchip_decl},
+    {nk_kernel_softmax, &nk_kernel_softmax_decl},
+    {nk_kernel_spmd_tensor_add, &nk_kernel_spmd_tensor_add_decl},
+    {nk_kernel_spmd_matmul, &nk_kernel_spmd_matmul_decl},
+    {nk_kernel_tensor_add, &nk_kernel_tensor_add_decl},
+    {nk_kernel_tensor_exp, &nk_kernel_tensor_exp_decl},
+    {nk_kernel_transpose2d, &nk_kernel_transpose2d_decl},
+};
+
+const nk_loc *nk_builtin_kernel_decl(const nk_kernel_info *k)
+{
+    for (size_t i = 0; k && i < sizeof decls / sizeof decls[0]; i++)
+        if (decls[i].fn == k->fn)
+            return decls[i].decl;
+    return NULL;
+}
+
+nk_kernel *nk_builtin_kernel_new(const nk_kernel_info *k)
+{
+    nk_kernel *kn = nk_kernel_new(k->name, k->fn);
+    const nk_loc *d = nk_builtin_kernel_decl(k);
+    const char *names[NK_KERNEL_MAX_ARGS];
+    for (int i = 0; i < k->nargs && i < NK_KERNEL_MAX_ARGS; i++)
+        names[i] = k->args[i].name;
+    if (kn && nk_kernel_set_params(kn, d ? *d : (nk_loc){NULL, 0, NULL}, names, k->nargs)) {
+        nk_kernel_free(kn);
+        return NULL;
+    }
+    return kn;
+}

@@ -28,7 +28,7 @@ static nk_tensor broadcast_gamma(nk_ctx *nc, nk_tensor gamma, int64_t D)
     }
     return g_all;
 }
-
+NK_KERNEL_DECL(nk_kernel_rmsnorm);
 void nk_kernel_rmsnorm(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

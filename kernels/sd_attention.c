@@ -52,7 +52,7 @@ static int flag(nk_ctx *nc, const nk_tensor *args, int nargs, int i, int dflt)
 {
     return nargs > i ? nk_scalar(nc, args[i]) != 0 : dflt;
 }
-
+NK_KERNEL_DECL(nk_kernel_sd_attention);
 void nk_kernel_sd_attention(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     nk_tensor q_ref = args[0], k_ref = args[1], v_ref = args[2];

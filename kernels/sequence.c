@@ -43,13 +43,13 @@ static void scale_matmul(nk_ctx *nc, const nk_tensor *args, nk_kernel_fn produce
         return;
     nk_return(nc, out);
 }
-
+NK_KERNEL_DECL(nk_kernel_seq_scale_matmul_hbm);
 void nk_kernel_seq_scale_matmul_hbm(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;
     scale_matmul(nc, args, scale_to_hbm);
 }
-
+NK_KERNEL_DECL(nk_kernel_seq_scale_matmul_onchip);
 void nk_kernel_seq_scale_matmul_onchip(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

@@ -7,7 +7,7 @@
  * The output has x's dtype; everything in between is fp32.
  */
 #include "kernels.h"
-
+NK_KERNEL_DECL(nk_kernel_softmax);
 void nk_kernel_softmax(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

@@ -28,7 +28,7 @@ static void share(nk_ctx *nc, int axis, int64_t t, int64_t *lo, int64_t *hi)
     *lo = p * t / n;
     *hi = (p + 1) * t / n;
 }
-
+NK_KERNEL_DECL(nk_kernel_spmd_tensor_add);
 void nk_kernel_spmd_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;
@@ -50,7 +50,7 @@ void nk_kernel_spmd_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs)
     }
     nk_return(nc, out);
 }
-
+NK_KERNEL_DECL(nk_kernel_spmd_matmul);
 void nk_kernel_spmd_matmul(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

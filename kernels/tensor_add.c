@@ -8,7 +8,7 @@
 
 #define TILE_P NK_PMAX /* rows per tile: the partitions */
 #define TILE_F 512     /* columns per tile */
-
+NK_KERNEL_DECL(nk_kernel_tensor_add);
 void nk_kernel_tensor_add(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

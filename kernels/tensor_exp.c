@@ -3,7 +3,7 @@
  * rows, the partial last tile clipped by a mask (nl.exp over [250, 512]).
  */
 #include "kernels.h"
-
+NK_KERNEL_DECL(nk_kernel_tensor_exp);
 void nk_kernel_tensor_exp(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     (void)nargs;

@@ -13,7 +13,7 @@
  * without them F1 = NK_TRANSPOSE2D_F1 (the tutorial's 3) and F2 = F / F1.
  */
 #include "kernels.h"
-
+NK_KERNEL_DECL(nk_kernel_transpose2d);
 void nk_kernel_transpose2d(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
     nk_tensor in_tensor = args[0];

@@ -76,6 +76,8 @@ typedef struct nk_instr {
     uint32_t loop;   /* innermost loop instance + 1; 0 = none */
     uint32_t iter;   /* iteration of that loop */
     uint32_t dep_off, ndep; /* into program deps: instructions this one waits for */
+    uint16_t call;          /* the API call that produced it: p->calls[call - 1]; 0 = not recorded
+                               (fits the padding before imm0: the record does not grow) */
     double imm0, imm1;      /* scalar operands, memset value, scale, on_false */
     nk_affine aff;          /* IOTA / AFFINE_SELECT expression */
     nk_tensor dst, dst2;    /* dst2: activation reduce output */
@@ -163,6 +165,12 @@ struct nk_program {
     uint32_t nseg;
     char (*seg_name)[64]; /* per segment: the kernel's name */
     uint32_t *seg_loc;    /* per segment: the location of its nk_launch (the caller's first line for 0) */
+    /* Names from the kernel's declaration: in_name[i] is input i's parameter
+     * name (NULL: none given, shown as "in<i>"); calls[k] an API call
+     * ("nl.broadcast_to") some instruction's `call` names. */
+    char **in_name;       /* ninputs entries, or NULL */
+    char **calls;
+    uint32_t ncalls;
     int owned;            /* 1 when loaded from a file (nk_program_free frees it) */
     int view;             /* 1: a captured profile's view of another program: the
                              arrays are that program's, freeing it frees the struct */
@@ -192,6 +200,17 @@ static inline uint32_t nk__unit_core(const nk_program *p, uint32_t u) { return p
  * On failure returns a negative status and writes "file:line: message". */
 int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs,
              const nk_options *opts, nk_program **out, char *err, size_t errlen);
+/* What a kernel's declaration says of its parameters (nk_kernel_set_params):
+ * where it is declared (file NULL: nowhere known) and a name per argument
+ * (entries may be NULL), used when the call passes exactly nnames arguments. */
+typedef struct nk__kparams {
+    nk_loc decl;
+    char **names;
+    int nnames;
+} nk__kparams;
+/* nk__trace with the kernel's parameters (kp may be NULL). */
+int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, const nk_array *args, int nargs,
+                     const nk_options *opts, nk_program **out, char *err, size_t errlen);
 
 /* ---- scheduler (src/sched) */
 
@@ -351,5 +370,19 @@ void nk__text_free(nk_text *t);
 /* "[128, 512]" */
 void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim);
 void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t);
+/* What messages and operand text call HBM buffer b: an input's parameter
+ * name when the kernel declared one, else "in0", "out1", "const3", "tmp". */
+const char *nk__buf_label(const nk_program *p, uint32_t b, char *buf, size_t n);
+/* The API call that produced an instruction ("nl.broadcast_to"), or NULL. */
+const char *nk__instr_call(const nk_program *p, const nk_instr *in);
+/* Is `call` the instruction `op` itself (nisa.nc_matmul, nk_isa_nc_matmul,
+ * nl.load for load) rather than a construct lowered to it? */
+int nk__call_is_op(const char *call, const char *op);
+/* The construct an instruction was lowered from, when the kernel wrote
+ * another call than the instruction: "nl.broadcast_to" (NULL otherwise). */
+const char *nk__instr_lowered_from(const nk_program *p, const nk_instr *in);
+/* "nc_matmul (lowered from nl.broadcast_to at layernorm.py:31)", or just
+ * the op's name when the kernel wrote the instruction itself. */
+void nk__format_instr_origin(char *buf, size_t n, const nk_program *p, const nk_instr *in);
 
 #endif

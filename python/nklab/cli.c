@@ -97,6 +97,7 @@ static PyObject *cli_main(PyObject *self, PyObject *arg)
         return PyErr_NoMemory();
     nk_builtin_kernel_sources_register();
     nk_cli_py_loader = py_loader;
+    nk_cli_py_params = pynk_cli_params;
     int (*cmd)(int, char **) = !strcmp(argv[0], "run") ? nk_cmd_run
                                : !strcmp(argv[0], "bench") ? nk_cmd_bench
                                : !strcmp(argv[0], "profile") ? nk_cmd_profile
@@ -108,6 +109,7 @@ static PyObject *cli_main(PyObject *self, PyObject *arg)
         code = cmd((int)n, argv);
     fflush(stdout);
     nk_cli_py_loader = NULL;
+    nk_cli_py_params = NULL;
     for (Py_ssize_t i = 0; i < n; i++)
         free(argv[i]);
     free(argv);

@@ -722,6 +722,76 @@ out:
     T->nc = NULL;
 }
 
+/* The line of the kernel's `def`: the code object's first line is its
+ * first decorator's, so the def is the first line from there on that starts
+ * with "def " or "async def " (linecache reads the file as Python does). */
+static int def_line(PyObject *code, const char *file)
+{
+    PyObject *first = PyObject_GetAttrString(code, "co_firstlineno");
+    long line = first ? PyLong_AsLong(first) : 0;
+    Py_XDECREF(first);
+    PyObject *lc = PyImport_ImportModule("linecache");
+    PyObject *lines = lc ? PyObject_CallMethod(lc, "getlines", "s", file) : NULL;
+    Py_XDECREF(lc);
+    for (Py_ssize_t i = line - 1; lines && PyList_Check(lines) && i >= 0 && i < PyList_GET_SIZE(lines) &&
+                                  i < line + 64; i++) {
+        const char *t = PyUnicode_Check(PyList_GET_ITEM(lines, i)) ? PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i))
+                                                                   : NULL;
+        while (t && (*t == ' ' || *t == '\t'))
+            t++;
+        if (t && (!strncmp(t, "def ", 4) || !strncmp(t, "async def ", 10))) {
+            line = (long)i + 1;
+            break;
+        }
+    }
+    Py_XDECREF(lines);
+    PyErr_Clear();
+    return line > 0 && line < INT32_MAX ? (int)line : 0;
+}
+
+/* Names the kernel's array arguments after the function's parameters (the
+ * code object's argument names for positional ones, the keyword for
+ * keyword ones) and declares them at its def line: profiles then say
+ * "a_tensor", at the def, instead of "in0" at "KERNEL:0". A name the
+ * profile cannot carry (not printable ASCII) stays unnamed. */
+static void declare_params(kernel_obj *K, pynk_kcall *c, nk_kernel *k)
+{
+    PyObject *code = PyObject_GetAttrString(K->func, "__code__");
+    PyObject *vars = code ? PyObject_GetAttrString(code, "co_varnames") : NULL;
+    PyObject *argc = code ? PyObject_GetAttrString(code, "co_argcount") : NULL;
+    PyObject *fname = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+    const char *file = fname && PyUnicode_Check(fname) ? PyUnicode_AsUTF8(fname) : NULL;
+    long nposp = argc ? PyLong_AsLong(argc) : 0;
+    const char *names[MAXARGS] = {0};
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    for (int i = 0; vars && PyTuple_Check(vars) && i < c->nargs; i++) {
+        PyObject *n = NULL;
+        if (i < c->npos)
+            n = i < nposp && i < PyTuple_GET_SIZE(vars) ? PyTuple_GET_ITEM(vars, i) : NULL;
+        else if (c->kw && PyDict_Next(c->kw, &pos, &key, &val))
+            n = key;
+        if (c->slot[i] >= 0 && c->slot[i] < MAXARGS && n && PyUnicode_Check(n))
+            names[c->slot[i]] = PyUnicode_AsUTF8(n);
+    }
+    PyErr_Clear();
+    int line = code && file ? def_line(code, file) : 0;
+    nk_loc decl = {file && line ? file : NULL, line, NULL};
+    if (nk_kernel_set_params(k, decl, names, c->narr)) { /* some name it cannot carry: name the others */
+        for (int i = 0; i < c->narr; i++) {
+            const char *one[MAXARGS] = {0};
+            one[i] = names[i];
+            if (names[i] && nk_kernel_set_params(k, decl, one, c->narr))
+                names[i] = NULL;
+        }
+        nk_kernel_set_params(k, decl, names, c->narr);
+    }
+    Py_XDECREF(fname);
+    Py_XDECREF(argc);
+    Py_XDECREF(vars);
+    Py_XDECREF(code);
+}
+
 /* Traces (and compiles) the call into entry e. */
 static int trace_into(kernel_obj *K, pynk_kcall *c, centry *e, int eager, int probe, pynk_trace *T)
 {
@@ -737,6 +807,7 @@ static int trace_into(kernel_obj *K, pynk_kcall *c, centry *e, int eager, int pr
         PyErr_NoMemory();
         return -1;
     }
+    declare_params(K, c, e->k);
     nk_options opts = {c->target, 0, c->table, 0};
     opts.threads = nk_cli_env_threads();
     memcpy(opts.grid, c->grid, sizeof opts.grid);
@@ -1736,6 +1807,20 @@ int pynk_cli_set_kernel(PyObject *k)
     Py_XINCREF(k);
     Py_XSETREF(cli_kernel, (kernel_obj *)k);
     return 0;
+}
+
+void pynk_cli_params(nk_kernel *k, int nargs)
+{
+    if (!cli_kernel)
+        return;
+    pynk_kcall c;
+    memset(&c, 0, sizeof c);
+    c.nargs = c.npos = c.narr = nargs < MAXARGS ? nargs : MAXARGS;
+    for (int i = 0; i < c.nargs; i++) {
+        c.kind[i] = ARG_ARRAY;
+        c.slot[i] = i;
+    }
+    declare_params(cli_kernel, &c, k);
 }
 
 void pynk_cli_trampoline(nk_ctx *nc, const nk_tensor *targs, int nt)

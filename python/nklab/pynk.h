@@ -195,6 +195,8 @@ int pynk_kernel_init(PyObject *m);
  * the trampoline traces it for nk_kernel_new. */
 int pynk_cli_set_kernel(PyObject *k);
 void pynk_cli_trampoline(nk_ctx *nc, const nk_tensor *targs, int nargs);
+/* Its parameter names and def line on k (nk_cli_py_params). */
+void pynk_cli_params(nk_kernel *k, int nargs);
 
 /* ---- command line (cli.c) */
 

@@ -207,11 +207,13 @@ int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
         }
         fn = ck->user.fn;
     }
-    ck->k = nk_kernel_new(nk_cli_kernel_name(ck), fn);
+    ck->k = ck->info ? nk_builtin_kernel_new(ck->info) : nk_kernel_new(nk_cli_kernel_name(ck), fn);
     if (!ck->k)
         rc = nk_cli_error(NK_EXIT_FAIL, "out of memory");
     else
         rc = load_inputs(c, flags, ck);
+    if (!rc && !ck->info && nk_cli_py_params && nk_cli_is_py_kernel(c->kernel))
+        nk_cli_py_params(ck->k, ck->nargs);
     if (rc)
         nk_cli_kernel_close(ck);
     return rc;

@@ -56,6 +56,7 @@
 extern char **environ;
 
 nk_py_kernel_loader nk_cli_py_loader;
+nk_py_kernel_params nk_cli_py_params;
 
 #define CACHE_MAGIC "nklab kernel cache 1\n"
 

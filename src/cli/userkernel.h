@@ -24,6 +24,10 @@ int nk_cli_is_py_kernel(const char *spec);
 typedef int (*nk_py_kernel_loader)(const char *path, const char *function, nk_kernel_fn *fn, char *err,
                                    size_t errlen);
 extern nk_py_kernel_loader nk_cli_py_loader;
+/* Names the loaded Python kernel's nargs positional parameters on k and
+ * declares them at its def line (nk_kernel_set_params); set with the loader. */
+typedef void (*nk_py_kernel_params)(nk_kernel *k, int nargs);
+extern nk_py_kernel_params nk_cli_py_params;
 /* Compiles (or finds in the cache) and loads the kernel; on failure writes a
  * one-line message to err (the compiler's own output went to stderr). */
 int nk_cli_load_user_kernel(const char *spec, nk_user_kernel *uk, int verbose, char *err, size_t errlen);

@@ -250,6 +250,54 @@ void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim)
         snprintf(buf + k, n - k, "]");
 }
 
+const char *nk__buf_label(const nk_program *p, uint32_t buf, char *out, size_t n)
+{
+    const nk_bufinfo *b = buf < p->nbufs ? &p->bufs[buf] : NULL;
+    if (!b) {
+        snprintf(out, n, "?");
+        return out;
+    }
+    if (b->role == NK_ROLE_INPUT && p->in_name && b->index >= 0 && b->index < p->ninputs && p->in_name[b->index] &&
+        p->in_name[b->index][0]) {
+        snprintf(out, n, "%s", p->in_name[b->index]);
+        return out;
+    }
+    const char *role = b->role == NK_ROLE_INPUT ? "in" : b->role == NK_ROLE_OUTPUT ? "out"
+                     : b->role == NK_ROLE_CONSTANT ? "const" : "tmp";
+    snprintf(out, n, "%s%d", role, b->index);
+    return out;
+}
+
+const char *nk__instr_call(const nk_program *p, const nk_instr *in)
+{
+    return in->call && p->calls && in->call <= p->ncalls ? p->calls[in->call - 1] : NULL;
+}
+
+int nk__call_is_op(const char *call, const char *op)
+{
+    size_t lc = strlen(call), lo = strlen(op);
+    return lc >= lo && !strcmp(call + lc - lo, op) && (lc == lo || call[lc - lo - 1] == '_' || call[lc - lo - 1] == '.');
+}
+
+const char *nk__instr_lowered_from(const nk_program *p, const nk_instr *in)
+{
+    const char *c = nk__instr_call(p, in);
+    return c && c[0] && !nk__call_is_op(c, nk__op_name(in->op)) ? c : NULL;
+}
+
+void nk__format_instr_origin(char *buf, size_t n, const nk_program *p, const nk_instr *in)
+{
+    const char *c = nk__instr_lowered_from(p, in);
+    const nk_locinfo *l = in->loc < p->nlocs ? &p->locs[in->loc] : NULL;
+    if (!c)
+        snprintf(buf, n, "%s", nk__op_name(in->op));
+    else if (l && l->file < p->nfiles) {
+        const char *f = p->files[l->file], *s = strrchr(f, '/');
+        snprintf(buf, n, "%s (lowered from %s at %s:%d)", nk__op_name(in->op), c, s ? s + 1 : f, l->line);
+    } else
+        snprintf(buf, n, "%s (lowered from %s)", nk__op_name(in->op), c);
+}
+
 void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t)
 {
     char sh[64];
@@ -261,9 +309,9 @@ void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t)
         return;
     }
     if (t->mem == NK_SHARED_HBM) {
-        const char *role = b->role == NK_ROLE_INPUT ? "in" : b->role == NK_ROLE_OUTPUT ? "out"
-                         : b->role == NK_ROLE_CONSTANT ? "const" : "tmp";
-        snprintf(buf, n, "%s%d%s %s +%lld", role, b->index, sh, nk_dtype_name(t->dtype), (long long)t->off);
+        char name[64];
+        snprintf(buf, n, "%s%s %s +%lld", nk__buf_label(p, t->buf, name, sizeof name), sh, nk_dtype_name(t->dtype),
+                 (long long)t->off);
     } else {
         snprintf(buf, n, "%s[%d:%d]@%lld %s %s", mem[t->mem % 3], t->part0, t->part0 + t->shape[0],
                  (long long)(b->addr + t->off * nk_dtype_size(t->dtype)), sh, nk_dtype_name(t->dtype));
@@ -288,6 +336,12 @@ void nk__program_destroy(nk_program *p)
     free(p->inst_core);
     free(p->seg_name);
     free(p->seg_loc);
+    for (int i = 0; p->in_name && i < p->ninputs; i++)
+        free(p->in_name[i]);
+    free(p->in_name);
+    for (uint32_t i = 0; p->calls && i < p->ncalls; i++)
+        free(p->calls[i]);
+    free(p->calls);
     for (uint32_t b = 0; p->cdata && b < p->nbufs; b++)
         free(p->cdata[b]);
     free(p->cdata);

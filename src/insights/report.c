@@ -314,6 +314,56 @@ static void text_lines(const nk_insights *ins, nk_text *out)
         nk__text_printf(out, "  ... %u more lines\n", a->nlines - MAX_LINES);
 }
 
+/* The instructions a finding involves that the kernel did not write itself:
+ * each kind (op and the construct lowered to it) with its first lines. */
+#define MAX_LOWERED 4
+#define MAX_LOWERED_LINES 4
+typedef struct lowered {
+    uint8_t op;
+    uint16_t call;
+    uint32_t file, n;
+    int32_t line[MAX_LOWERED_LINES];
+    int nline;
+} lowered;
+
+static int finding_lowered(const nk_program *p, const nk_finding *f, lowered *lw)
+{
+    int n = 0;
+    for (uint32_t k = 0; k < f->ninstrs; k++) {
+        const nk_instr *in = f->instrs[k] < p->ninstr ? &p->instrs[f->instrs[k]] : NULL;
+        if (!in || !nk__instr_lowered_from(p, in) || in->loc >= p->nlocs)
+            continue;
+        const nk_locinfo *l = &p->locs[in->loc];
+        int j = 0;
+        while (j < n && (lw[j].op != in->op || lw[j].call != in->call || lw[j].file != l->file))
+            j++;
+        if (j == n) {
+            if (n == MAX_LOWERED)
+                continue;
+            lw[n++] = (lowered){in->op, in->call, l->file, 0, {0}, 0};
+        }
+        lowered *w = &lw[j];
+        w->n++;
+        int seen = 0;
+        for (int q = 0; q < w->nline; q++)
+            seen |= w->line[q] == l->line;
+        if (!seen && w->nline < MAX_LOWERED_LINES)
+            w->line[w->nline++] = l->line;
+    }
+    return n;
+}
+
+/* "nc_matmul (lowered from nk_broadcast at layernorm.c:31, 32)" */
+static void fmt_lowered(const nk_program *p, const lowered *w, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s (lowered from %s at %s:", nk__op_name(w->op), p->calls[w->call - 1],
+                                nk__ins_basename(p, w->file));
+    for (int q = 0; q < w->nline && k < n; q++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%d", q ? ", " : "", w->line[q]);
+    if (k < n)
+        snprintf(buf + k, n - k, ")");
+}
+
 static void text_finding(const nk_insights *ins, const nk_finding *f, int rank, nk_text *out)
 {
     const nk_program *p = ins->pr->prog;
@@ -337,6 +387,13 @@ static void text_finding(const nk_insights *ins, const nk_finding *f, int rank, 
         if (nk__ins_line_text(ins->pr, L->file, L->line, text, sizeof text))
             nk__text_printf(out, "  %s", text);
         nk__text_printf(out, "\n");
+    }
+    lowered lw[MAX_LOWERED];
+    int nlw = finding_lowered(p, f, lw);
+    for (int k = 0; k < nlw; k++) {
+        char b[256];
+        fmt_lowered(p, &lw[k], b, sizeof b);
+        nk__text_printf(out, "   %s %s: %u instr\n", k ? "    " : "not written:", b, lw[k].n);
     }
     if (f->nranges) {
         nk__text_printf(out, "   when:");
@@ -440,6 +497,25 @@ static void json_finding(const nk_insights *ins, const nk_finding *f, nk_text *o
         nk__vb_jstr(out, L->file < p->nfiles ? p->files[L->file] : "?");
         nk__text_printf(out, ",\"line\":%d,\"instructions\":%u,\"busy_ns\":", L->line, L->ninstr);
         jnum(out, L->busy_ns);
+        nk__text_printf(out, "}");
+    }
+    nk__text_printf(out, "],\"lowered\":[");
+    lowered lw[MAX_LOWERED];
+    int nlw = finding_lowered(p, f, lw);
+    for (int k = 0; k < nlw; k++) {
+        char b[256];
+        fmt_lowered(p, &lw[k], b, sizeof b);
+        nk__text_printf(out, "%s{\"opcode\":", k ? "," : "");
+        nk__vb_jstr(out, nk__op_name(lw[k].op));
+        nk__text_printf(out, ",\"call\":");
+        nk__vb_jstr(out, p->calls[lw[k].call - 1]);
+        nk__text_printf(out, ",\"file\":");
+        nk__vb_jstr(out, lw[k].file < p->nfiles ? p->files[lw[k].file] : "?");
+        nk__text_printf(out, ",\"lines\":[");
+        for (int q = 0; q < lw[k].nline; q++)
+            nk__text_printf(out, "%s%d", q ? "," : "", lw[k].line[q]);
+        nk__text_printf(out, "],\"instructions\":%u,\"text\":", lw[k].n);
+        nk__vb_jstr(out, b);
         nk__text_printf(out, "}");
     }
     nk__text_printf(out, "],\"ranges\":[");

@@ -871,8 +871,10 @@ static int rule_reloaded(nk_insights *ins)
                 return rc;
             continue;
         }
-        char name[32];
-        if (B->role == NK_ROLE_INPUT)
+        char name[96], label[64];
+        if (B->role == NK_ROLE_INPUT && p->in_name && p->in_name[B->index])
+            say(name, sizeof name, "input %s", nk__buf_label(p, b, label, sizeof label));
+        else if (B->role == NK_ROLE_INPUT)
             say(name, sizeof name, "input %d", B->index);
         else if (B->role == NK_ROLE_OUTPUT)
             say(name, sizeof name, "output %d", B->index);

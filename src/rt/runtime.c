@@ -30,7 +30,19 @@ struct nk_kernel {
     uint32_t cap, n;
     uint64_t compiles, hits;
     char err[512];
+    nk__kparams params;   /* from nk_kernel_set_params */
+    char *decl_file;
 };
+
+static void clear_params(nk_kernel *k)
+{
+    for (int i = 0; k->params.names && i < k->params.nnames; i++)
+        free(k->params.names[i]);
+    free(k->params.names);
+    free(k->decl_file);
+    memset(&k->params, 0, sizeof k->params);
+    k->decl_file = NULL;
+}
 
 nk_kernel *nk_kernel_new(const char *name, nk_kernel_fn fn)
 {
@@ -51,7 +63,43 @@ void nk_kernel_free(nk_kernel *k)
     for (uint32_t i = 0; i < k->cap; i++)
         nk__program_destroy(k->tab[i].prog);
     free(k->tab);
+    clear_params(k);
     free(k);
+}
+
+int nk_kernel_set_params(nk_kernel *k, nk_loc decl, const char *const *names, int nnames)
+{
+    if (!k || nnames < 0 || nnames > NK_MAX_ARGS || (nnames && !names) || decl.line < 0)
+        return NK_EINVAL;
+    for (int i = 0; i < nnames; i++) {
+        const char *n = names[i];
+        if (!n)
+            continue;
+        size_t len = strlen(n);
+        if (len > 63)
+            return NK_EINVAL;
+        for (size_t j = 0; j < len; j++)
+            if (n[j] < 0x21 || n[j] > 0x7e || n[j] == '"' || n[j] == '\\' || n[j] == ',')
+                return NK_EINVAL;
+    }
+    nk__kparams kp = {{NULL, 0, NULL}, NULL, nnames};
+    char *file = decl.file ? strdup(decl.file) : NULL;
+    kp.names = nnames ? calloc((size_t)nnames, sizeof *kp.names) : NULL;
+    int bad = (decl.file && !file) || (nnames && !kp.names);
+    for (int i = 0; !bad && i < nnames; i++)
+        bad = names[i] && !(kp.names[i] = strdup(names[i]));
+    if (bad) {
+        for (int i = 0; kp.names && i < nnames; i++)
+            free(kp.names[i]);
+        free(kp.names);
+        free(file);
+        return NK_ENOMEM;
+    }
+    clear_params(k);
+    kp.decl = (nk_loc){file, decl.line, NULL};
+    k->params = kp;
+    k->decl_file = file;
+    return 0;
 }
 
 const char *nk_kernel_name(const nk_kernel *k) { return k->name; }
@@ -199,7 +247,7 @@ int nk_kernel_compile(nk_kernel *k, const nk_array *args, int nargs, const nk_op
     }
     nk_program *p = NULL;
     k->err[0] = 0;
-    int rc = nk__trace(k->name, k->fn, args, nargs, opts, &p, k->err, sizeof k->err);
+    int rc = nk__trace_params(k->name, k->fn, &k->params, args, nargs, opts, &p, k->err, sizeof k->err);
     if (rc)
         return rc;
     k->compiles++;

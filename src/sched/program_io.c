@@ -636,6 +636,21 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
             nk__wr_uv(w, p->instrs[i].seg);
     }
     nk__wr_end(w, s);
+
+    /* version 6: the inputs' parameter names and the API call of every
+       instruction (absent when none was recorded) */
+    s = nk__wr_begin(w, "NAME");
+    nk__wr_uv(w, p->in_name ? (uint32_t)p->ninputs : 0);
+    for (int i = 0; p->in_name && i < p->ninputs; i++)
+        nk__wr_str(w, p->in_name[i] ? p->in_name[i] : "");
+    uint32_t ncalls = p->calls ? p->ncalls : 0;
+    nk__wr_uv(w, ncalls);
+    for (uint32_t k = 0; k < ncalls; k++)
+        nk__wr_str(w, p->calls[k]);
+    if (ncalls)
+        for (uint32_t i = 0; i < p->ninstr; i++)
+            nk__wr_uv(w, p->instrs[i].call);
+    nk__wr_end(w, s);
     return w->oom ? NK_ENOMEM : 0;
 }
 
@@ -1021,6 +1036,61 @@ static int get_spmd(nk_rd *r, nk_program *p)
     return 0;
 }
 
+/* A parameter name or an API call: printable ASCII, no quote or backslash
+ * (they go into messages, JSON, CSV and the viewer as they are). */
+static int name_ok(const char *n)
+{
+    for (; *n; n++)
+        if (*n < 0x21 || *n > 0x7e || *n == '"' || *n == '\\' || *n == ',')
+            return 0;
+    return 1;
+}
+
+static int get_names(nk_rd *r, nk_program *p)
+{
+    if (r->version < 6)
+        return 0;
+    nk_rd s;
+    if (nk__rd_section(r, "NAME", &s))
+        return r->rc;
+    uint32_t nn = nk__rd_uv32(&s);
+    if (!s.rc && nn && nn != (uint32_t)p->ninputs)
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "%u parameter names for %d inputs", nn, p->ninputs);
+    if (nn && !s.rc && !(p->in_name = calloc(nn, sizeof *p->in_name)))
+        return r->rc = nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < nn && !s.rc; i++) {
+        p->in_name[i] = nk__rd_str(&s, NK_IO_MAX_ARGNAME, "parameter name");
+        if (p->in_name[i] && !name_ok(p->in_name[i]))
+            return r->rc = nk__rd_fail(&s, NK_EFORMAT, "input %u: parameter name with a blank, quote, comma or "
+                                       "control character", i);
+    }
+    uint32_t nc = nk__rd_uv32(&s);
+    if (!s.rc && nc >= UINT16_MAX)
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "%u API calls (at most %d)", nc, UINT16_MAX - 1);
+    if (!s.rc && nc > s.n - s.pos)
+        return r->rc = nk__rd_fail(&s, NK_EFORMAT, "%u API calls in %zu bytes", nc, s.n - s.pos);
+    if (nc && !s.rc) {
+        if (!(p->calls = calloc(nc, sizeof *p->calls)))
+            return r->rc = nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+        p->ncalls = nc;
+    }
+    for (uint32_t k = 0; k < nc && !s.rc; k++) {
+        p->calls[k] = nk__rd_str(&s, NK_IO_MAX_ARGNAME, "API call");
+        if (p->calls[k] && (!p->calls[k][0] || !name_ok(p->calls[k])))
+            return r->rc = nk__rd_fail(&s, NK_EFORMAT, "API call %u: empty, or with a blank, quote, comma or "
+                                       "control character", k);
+    }
+    for (uint32_t i = 0; nc && i < p->ninstr && !s.rc; i++) {
+        uint32_t c = nk__rd_uv32(&s);
+        if (!s.rc && c > nc)
+            return r->rc = nk__rd_fail(&s, NK_EFORMAT, "instruction %u: API call %u of %u", i, c, nc);
+        p->instrs[i].call = (uint16_t)c;
+    }
+    if (nk__rd_end(&s))
+        return r->rc = s.rc;
+    return 0;
+}
+
 static int derive_tables(nk_rd *r, nk_program *p)
 {
     p->input_buf = calloc((size_t)p->ninputs + 1, sizeof *p->input_buf);
@@ -1062,7 +1132,8 @@ int nk__program_decode(nk_rd *r, nk_program **out)
         return nk__rd_fail(r, NK_ENOMEM, "out of memory");
     p->owned = 1;
     if (get_phdr(r, p) || get_targ(r, p) || get_files(r, p) || get_locs(r, p) || get_loops(r, p) || get_bufs(r, p) ||
-        get_instrs(r, p) || get_consts(r, p) || get_spmd(r, p) || derive_tables(r, p))
+        get_instrs(r, p) || get_consts(r, p) || get_spmd(r, p) || get_names(r, p) ||
+        derive_tables(r, p))
         goto fail;
     char msg[384];
     int rc = nk__program_check(p, msg, sizeof msg);
@@ -1089,6 +1160,22 @@ static void *dup_array(const void *src, size_t n, size_t size, int *bad)
     return d;
 }
 
+/* A copy of n strings (entries may be NULL), or NULL for none. */
+static char **dup_strs(char *const *src, uint32_t n, int *bad)
+{
+    if (!src || !n)
+        return NULL;
+    char **d = calloc(n, sizeof *d);
+    if (!d) {
+        *bad = 1;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n && !*bad; i++)
+        if (src[i] && !(d[i] = strdup(src[i])))
+            *bad = 1;
+    return d;
+}
+
 int nk__program_copy(const nk_program *p, nk_program **out)
 {
     *out = NULL;
@@ -1100,6 +1187,9 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     *q = *p;
     q->files = NULL;
     q->nfiles = 0;
+    q->in_name = NULL;
+    q->calls = NULL;
+    q->ncalls = 0;
     q->table = *p->arch;
     q->arch = &q->table;
     q->owned = 1;
@@ -1115,6 +1205,9 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     q->inst_core = p->inst_core ? dup_array(p->inst_core, p->ninst, 1, &bad) : NULL;
     q->seg_name = p->seg_name ? dup_array(p->seg_name, p->nseg, sizeof *p->seg_name, &bad) : NULL;
     q->seg_loc = p->seg_loc ? dup_array(p->seg_loc, p->nseg, sizeof *p->seg_loc, &bad) : NULL;
+    q->in_name = dup_strs(p->in_name, (uint32_t)p->ninputs, &bad);
+    q->calls = dup_strs(p->calls, p->ncalls, &bad);
+    q->ncalls = q->calls ? p->ncalls : 0;
     q->cdata = p->cdata ? calloc(p->nbufs, sizeof *q->cdata) : NULL;
     bad |= p->cdata && !q->cdata;
     for (uint32_t b = 1; !bad && p->cdata && b < p->nbufs; b++)

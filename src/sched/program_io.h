@@ -16,13 +16,14 @@
 
 /* Version of the container and of every section layout. Any change to a
  * layout bumps it; readers reject versions they do not know. */
-#define NK_FORMAT_VERSION 5
+#define NK_FORMAT_VERSION 6
 #define NK_MAGIC_PROGRAM "NKLABPRG"
 #define NK_MAGIC_PROFILE "NKLABPRF"
 #define NK_FILE_HEADER_BYTES 32
 
 /* Bounds the decoder enforces (beyond them a file is rejected). */
 #define NK_IO_MAX_NAME 4096           /* a file path recorded in a program */
+#define NK_IO_MAX_ARGNAME 63          /* a parameter name or an API call */
 #define NK_IO_MAX_TEXT (64u << 20)    /* one source text */
 #define NK_IO_MAX_HBM_BYTES (1ll << 40) /* one HBM tensor (assumed: above any device's HBM) */
 #define NK_IO_MAX_STRIDE (1ll << 40)

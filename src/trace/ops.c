@@ -21,8 +21,7 @@ static const char *isa_label(char *buf, size_t n, nk_loc loc, const char *instr)
     const char *c = loc.call;
     if (!c || !c[0])
         return instr;
-    size_t lc = strlen(c), li = strlen(instr);
-    if (lc >= li && !strcmp(c + lc - li, instr) && (lc == li || c[lc - li - 1] == '_' || c[lc - li - 1] == '.'))
+    if (nk__call_is_op(c, instr))
         return c; /* the instruction itself: nk_isa_nc_matmul, nisa.nc_matmul */
     snprintf(buf, n, "%s (%s)", c, instr);
     return buf;

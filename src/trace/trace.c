@@ -155,6 +155,38 @@ static int within_budget(nk_ctx *nc, nk_loc loc, uint64_t more)
 }
 static int open_segment(nk_ctx *nc, nk_loc loc, const char *name);
 
+/* The index + 1 of an API call in p->calls, added when new; 0 for none (or
+ * when the table is full or memory is short: the instruction then names no
+ * call, which every surface shows as it shows a program without calls). */
+static uint16_t intern_call(nk_ctx *nc, const char *call)
+{
+    if (!call || !call[0])
+        return 0;
+    if (call == nc->call_last)
+        return nc->call_last_idx;
+    nk_program *p = nc->p;
+    uint32_t k = 0;
+    while (k < p->ncalls && strcmp(p->calls[k], call))
+        k++;
+    if (k == p->ncalls) {
+        char **c = k + 1 < UINT16_MAX ? realloc(p->calls, (k + 1) * sizeof *c) : NULL;
+        if (!c)
+            return 0;
+        p->calls = c;
+        if (!(c[k] = strdup(call)))
+            return 0;
+        if (strlen(c[k]) > 63) /* the file format's bound on a name */
+            c[k][63] = 0;
+        for (char *q = c[k]; *q; q++) /* nor blanks, quotes or commas (the reader's rule) */
+            if (*q < 0x21 || *q > 0x7e || *q == '"' || *q == '\\' || *q == ',')
+                *q = '_';
+        p->ncalls++;
+    }
+    nc->call_last = call;
+    nc->call_last_idx = (uint16_t)(k + 1);
+    return nc->call_last_idx;
+}
+
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
 {
     nk_program *p = nc->p;
@@ -182,6 +214,7 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
     in->op = (uint8_t)op;
     in->engine = (uint8_t)engine;
     in->loc = nk__loc(nc, loc);
+    in->call = intern_call(nc, loc.call);
     in->inst = (uint16_t)nc->inst;
     in->seg = (uint16_t)nc->seg;
     if (nc->depth > 0) {
@@ -525,8 +558,10 @@ void nk_return_at(nk_ctx *nc, nk_loc loc, nk_tensor t)
     }
     nk_bufinfo *b = nk__buf(nc, t);
     if (!nc->in_launch && (b->mem != NK_SHARED_HBM || b->role == NK_ROLE_INPUT)) {
-        char what[32];
-        if (b->role == NK_ROLE_INPUT)
+        char what[96];
+        if (b->role == NK_ROLE_INPUT && nc->p->in_name && nc->p->in_name[b->index])
+            snprintf(what, sizeof what, "input %d (%s)", b->index, nc->p->in_name[b->index]);
+        else if (b->role == NK_ROLE_INPUT)
             snprintf(what, sizeof what, "input %d", b->index);
         else
             snprintf(what, sizeof what, "an on-chip %s tile", mem_name(b->mem));
@@ -1268,6 +1303,12 @@ static int finish(nk_ctx *nc, char *err, size_t errlen)
 int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs, const nk_options *opts,
              nk_program **out, char *err, size_t errlen)
 {
+    return nk__trace_params(name, fn, NULL, args, nargs, opts, out, err, errlen);
+}
+
+int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, const nk_array *args, int nargs,
+                     const nk_options *opts, nk_program **out, char *err, size_t errlen)
+{
     const char *target = opts && opts->target ? opts->target : "trn1";
     const nk_arch *arch = opts && opts->arch ? opts->arch : nk__arch_get(target);
     *out = NULL;
@@ -1330,9 +1371,14 @@ int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs
     if (nk__grow((void **)&p->bufs, &nc->cap_bufs, 1, sizeof *p->bufs))
         goto out;
     p->nbufs = 1;
+    /* the inputs are made at the kernel's declaration when it says where
+       that is; else at the pseudo-location "KERNEL:0" */
     nk_loc here = {name ? name : "kernel", 0};
+    if (kp && kp->decl.file)
+        here = (nk_loc){kp->decl.file, kp->decl.line, NULL};
+    int named = kp && kp->names && kp->nnames == nargs && nargs > 0;
     p->input_buf = calloc((size_t)(nargs > 0 ? nargs : 1), sizeof *p->input_buf);
-    if (!p->input_buf)
+    if (!p->input_buf || (named && !(p->in_name = calloc((size_t)nargs, sizeof *p->in_name))))
         goto out;
     nc->scalars = calloc((size_t)(nargs > 0 ? nargs : 1), sizeof *nc->scalars);
     if (!nc->scalars)
@@ -1373,6 +1419,8 @@ int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs
         b->role = NK_ROLE_INPUT;
         b->index = ntensors;
         b->written = 1;
+        if (named && kp->names[i] && kp->names[i][0] && !(p->in_name[ntensors] = strdup(kp->names[i])))
+            goto out;
         p->input_buf[ntensors++] = targs[i].buf;
     }
     nc->nargs = nargs;

@@ -74,6 +74,9 @@ struct nk_ctx {
     int launch_max, launch_n;
     uint32_t cap_segs;      /* entries of p->seg_name / seg_loc */
     uint32_t driver_loc;    /* the calling kernel's segment location */
+    /* API calls instructions name (p->calls): the last one found, by pointer */
+    const char *call_last;
+    uint16_t call_last_idx;
 };
 
 /* Grows *ptr (an array of *cap elements of elem bytes) to hold need,

@@ -224,6 +224,29 @@ static void put_thread_names(const nk_view_rows *rows, const lanes *L, nk_text *
     }
 }
 
+/* The API call that produced instruction i ("call"), and, when that is a
+ * construct lowered to another instruction, "lowered_from": the call, with
+ * `where` "nk_broadcast at layernorm.c:31" (nothing for a program that
+ * recorded no calls). */
+static void put_call_args(const nk_program *p, uint32_t i, int where, const char *file, int line, nk_text *t)
+{
+    const nk_instr *in = i < p->ninstr ? &p->instrs[i] : NULL;
+    const char *c = in ? nk__instr_call(p, in) : NULL;
+    if (!c)
+        return;
+    nk__vb_str(t, ",\"call\":");
+    nk__vb_jstr(t, c);
+    if (nk__instr_lowered_from(p, in)) {
+        const char *b = strrchr(file, '/');
+        char from[256];
+        if (where)
+            snprintf(from, sizeof from, "%s at %s:%d", c, b ? b + 1 : file, line);
+        else
+            snprintf(from, sizeof from, "%s", c);
+        nk__vb_str(t, ",\"lowered_from\":");
+        nk__vb_jstr(t, from);
+    }
+}
 static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lanes *L, uint32_t e,
                       nk_text *t)
 {
@@ -260,6 +283,7 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     snprintf(loc, sizeof loc, "%s:%d", file, line);
     nk__vb_str(t, ",\"source\":");
     nk__vb_jstr(t, loc);
+    put_call_args(p, ev->instr, 1, file, line, t);
     nk__vb_str(t, ",\"bytes\":");
     nk__vb_u64(t, nk__view_instr_bytes(p, ev->instr));
     nk__vb_str(t, "}}");
@@ -495,6 +519,7 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     nk__vb_jstr(t, file);
     nk__vb_str(t, ",\"line\":");
     nk__vb_i64(t, line);
+    put_call_args(p, i, 0, file, line, t);
     char attrs[256];
     nk__op_attrs(in, attrs, sizeof attrs);
     nk__vb_str(t, ",\"attrs\":");
@@ -678,7 +703,7 @@ int nk__export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         goto out;
     const nk_program *p = pr->prog;
     nk__vb_str(t, "index,start_ns,end_ns,duration_ns,engine,queue,opcode,operands,bytes,file,line,deps,core,instance,"
-                  "kernel\r\n");
+                  "kernel,call,lowered_from\r\n");
     char opnd[1024];
     for (uint32_t i = 0; i < p->ninstr; i++) {
         double s, e;
@@ -719,6 +744,13 @@ int nk__export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         nk__vb_u64(t, in->inst);
         nk__vb_chr(t, ','); /* sequences: the kernel the instruction belongs to */
         nk__vb_csv(t, p->nseg > 1 && in->seg < p->nseg ? p->seg_name[in->seg] : p->kernel);
+        nk__vb_chr(t, ','); /* the API call that produced it; the construct when lowered from one */
+        const char *call = nk__instr_call(p, in);
+        if (call)
+            nk__vb_csv(t, call);
+        nk__vb_chr(t, ',');
+        if (nk__instr_lowered_from(p, in))
+            nk__vb_csv(t, call);
         nk__vb_str(t, "\r\n");
         drain(t);
     }

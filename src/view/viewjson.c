@@ -130,6 +130,12 @@ static void put_header(const nk_profile *pr, nk_text *t)
             nk__vb_chr(t, ',');
         nk__vb_jstr(t, p->nseg > 1 ? p->seg_name[k] : p->kernel);
     }
+    nk__vb_str(t, "],\"calls\":["); /* the API calls instructions came from (instr.lowered) */
+    for (uint32_t k = 0; p->calls && k < p->ncalls; k++) {
+        if (k)
+            nk__vb_chr(t, ',');
+        nk__vb_jstr(t, p->calls[k]);
+    }
     nk__vb_str(t, "],\"kinds\":[\"instr\",\"LoadStationary\",\"MultiplyMoving\",\"dma\"]");
 }
 
@@ -277,6 +283,11 @@ out:
     free(seen);
 }
 static uint64_t col_loc(const nk_program *p, uint32_t i) { return p->instrs[i].loc; }
+/* the construct an instruction was lowered from: its call + 1 into "calls"; 0 when the kernel wrote it */
+static uint64_t col_lowered(const nk_program *p, uint32_t i)
+{
+    return nk__instr_lowered_from(p, &p->instrs[i]) ? p->instrs[i].call : 0;
+}
 static uint64_t col_ndep(const nk_program *p, uint32_t i) { return p->instrs[i].ndep; }
 
 static void put_col(const nk_program *p, const char *name, col_fn fn, nk_text *t)
@@ -372,6 +383,8 @@ static int put_instrs(const nk_profile *pr, nk_text *t, strtab *st, uint32_t *op
     put_col(p, "iter", col_iter, t);
     put_dma_engines(pr, t);
     put_col(p, "loc", col_loc, t);
+    if (p->ncalls)
+        put_col(p, "lowered", col_lowered, t);
     nk__vb_str(t, ",\"opnd\":[");
     for (uint32_t i = 0; i < p->ninstr; i++) {
         if (i)

@@ -74,7 +74,7 @@ static int kernel_page(const char *name, const char *out, const char *facts_path
     for (int a = 0; a < ki->nargs; a++)
         if (nk_array_alloc(&args[a], ki->args[a].dtype, ki->args[a].ndim, ki->args[a].shape))
             return 1;
-    nk_kernel *k = nk_kernel_new(name, ki->fn);
+    nk_kernel *k = nk_builtin_kernel_new(ki);
     const nk_program *prog;
     nk_options o = {getenv("NK_TARGET") ? getenv("NK_TARGET") : "trn1", 0};
     memcpy(o.grid, ki->grid, sizeof o.grid); /* SPMD kernels on their example grid */

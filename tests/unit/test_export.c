@@ -584,7 +584,7 @@ TEST(export_json_summary_and_instructions)
 }
 
 /* Splits RFC 4180 CSV into rows of fields; returns the number of rows. */
-static int csv_parse(const char *s, char fields[][16][256], int maxrows, int *nfields)
+static int csv_parse(const char *s, char fields[][18][256], int maxrows, int *nfields)
 {
     int r = 0;
     while (*s && r < maxrows) {
@@ -607,7 +607,7 @@ static int csv_parse(const char *s, char fields[][16][256], int maxrows, int *nf
             }
             o[k] = 0;
             c++;
-            if (*s == ',' && c < 16) { s++; continue; }
+            if (*s == ',' && c < 18) { s++; continue; }
             break;
         }
         nfields[r++] = c;
@@ -623,14 +623,17 @@ TEST(export_csv_rows_and_quoting)
     fixture_init(&f);
     nk_text t = {0};
     CHECK_INT(nk__export_csv(&f.pr, NULL, &t), NK_OK);
-    static char fields[8][16][256];
+    static char fields[8][18][256];
     int nf[8];
     int rows = csv_parse(t.s, fields, 8, nf);
     CHECK_INT(rows, 7); /* header + 6 instructions */
     CHECK_STR(fields[0][0], "index");
     CHECK_STR(fields[0][7], "operands");
     for (int r = 0; r < rows; r++)
-        CHECK_INT(nf[r], 15);
+        CHECK_INT(nf[r], 17);
+    CHECK_STR(fields[0][15], "call");
+    CHECK_STR(fields[0][16], "lowered_from");
+    CHECK_STR(fields[2][15], ""); /* a program built by hand records no API calls */
     CHECK_STR(fields[2][0], "1");
     CHECK_STR(fields[2][1], "200");
     CHECK_STR(fields[2][3], "1000");

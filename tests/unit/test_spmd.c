@@ -401,7 +401,7 @@ TEST(spmd_profile_shows_a_row_group_per_core)
     CHECK_CONTAINS(pf.s, "\"pid\":2,\"name\":\"process_name\"");
     CHECK_CONTAINS(pf.s, "{\"ph\":\"X\",\"pid\":2,");
     CHECK_INT(nk__export_csv(pr, NULL, &csv), 0);
-    CHECK_CONTAINS(csv.s, ",deps,core,instance,kernel\r\n");
+    CHECK_CONTAINS(csv.s, ",deps,core,instance,kernel,call,lowered_from\r\n");
     CHECK_INT(nk__export_json(pr, NULL, &js), 0);
     CHECK_CONTAINS(js.s, "\"spmd\":{\"grid\":[2,2],\"nc\":[0,0],\"cores\":2,\"instance_core\":[0,1,0,1]}");
     CHECK_CONTAINS(js.s, "\"core\":1,\"instance\":3");

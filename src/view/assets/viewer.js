@@ -642,13 +642,18 @@ function showTip(e, mx, my) {
     '<div class="opnd">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
     '<div>start ' + fmtNs(evStart[e]) + ' &#xB7; duration ' + fmtNs(evEnd[e] - evStart[e]) + '</div>' +
     dmaTip(i) +
-    '<div class="loc">' + esc(locText(i)) + '</div>';
+    '<div class="loc">' + esc(locText(i)) + '</div>' + (loweredFrom(i) ? '<div class="hint">lowered from ' + esc(loweredFrom(i)) + '</div>' : '');
   tip.hidden = false;
   const ww = wrap.clientWidth, tw = tip.offsetWidth;
   tip.style.left = Math.min(mx + 14, ww - tw - 4) + 'px';
   tip.style.top = (my + 16 + wrap.scrollTop) + 'px';
 }
 function hideTip() { tip.hidden = true; }
+/* The construct the kernel wrote that was lowered to instruction i ("nl.broadcast_to"), or '' */
+function loweredFrom(i) {
+  const c = D.instr.lowered ? D.instr.lowered[i] : 0;
+  return c && D.calls ? D.calls[c - 1] || '' : '';
+}
 /* A DMA's bytes, its rate from issue to completion, its queue and DMA engines */
 function dmaTip(i) {
   if (D.engines[iEngine[i]] !== 'dma') return '';
@@ -687,7 +692,9 @@ function selectInstr(i, reveal) {
     (D.instr.seg && D.kernels && D.kernels.length > 1 ? '</span><span>kernel</span><span>' + esc(D.kernels[D.instr.seg[i]]) : '') +
     '</span><span>bytes</span><span>' + fmtBytes(iBytes[i]) + '</span></div>' +
     '<h4>Operands</h4><div class="mono">' + operandParts(operands(i)).map(esc).join('<br>') + '</div>' +
-    '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' + loopInfo(i) + compareInfo(i) +
+    '<h4>Source</h4><a class="jump" data-line="' + i + '">' + esc(l.path + ':' + l.line) + '</a>' +
+    (loweredFrom(i) ? '<div class="lowered">' + esc(opName(i)) + ' (lowered from ' + esc(loweredFrom(i)) + ' at line ' + l.line + ')</div>' : '') +
+    loopInfo(i) + compareInfo(i) +
     '<h4>Predecessors (waits for)</h4>' + depList(predecessors(i)) +
     '<h4>Successors (wait for it)</h4>' + depList(successors(i));
   showSourceLine(l.file, l.line, true);
@@ -1100,6 +1107,7 @@ function renderInsights() {
       (it.severity ? ' <span class="hint">' + esc(it.severity) + '</span>' : '') +
       '<div>' + esc(it.detail || '') + '</div>' + (it.suggestion ? '<div><i>' + esc(it.suggestion) + '</i></div>' : '') +
       (ev ? '<div class="hint">' + ev + '</div>' : '') + (lines ? '<div>' + lines + '</div>' : '') +
+      (it.lowered || []).map((w) => '<div class="lowered">not written: ' + esc(w.text) + '</div>').join('') +
       ((it.ranges && it.ranges.length) || (it.instrs && it.instrs.length) ? '<div><a class="lnk" data-finding="' + k + '">show on the timeline</a></div>' : '') + '</div>';
   }).join('');
   sec.querySelectorAll('[data-search]').forEach((a) => a.onclick = () => { showTab('timeline'); $('search').value = a.dataset.search; runSearch(a.dataset.search); });
