@@ -29,7 +29,10 @@ LIB_SRC = $(wildcard src/core/*.c src/isa/*.c src/arch/*.c src/trace/*.c src/sch
 KERN_SRC = $(wildcard kernels/*.c)
 CLI_SRC = $(wildcard src/cli/*.c)
 TESTS ?= $(wildcard tests/unit/test_*.c)
-TEST_SRC = tests/unit/main.c $(TESTS)
+TEST_SRC = tests/unit/main.c tests/unit/oomhook.c $(TESTS)
+# The unit binary's allocations go through tests/unit/oomhook.c, which can
+# fail the Nth one (tests/unit/test_oom.c).
+OOM_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup,--wrap=realpath
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/view_assets.o
 KERN_OBJ = $(KERN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernel_sources.o
@@ -87,7 +90,7 @@ $(BUILD)/.tests: FORCE
 	@echo '$(TESTS)' | cmp -s - $@ || echo '$(TESTS)' > $@
 FORCE:
 $(BUILD)/test_nklab: $(TEST_OBJ) $(BUILD)/src/cli/npy.o $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a $(BUILD)/.tests
-	$(CC) $(CFLAGS) -o $@ $(filter-out $(BUILD)/.tests,$^) $(LDLIBS)
+	$(CC) $(CFLAGS) $(OOM_WRAP) -o $@ $(filter-out $(BUILD)/.tests,$^) $(LDLIBS)
 
 # Helper of the CLI tests: writes random .npy files, computes references,
 # compares with tolerances (its own .npy code, independent of the library).

@@ -569,6 +569,8 @@ static int rule_dma_latency(nk_insights *ins)
         memcpy(gl.v, a->lat_gaps, gl.n * sizeof *gl.v);
         set_ranges(f, &gl);
         free(gl.v);
+    } else if (!rc) {
+        rc = NK_ENOMEM;
     }
     uint32_t loop = main_loop(ins, l.v, l.n);
     if (!rc && advice_tested(ins, f, latency_advice(p, loop, f->suggestion, sizeof f->suggestion), loop))

@@ -32,8 +32,9 @@ static double now_unix(void)
 }
 
 /* A source file's text, or NULL when it cannot be read, is not a regular
- * file, is too large or holds NUL bytes (not text). */
-static char *read_source(const char *path)
+ * file, is too large or holds NUL bytes (not text), or memory is short
+ * (*oom set: the capture fails rather than lose the text). */
+static char *read_source(const char *path, int *oom)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -43,6 +44,7 @@ static char *read_source(const char *path)
     if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size <= (off_t)NK_IO_MAX_TEXT) {
         size_t n = (size_t)st.st_size;
         s = malloc(n + 1);
+        *oom = !s;
         if (s && (fread(s, 1, n, f) != n || memchr(s, 0, n))) {
             free(s);
             s = NULL;
@@ -74,7 +76,7 @@ static char *find_source(const char *path, int *oom)
         *oom = !s;
         return s;
     }
-    return read_source(path);
+    return read_source(path, oom);
 }
 
 int nk__profile_read_sources(nk_profile *pr)

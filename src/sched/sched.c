@@ -132,11 +132,13 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
 /* DMA queues: one per (HBM tensor, direction) in order of first use, over the
  * target's queues per DMA engine (assumed: the compiler's queue choice is not
  * documented). Position k (instruction order[k], or k without an order) gets
- * queue[k]. */
-static void assign_queues(const nk_program *p, const uint32_t *order, uint16_t *queue)
+ * queue[k]. NK_ENOMEM when memory is short (the queues would differ). */
+static int assign_queues(const nk_program *p, const uint32_t *order, uint16_t *queue)
 {
     uint32_t nq = (uint32_t)p->arch->dma_queues;
     uint32_t *q = calloc((size_t)p->nbufs * 2, sizeof *q);
+    if (!q)
+        return NK_ENOMEM;
     uint32_t next = 0;
     for (uint32_t k = 0; k < p->ninstr; k++) {
         const nk_instr *in = &p->instrs[order ? order[k] : k];
@@ -145,16 +147,13 @@ static void assign_queues(const nk_program *p, const uint32_t *order, uint16_t *
             continue;
         int store = in->dst.mem == NK_SHARED_HBM; /* to HBM */
         uint32_t b = store ? in->dst.buf : in->src[0].buf;
-        if (!q) {
-            queue[k] = (uint16_t)(store && nq > 1 ? 1 : 0);
-            continue;
-        }
         uint32_t *slot = &q[b * 2 + (uint32_t)store];
         if (!*slot)
             *slot = 1 + (next++ % nq);
         queue[k] = (uint16_t)(*slot - 1);
     }
     free(q);
+    return 0;
 }
 
 /* The dependencies of p in the order given (NULL: as it is) into g (its
@@ -174,9 +173,8 @@ static int derive(const nk_program *p, const uint32_t *order, int conservative, 
     g->dep_off = malloc((n ? n : 1) * sizeof *g->dep_off);
     g->ndep = malloc((n ? n : 1) * sizeof *g->ndep);
     g->queue = malloc((n ? n : 1) * sizeof *g->queue);
-    if (!s.lists || !s.hbm_written || !g->dep_off || !g->ndep || !g->queue)
+    if (!s.lists || !s.hbm_written || !g->dep_off || !g->ndep || !g->queue || assign_queues(p, order, g->queue))
         goto out;
-    assign_queues(p, order, g->queue);
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
         if (in->dst.mem == NK_SHARED_HBM)
@@ -389,7 +387,10 @@ static void time_candidate(const nk_program *p, cand *c)
             ident[i] = i;
         v.order = ident;
     }
-    if (nk__time_total(p, &v, NULL, &c->ns))
+    int rc = nk__time_total(p, &v, NULL, &c->ns);
+    if (rc == NK_ENOMEM)
+        c->rc = rc; /* the choice would depend on the memory left */
+    else if (rc)
         c->ns = -1; /* an order the model cannot time is not chosen */
     free(ident);
 }

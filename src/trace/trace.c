@@ -96,8 +96,10 @@ uint32_t nk__loc(nk_ctx *nc, nk_loc loc)
     if (nc->lochash_n * 2 >= nc->lochash_cap) {
         uint32_t cap = nc->lochash_cap ? nc->lochash_cap * 2 : 64;
         struct lockey *h = calloc(cap, sizeof *h);
-        if (!h)
+        if (!h) {
+            nk__fail(nc, loc, NK_ENOMEM, "out of memory while tracing");
             return 0;
+        }
         for (uint32_t i = 0; i < nc->lochash_cap; i++) {
             struct lockey *e = &nc->lochash[i];
             if (!e->file)
@@ -119,8 +121,10 @@ uint32_t nk__loc(nk_ctx *nc, nk_loc loc)
     }
     nk_program *p = nc->p;
     uint32_t f = intern_file(nc, loc.file);
-    if (f == UINT32_MAX || nk__grow((void **)&p->locs, &nc->cap_locs, p->nlocs + 1, sizeof *p->locs))
+    if (f == UINT32_MAX || nk__grow((void **)&p->locs, &nc->cap_locs, p->nlocs + 1, sizeof *p->locs)) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory while tracing");
         return 0;
+    }
     p->locs[p->nlocs] = (nk_locinfo){f, loc.line};
     nc->lochash[j] = (struct lockey){loc.file, loc.line, p->nlocs};
     nc->lochash_n++;
@@ -156,8 +160,9 @@ static int within_budget(nk_ctx *nc, nk_loc loc, uint64_t more)
 static int open_segment(nk_ctx *nc, nk_loc loc, const char *name);
 
 /* The index + 1 of an API call in p->calls, added when new; 0 for none (or
- * when the table is full or memory is short: the instruction then names no
- * call, which every surface shows as it shows a program without calls). */
+ * when the table is full: the instruction then names no call, which every
+ * surface shows as it shows a program without calls). Out of memory fails
+ * the trace. */
 static uint16_t intern_call(nk_ctx *nc, const char *call)
 {
     if (!call || !call[0])
@@ -169,12 +174,15 @@ static uint16_t intern_call(nk_ctx *nc, const char *call)
     while (k < p->ncalls && strcmp(p->calls[k], call))
         k++;
     if (k == p->ncalls) {
-        char **c = k + 1 < UINT16_MAX ? realloc(p->calls, (k + 1) * sizeof *c) : NULL;
-        if (!c)
+        if (k + 1 >= UINT16_MAX)
             return 0;
-        p->calls = c;
-        if (!(c[k] = strdup(call)))
+        char **c = realloc(p->calls, (k + 1) * sizeof *c);
+        if (c)
+            p->calls = c;
+        if (!c || !(c[k] = strdup(call))) {
+            nk__fail(nc, nc->last, NK_ENOMEM, "out of memory while tracing");
             return 0;
+        }
         if (strlen(c[k]) > 63) /* the file format's bound on a name */
             c[k][63] = 0;
         for (char *q = c[k]; *q; q++) /* nor blanks, quotes or commas (the reader's rule) */
@@ -1168,6 +1176,8 @@ int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int
                                             (uint16_t)nc->depth};
         nc->la[p->nloops] = (nk_loopalloc){NULL, 0, 0, (uint8_t)explicit_bufs};
         id = ++p->nloops;
+    } else if (!nc->status) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory while tracing");
     }
     nk_frame *f = &nc->frames[nc->depth++];
     memset(f, 0, sizeof *f);
