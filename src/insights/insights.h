@@ -129,6 +129,8 @@ typedef enum nk_ins_rule {
     NK_RULE_PING_PONG,      /* dependent small instructions bounce between two engines on the critical path */
     NK_RULE_INORDER_STALL,  /* an engine waits behind an unrelated instruction of its own queue */
     NK_RULE_SYNC_ORDER,     /* DMAs wait behind earlier triggers: the target triggers in program order */
+    NK_RULE_PARTITIONS,     /* instructions on tiles of fewer partitions than the engine has lanes */
+    NK_RULE_PSUM_BANKS,     /* accumulation groups wait for PSUM buffers: the banks are the limit */
     NK_RULE_COMPUTE_BOUND,  /* good news */
     NK_RULE_MEMORY_BOUND,   /* good news */
     NK_RULE_COUNT

@@ -1104,6 +1104,276 @@ static int rule_serialized_tile(nk_insights *ins)
     return rc;
 }
 
+/* ---- partitions: instructions on tiles of fewer partitions than the
+ * engines have lanes. The model's compute cost does not depend on the
+ * partition count (src/timing/cost.c: Vector/Scalar/GpSimd cost follows the
+ * free size N [ISA-old]), so the saving of using more partitions is in the
+ * instructions: a source line's k instructions over P partitions in all need
+ * only ceil(P / 128) instructions of the same cost on full tiles (the
+ * estimate; an edge tile's leftover rows are no loss). A DMA spreads its
+ * partitions over the DMA engines (cost.c's DMA plan: min(partitions,
+ * engines) engines), so only a transfer of fewer partitions than DMA engines
+ * leaves engines idle: its data-moving time x (1 - partitions / engines).
+ * Matmuls are not judged: a contraction over fewer than 128 rows is often
+ * the algorithm itself (a broadcast through a row of ones). */
+
+/* Judgement call: worth a finding when such instructions take at least 10%
+ * of their engine's busy time. */
+#define PARTITION_ENGINE_SHARE 0.10
+
+/* Partitions an instruction works on (0: not judged). */
+static int64_t partitions_used(const nk_instr *in)
+{
+    const nk_tensor *t = NULL;
+    if (in->op == NK_OP_LOAD)
+        t = &in->dst;
+    else if (in->op == NK_OP_STORE)
+        t = &in->src[0];
+    else if (in->engine == NK_ENGINE_TENSOR || in->engine == NK_ENGINE_DMA)
+        return 0;
+    else if (in->engine <= NK_ENGINE_GPSIMD)
+        t = in->dst.buf ? &in->dst : in->nsrc ? &in->src[0] : NULL;
+    if (!t || !t->buf || t->mem == NK_SHARED_HBM || t->ndim < 1)
+        return 0;
+    return t->shape[0];
+}
+
+typedef struct pline {
+    double parts, busy, path;
+    uint32_t n;
+} pline;
+
+static int rule_partitions(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    const nk_arch *arch = nk__ins_arch(ins->pr);
+    if (!arch || a->total_ns <= 0 || arch->partitions <= 0)
+        return 0;
+    double busy[NK_INS_ROWS] = {0}, under[NK_INS_ROWS] = {0}, lost[NK_INS_ROWS] = {0}, parts[NK_INS_ROWS] = {0};
+    double path[NK_INS_ROWS] = {0}; /* the part of lost on the critical path: what the kernel could gain */
+    uint32_t count[NK_INS_ROWS] = {0};
+    /* compute: per engine and source line (loc), the partitions and busy time of under-full instructions */
+    pline *pl = calloc((size_t)(p->nlocs ? p->nlocs : 1) * (NK_ENGINE_GPSIMD + 1), sizeof *pl);
+    if (!pl)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        int e = in->engine;
+        if (e >= NK_INS_ROWS)
+            continue;
+        busy[e] += a->busy[i];
+        int64_t np = partitions_used(in);
+        int64_t lanes = e == NK_ENGINE_DMA ? arch->dma_engines : arch->partitions;
+        if (np <= 0 || lanes <= 0 || np >= lanes)
+            continue;
+        under[e] += a->busy[i];
+        parts[e] += (double)np;
+        count[e]++;
+        if (e == NK_ENGINE_DMA) {
+            double moving = a->xfer_first[i] >= 0 ? tl->instr_end[i] - a->xfer_first[i] : 0;
+            double x = moving * (1 - (double)np / (double)lanes);
+            lost[e] += x;
+            path[e] += a->busy[i] > 0 ? x * fmin(1, a->path_ns[i] / a->busy[i]) : 0;
+        } else if (in->loc < p->nlocs) {
+            pline *x = &pl[(size_t)in->loc * (NK_ENGINE_GPSIMD + 1) + (size_t)e];
+            x->parts += (double)np;
+            x->busy += a->busy[i];
+            x->path += a->path_ns[i];
+            x->n++;
+        }
+    }
+    for (size_t k = 0; k < (size_t)p->nlocs * (NK_ENGINE_GPSIMD + 1); k++)
+        if (pl[k].n) {
+            double need = ceil(pl[k].parts / arch->partitions);
+            lost[k % (NK_ENGINE_GPSIMD + 1)] += pl[k].busy * (1 - need / pl[k].n);
+            path[k % (NK_ENGINE_GPSIMD + 1)] += pl[k].path * (1 - need / pl[k].n);
+        }
+    free(pl);
+    for (int e = 0; e < NK_INS_ROWS; e++) {
+        if (!count[e] || under[e] < PARTITION_ENGINE_SHARE * busy[e] || path[e] < STRUCTURAL_MIN_SHARE * a->total_ns)
+            continue;
+        ulist l = {0};
+        int rc = 0;
+        int64_t lanes = e == NK_ENGINE_DMA ? arch->dma_engines : arch->partitions;
+        for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+            int64_t np = p->instrs[i].engine == e ? partitions_used(&p->instrs[i]) : 0;
+            if (np > 0 && np < lanes)
+                rc = ul_push(&l, i);
+        }
+        nk_finding *f = rc ? NULL : add(ins, NK_RULE_PARTITIONS, nk_engine_name((nk_engine)e));
+        if (!f) {
+            free(l.v);
+            return NK_ENOMEM;
+        }
+        f->score_ns = path[e];
+        rate(f, a->total_ns);
+        double avg = parts[e] / count[e];
+        char u[32], b[32], c[32];
+        nk__ins_fmt_ns(u, sizeof u, under[e]);
+        nk__ins_fmt_ns(b, sizeof b, lost[e]);
+        nk__ins_fmt_ns(c, sizeof c, path[e]);
+        if (e == NK_ENGINE_DMA) {
+            say(f->title, sizeof f->title, "%u load/store%s spread over %.1f partitions on average, fewer than the "
+                "%lld DMA engines", count[e], count[e] == 1 ? "" : "s", avg, (long long)lanes);
+            say(f->detail, sizeof f->detail,
+                "A DMA spreads its partitions over the DMA engines, so a transfer of fewer partitions than engines "
+                "leaves some idle [DMAbw]. These take %s from trigger to completion, %.0f%% of the DMA queues' "
+                "busy time; moving their data on all %lld engines would take about %s less, %s of it on the "
+                "critical path.", u, 100 * under[e] / busy[e], (long long)lanes, b, c);
+            say(f->suggestion, sizeof f->suggestion,
+                "Put the data on more partitions: tile the tensor so each transfer covers at least %lld rows "
+                "(partitions), or load several small tensors side by side into one tile. Estimate, not "
+                "simulated (the change is to the kernel's tiling): the data-moving time the idle engines would "
+                "take over, counted where it is on the critical path.", (long long)lanes);
+        } else {
+            say(f->title, sizeof f->title, "%u %s instruction%s work on %.1f of the %lld partitions on average",
+                count[e], nk_engine_name((nk_engine)e), count[e] == 1 ? "" : "s", avg, (long long)lanes);
+            say(f->detail, sizeof f->detail,
+                "An instruction costs the same whatever its partition count (the cost follows the free size "
+                "[ISA-old]), so lanes left idle are time lost. These take %s, %.0f%% of the %s engine's busy "
+                "time; the same data on full %lld-partition tiles needs fewer instructions of each line: about "
+                "%s less, %s of it on the critical path.", u, 100 * under[e] / busy[e], nk_engine_name((nk_engine)e),
+                (long long)lanes, b, c);
+            say(f->suggestion, sizeof f->suggestion,
+                "Use all %lld partitions: give each instruction a full tile (two %.0f-partition pieces in one "
+                "instruction, or independent rows batched into one tile), or put the longer axis on the "
+                "partitions. Estimate, not simulated (the change is to the kernel's tiling): each line's busy "
+                "time beyond ceil(partitions / %lld) instructions, counted where it is on the critical path.", (long long)lanes, avg, (long long)lanes);
+        }
+        ev(f, "instructions", NK_UNIT_COUNT, count[e]);
+        ev(f, "avg_partitions", NK_UNIT_COUNT, avg);
+        ev(f, "lanes", NK_UNIT_COUNT, (double)lanes);
+        ev(f, "busy", NK_UNIT_NS, under[e]);
+        ev(f, "engine_share", NK_UNIT_PERCENT, 100 * under[e] / busy[e]);
+        ev(f, "engine_saving", NK_UNIT_NS, lost[e]);
+        ev(f, "path_saving", NK_UNIT_NS, path[e]);
+        rc = involve(ins, f, l.v, l.n);
+        free(l.v);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- PSUM banks: accumulation groups waiting for a PSUM buffer an earlier
+ * iteration still uses, when the 8 banks of 2 KiB per partition [A2] leave
+ * no room for more buffers (or the tile has fewer than the default). */
+
+static int rule_psum_banks(nk_insights *ins)
+{
+    const nk_ins_analysis *a = &ins->a;
+    const nk_program *p = ins->pr->prog;
+    const nk_timeline *tl = ins->pr->tl;
+    const nk_arch *arch = nk__ins_arch(ins->pr);
+    if (!arch || arch->psum_bank_bytes <= 0 || a->total_ns <= 0)
+        return 0;
+    int cap = arch->psum_banks > 0 ? arch->psum_banks : (int)(arch->psum_partition_bytes / arch->psum_bank_bytes);
+    /* the stall: writes that start a PSUM tile wait for an earlier iteration's use of its memory */
+    ulist l = {0};
+    double stall = 0;
+    uint32_t waits = 0, loop = 0, tile = 0;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        if (!in->loop || in->dst.mem != NK_PSUM || !in->dst.buf || in->dst.buf >= p->nbufs ||
+            (in->flags & NK_IF_ACCUMULATE))
+            continue;
+        const nk_bufinfo *B = &p->bufs[in->dst.buf];
+        double flagged = -1, other = a->prev_same[i] != NONE ? tl->instr_end[a->prev_same[i]] : 0;
+        uint32_t w = 0;
+        for (uint32_t k = 0; k < in->ndep; k++) {
+            uint32_t j = p->deps[in->dep_off + k];
+            if (earlier_iter(&p->instrs[j], in) && (touches(p, j, B, 0) || touches(p, j, B, 1))) {
+                w++;
+                flagged = fmax(flagged, tl->instr_end[j]);
+            } else {
+                other = fmax(other, tl->instr_end[j]);
+            }
+        }
+        /* to the end, not the start: a matmul's LoadStationary starts before the moving operand may */
+        double s = w && a->path_ns[i] > 0 ? fmax(0, fmin(tl->instr_end[i], flagged) - other) : 0;
+        if (s <= 0)
+            continue;
+        if (!l.n) {
+            loop = in->loop;
+            tile = in->dst.buf;
+        }
+        stall += s;
+        waits += w;
+        rc = ul_push(&l, i);
+    }
+    if (rc || !l.n || stall < MIN_SHARE * a->total_ns) {
+        free(l.v);
+        return rc;
+    }
+    rc = 0;
+    /* banks allocated at the high-water mark (the allocator's PSUM peak) */
+    int peak = (int)((p->psum_peak + arch->psum_bank_bytes - 1) / arch->psum_bank_bytes);
+    const nk_bufinfo *T = &p->bufs[tile];
+    const nk_loopinfo *L = loop && loop <= p->nloops ? &p->loops[loop - 1] : NULL;
+    int tile_banks = (int)((T->bytes + arch->psum_bank_bytes - 1) / arch->psum_bank_bytes);
+    int room = peak + tile_banks <= cap;   /* another buffer of the tile would fit */
+    int fewer = L && L->bufs < p->bufs_default; /* lowered to fit (or chosen by the kernel) */
+    char subj[64], w[64], lw[64];
+    where(p, T->loc, w, sizeof w);
+    say(subj, sizeof subj, "%s", w);
+    nk_finding *f = add(ins, NK_RULE_PSUM_BANKS, subj);
+    if (!f) {
+        free(l.v);
+        return NK_ENOMEM;
+    }
+    if (L)
+        where(p, L->loc, lw, sizeof lw);
+    else
+        say(lw, sizeof lw, "?");
+    f->score_ns = stall;
+    rate(f, a->total_ns);
+    char st[32];
+    nk__ins_fmt_ns(st, sizeof st, stall);
+    if (room && !fewer)
+        say(f->title, sizeof f->title, "PSUM buffers: the accumulation groups into the tile at %s wait for a free "
+            "buffer (%d of %d banks allocated at the peak)", w, peak, cap);
+    else
+        say(f->title, sizeof f->title, "PSUM bank pressure: the accumulation groups into the tile at %s wait for "
+            "a free PSUM buffer (%d of %d banks allocated at the peak)", w, peak, cap);
+    say(f->detail, sizeof f->detail,
+        "PSUM has %d banks of %lld bytes per partition [A2]; the tile at %s takes %d bank%s per buffer and has "
+        "%d buffer%s in the loop at %s; the program's PSUM peak is %d bank%s. On the critical path, %u writes "
+        "that start an accumulation group waited for an earlier iteration's use of the same PSUM memory (%u "
+        "waits): %s in all.",
+        cap, (long long)arch->psum_bank_bytes, w, tile_banks, tile_banks == 1 ? "" : "s", T->nslots,
+        T->nslots == 1 ? "" : "s", lw, peak, peak == 1 ? "" : "s", l.n, waits, st);
+    ev(f, "stall", NK_UNIT_NS, stall);
+    ev(f, "waits", NK_UNIT_COUNT, waits);
+    ev(f, "peak_banks", NK_UNIT_COUNT, peak);
+    ev(f, "banks", NK_UNIT_COUNT, cap);
+    ev(f, "tile_banks", NK_UNIT_COUNT, tile_banks);
+    ev(f, "tile_buffers", NK_UNIT_COUNT, T->nslots);
+    rc = involve(ins, f, l.v, l.n);
+    free(l.v);
+    if (f->nlines == NK_INS_MAX_LINES)
+        f->nlines--;
+    line_add(p, f, T->loc);
+    if (room) {
+        say(f->suggestion, sizeof f->suggestion,
+            "Give the PSUM tile more buffers: %d bank%s per buffer still fit beside the %d in use at the peak "
+            "(NK_AFFINE_RANGE_BUFS on the loop at %s, or nk_options.default_bufs).", tile_banks,
+            tile_banks == 1 ? "" : "s", peak, lw);
+        if (!rc && advice_tested(ins, f, ADV_BUFFERS, loop))
+            drop_last(ins);
+    } else {
+        say(f->suggestion, sizeof f->suggestion,
+            "Free banks sooner: copy each finished accumulation out of PSUM (to SBUF) right after its last "
+            "matmul, keep fewer PSUM tiles live at once (one bank of 512 float32 per partition per tile, [128, "
+            "512]), or split a multi-bank tile so its parts are released one by one; then the loop's buffers "
+            "fit the %d banks.", cap);
+        advice_tested(ins, f, ADV_REWRITE, loop);
+    }
+    return rc;
+}
+
 /* ---- good news */
 
 static int rule_good(nk_insights *ins)
@@ -1707,7 +1977,8 @@ int nk__ins_rules(nk_insights *ins)
     if ((rc = rule_dma_overlap(ins)) || (rc = rule_dma_latency(ins)) || (rc = rule_engines_overlap(ins)) || (rc = rule_small_dma(ins)) ||
         (rc = rule_static_overhead(ins)) || (rc = rule_matmul(ins, NK_RULE_MATMUL_SHORT_MOVING)) ||
         (rc = rule_matmul(ins, NK_RULE_MATMUL_FP32)) || (rc = rule_reloaded(ins)) ||
-        (rc = rule_serialized_tile(ins)) || (rc = rule_spill(ins)) || (rc = rule_hbm_round_trip(ins)) ||
+        (rc = rule_serialized_tile(ins)) || (rc = rule_spill(ins)) || (rc = rule_partitions(ins)) ||
+        (rc = rule_psum_banks(ins)) || (rc = rule_hbm_round_trip(ins)) ||
         (rc = rule_ping_pong(ins)) || (rc = rule_inorder_stall(ins)) || (rc = rule_sync_order(ins)) || (rc = rule_good(ins)))
         return rc;
     if (ins->n > 1)
@@ -1720,7 +1991,7 @@ const char *nk__ins_rule_name(int rule)
     static const char *names[NK_RULE_COUNT] = {
         "dma-not-overlapped", "dma-latency-exposed", "engines-never-overlap", "small-dma", "static-overhead", "matmul-short-moving",
         "matmul-fp32", "tensor-reloaded", "serialized-tile", "spill", "hbm-round-trip", "engine-ping-pong",
-        "in-order-stall", "dma-trigger-order", "compute-bound", "memory-bound"};
+        "in-order-stall", "dma-trigger-order", "partition-underuse", "psum-banks", "compute-bound", "memory-bound"};
     return (unsigned)rule < NK_RULE_COUNT ? names[rule] : "?";
 }
 

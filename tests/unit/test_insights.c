@@ -1565,3 +1565,175 @@ TEST(insights_buffer_advice_not_given_when_it_does_not_help)
     nk_profile_free(pr);
     nk_kernel_free(k);
 }
+
+/* ------------------------------------------------ partitions and PSUM banks */
+
+static int64_t g_rows = 128;
+static int L_ROWS_ACT;
+
+/* exp(exp(exp(exp(in)))) of in[1024, 512] in tiles of g_rows rows. */
+static void k_rows(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor in = args[0];
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(1024, 512), NK_F32, NK_SHARED_HBM);
+    NK_AFFINE_RANGE(nc, i, 1024 / g_rows) {
+        nk_range r = nk_r(i * g_rows, (i + 1) * g_rows);
+        nk_tensor x = nk_load(nc, nk_ix(nc, in, r, NK_ALL));
+        nk_tensor t = nk_ndarray(nc, NK_SHAPE(g_rows, 512), NK_F32, NK_SBUF);
+        L_ROWS_ACT = __LINE__; nk_isa_activation(nc, t, NK_ACT_EXP, x, nk_imm(0), nk_imm(1), NK_NONE);
+        for (int k = 0; k < 3; k++) /* Scalar-bound: three more exps per tile */
+            nk_isa_activation(nc, t, NK_ACT_EXP, t, nk_imm(0), nk_imm(1), NK_NONE);
+        nk_store(nc, nk_ix(nc, out, r, NK_ALL), t);
+    }
+    nk_return(nc, out);
+}
+
+static double engine_busy(const nk_profile *pr, int engine)
+{
+    double t = 0;
+    for (uint32_t i = 0; i < pr->prog->ninstr; i++)
+        if (pr->prog->instrs[i].engine == engine)
+            t += pr->tl->instr_end[i] - pr->tl->instr_start[i];
+    return t;
+}
+
+/* 64-row tiles: 16 exps on half the partitions. An instruction's cost does
+ * not depend on its partitions in the model, so the estimate (8 of the 16
+ * instructions saved) is what 128-row tiles measure: Scalar busy time halves.
+ * 128-row tiles get no finding, and neither do 64-partition DMAs (they still
+ * use all 16 DMA engines). */
+TEST(insights_rule_partition_underuse)
+{
+    int64_t shape[1][2] = {{1024, 512}};
+    g_rows = 64;
+    nk_profile *half = capture2("rows64", k_rows, 1, shape, NULL);
+    g_rows = 128;
+    nk_profile *full = capture2("rows128", k_rows, 1, shape, NULL);
+    nk_insights *hi = insights_of(half), *fi = insights_of(full);
+    const nk_finding *f = hi ? nk__insights_find(hi, NK_RULE_PARTITIONS) : NULL;
+    CHECK(f != NULL);
+    if (f && full) {
+        CHECK_STR(f->key, "partition-underuse:scalar");
+        CHECK_NEAR(evidence(f, "instructions", NK_UNIT_COUNT), 64, 0, 0);
+        CHECK_NEAR(evidence(f, "avg_partitions", NK_UNIT_COUNT), 64, 0, 0);
+        CHECK_NEAR(evidence(f, "engine_share", NK_UNIT_PERCENT), 100, 1e-9, 0);
+        /* the engine's saving is what 128-row tiles measure on the Scalar engine, within 2% (an instruction's
+         * cost does not depend on its partitions; the few ns each differ come from its operands' timing) */
+        double saved = engine_busy(half, NK_ENGINE_SCALAR) - engine_busy(full, NK_ENGINE_SCALAR);
+        double realised = half->tl->total_ns - full->tl->total_ns;
+        printf("  exp^4 [1024, 512]: Scalar busy %.2f us in 64-row tiles, %.2f us in 128-row tiles (engine estimate "
+               "%.2f us); kernel %.2f -> %.2f us, estimate on the path %.2f us\n",
+               engine_busy(half, NK_ENGINE_SCALAR) / 1000, engine_busy(full, NK_ENGINE_SCALAR) / 1000,
+               evidence(f, "engine_saving", NK_UNIT_NS) / 1000, half->tl->total_ns / 1000, full->tl->total_ns / 1000,
+               f->score_ns / 1000);
+        CHECK(saved > 0);
+        CHECK_NEAR(evidence(f, "engine_saving", NK_UNIT_NS), saved, 0.02, 0);
+        CHECK_NEAR(evidence(f, "path_saving", NK_UNIT_NS), f->score_ns, 0, 0);
+        /* the time at stake is the Scalar part on the critical path: at least a third of what 128-row tiles
+         * gain, and no more (they also halve the loads and stores, each with its start latency) */
+        CHECK(f->score_ns > realised / 3 && f->score_ns <= realised);
+        CHECK_CONTAINS(f->suggestion, "Estimate, not simulated");
+        CHECK(has_line(f, L_ROWS_ACT));
+    }
+    for (uint32_t i = 0; hi && i < hi->n; i++)
+        CHECK(strcmp(hi->f[i].key, "partition-underuse:dma") != 0);
+    CHECK(fi && !nk__insights_find(fi, NK_RULE_PARTITIONS));
+    nk__insights_free(hi);
+    nk__insights_free(fi);
+    nk_profile_free(half);
+    nk_profile_free(full);
+}
+
+static int64_t g_banks = 4;
+static int L_PSUM_TILE;
+
+/* Six iterations, each filling a PSUM tile of g_banks banks with g_banks
+ * [128, 512] float32 matmul results (operands loaded once, before the loop)
+ * and reducing the whole tile in one Vector instruction into its own column
+ * of an SBUF result. */
+static void k_psum(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor st = nk_load(nc, args[0]), mv = nk_load(nc, args[1]);
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 6), NK_F32, NK_SHARED_HBM);
+    nk_tensor res = nk_ndarray(nc, NK_SHAPE(128, 6), NK_F32, NK_SBUF);
+    NK_AFFINE_RANGE(nc, i, 6) {
+        L_PSUM_TILE = __LINE__; nk_tensor acc = nk_ndarray(nc, NK_SHAPE(128, g_banks * 512), NK_F32, NK_PSUM);
+        for (int64_t j = 0; j < g_banks; j++)
+            nk_isa_nc_matmul(nc, nk_ix(nc, acc, NK_ALL, nk_r(j * 512, (j + 1) * 512)), st, mv, 0);
+        nk_isa_tensor_reduce(nc, nk_ix(nc, res, NK_ALL, nk_r(i, i + 1)), acc, NK_ALU_MAX, 1, 1);
+    }
+    nk_store(nc, out, res);
+    nk_return(nc, out);
+}
+
+/* Five banks per tile: two buffers would need 10 of the 8 banks, so the
+ * allocator keeps one, and each iteration's first matmul waits for the
+ * previous iteration's reduction to release the tile; that wait is on the
+ * critical path. With three banks per tile (two buffers fit) the Vector
+ * engine is the bottleneck and the Tensor engine's waits cost nothing: no
+ * finding; nor on matmul_tiled (one bank per tile, two buffers). */
+TEST(insights_rule_psum_banks)
+{
+    int64_t shape[2][2] = {{128, 128}, {128, 512}};
+    nk_dtype dt[2] = {NK_BF16, NK_BF16};
+    g_banks = 5;
+    nk_profile *pr = capture2("psum5", k_psum, 2, shape, dt);
+    g_banks = 3;
+    nk_profile *ok3 = capture2("psum3", k_psum, 2, shape, dt);
+    nk_insights *ins = insights_of(pr), *i3 = insights_of(ok3);
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_PSUM_BANKS) : NULL;
+    CHECK(f != NULL);
+    if (f) {
+        char key[64];
+        snprintf(key, sizeof key, "psum-banks:test_insights.c:%d", L_PSUM_TILE);
+        CHECK_STR(f->key, key);
+        CHECK_CONTAINS(f->title, "PSUM bank pressure");
+        CHECK_NEAR(evidence(f, "banks", NK_UNIT_COUNT), 8, 0, 0);
+        CHECK_NEAR(evidence(f, "tile_banks", NK_UNIT_COUNT), 5, 0, 0);
+        CHECK_NEAR(evidence(f, "tile_buffers", NK_UNIT_COUNT), 1, 0, 0);
+        CHECK_NEAR(evidence(f, "peak_banks", NK_UNIT_COUNT), 5, 0, 0);
+        /* by hand: iteration i's first matmul waits from the previous
+         * matmul's end (the Tensor engine was free) to the end of iteration
+         * i-1's reduction */
+        const nk_program *p = pr->prog;
+        double ref = 0, last_mm = -1, reduce_end = -1;
+        int64_t iter = -1;
+        for (uint32_t i = 0; i < p->ninstr; i++) {
+            const nk_instr *in = &p->instrs[i];
+            if (in->op == NK_OP_MATMUL && in->iter != iter) {
+                if (iter >= 0)
+                    ref += fmax(0, fmin(pr->tl->instr_end[i], reduce_end) - last_mm);
+                iter = in->iter;
+            }
+            if (in->op == NK_OP_MATMUL)
+                last_mm = pr->tl->instr_end[i];
+            else if (in->engine == NK_ENGINE_VECTOR)
+                reduce_end = pr->tl->instr_end[i];
+        }
+        printf("  5-bank PSUM tile, one buffer: %.2f us, stall %.2f us (by hand %.2f us)\n", pr->tl->total_ns / 1000,
+               evidence(f, "stall", NK_UNIT_NS) / 1000, ref / 1000);
+        CHECK(ref > 0.1 * pr->tl->total_ns);
+        CHECK_NEAR(evidence(f, "stall", NK_UNIT_NS), ref, 1e-9, 1e-6);
+        CHECK_NEAR(f->score_ns, ref, 1e-9, 1e-6);
+        CHECK(has_line(f, L_PSUM_TILE));
+        CHECK_CONTAINS(f->suggestion, "Free banks sooner");
+        CHECK_CONTAINS(f->suggestion, "Estimate, not simulated");
+    }
+    CHECK(i3 && !nk__insights_find(i3, NK_RULE_PSUM_BANKS));
+    const nk_kernel_info *ki = nk_builtin_kernel("matmul_tiled");
+    nk_array x[NK_KERNEL_MAX_ARGS];
+    example_shapes(ki, x);
+    nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+    nk_profile *mt = builtin_profile(k, x, 0);
+    nk_insights *im = insights_of(mt);
+    CHECK(im && !nk__insights_find(im, NK_RULE_PSUM_BANKS));
+    nk__insights_free(im);
+    nk_profile_free(mt);
+    nk_kernel_free(k);
+    nk__insights_free(ins);
+    nk__insights_free(i3);
+    nk_profile_free(pr);
+    nk_profile_free(ok3);
+}
