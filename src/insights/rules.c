@@ -1677,15 +1677,9 @@ static int rule_hbm_round_trip(nk_insights *ins)
  * its device time, or -1. */
 static double list_schedule_ns(const nk_profile *pr)
 {
-    nk_program *q = NULL;
-    if (nk__program_copy(pr->prog, &q))
-        return -1;
-    nk_timeline *tl = NULL;
     double t = -1;
-    if (!nk__schedule(q, NK_SCHED_LIST) && !nk__time_program(q, &pr->arch, &tl))
-        t = tl->total_ns;
-    nk__timeline_free(tl);
-    nk_program_free(q);
+    if (nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &t))
+        t = -1;
     return t;
 }
 
