@@ -1819,8 +1819,9 @@ static int rule_ping_pong(nk_insights *ins)
     if (simulated)
         sim_say(ins, sv, sizeof sv);
     else
-        say(sv, sizeof sv, "Not simulated: the profile alone cannot re-trace the kernel with more buffers, and "
-            "re-scheduling its program does not help; the time at stake is the hand-offs' latency.");
+        say(sv, sizeof sv, "Not simulated: the profile alone cannot re-trace the kernel with more buffers (`nklab "
+            "insights KERNEL ...` can), and re-scheduling its program does not help; the time at stake is the "
+            "hand-offs' latency.");
     say(f->suggestion, sizeof f->suggestion,
         "Keep more tiles in flight so the engines work on different iterations at once: more buffers per tile in "
         "the affine loop, and let the compile step reorder independent instructions (NK_SCHED_LIST, the "

@@ -104,6 +104,12 @@ run "$NK" view matmul_tiled -o "$W/mt.html"
 if [ "$rc" -eq 0 ] && grep -q 'Simulated (re-traced and re-timed): 4 buffers per tile' "$W/mt.html"; then ok; else
     bad "view KERNEL shows the simulated saving" "exit $rc" "$(cat "$W/err")"
 fi
+# softmax [2048, 256]: the ping-pong finding's simulated time is what --bufs 4 gives
+run "$NK" insights softmax --random x=2048x256
+expect_match "insights softmax simulates 4 buffers" "$W/out" \
+    'do: Keep more tiles in flight .* Simulated \(re-traced and re-timed\): 4 buffers per tile .*: 29\.82 -> 24\.06 us \(-19\.3%\)'
+run "$NK" profile softmax --random x=2048x256 --bufs 4 --no-exec -o "$W/sm4.nkp"
+expect_match "softmax with --bufs 4 realises it" "$W/out" 'device time 24\.058 us on trn1\)$'
 expect_fail "insights KERNEL --out" 2 "nklab: insights: --out needs values; insights only time the kernel" \
     insights tensor_exp --out "$W/x.npy"
 expect_fail "insights KERNEL unknown option" 2 "nklab: insights: unknown option '--width' (see nklab insights --help)" \
