@@ -214,6 +214,15 @@ int nk_cli_kernel_open(const nk_kernel_cmd *c, int flags, nk_cli_kernel *ck)
         rc = load_inputs(c, flags, ck);
     if (!rc && !ck->info && nk_cli_py_params && nk_cli_is_py_kernel(c->kernel))
         nk_cli_py_params(ck->k, ck->nargs);
+    else if (!rc && !ck->info && ck->nargs <= NK_CLI_MAX_FILES) {
+        /* a C kernel takes an array: its inputs are named as --random names them, at its definition */
+        const char *names[NK_CLI_MAX_FILES] = {0};
+        for (int i = 0; i < ck->nargs && i < c->nin; i++)
+            names[i] = c->in[i].random && c->in[i].name[0] ? c->in[i].name : NULL;
+        nk_loc decl = {ck->user.decl_line ? ck->user.path : NULL, ck->user.decl_line, NULL};
+        if (nk_kernel_set_params(ck->k, decl, names, ck->nargs)) /* a name it cannot carry: the place only */
+            nk_kernel_set_params(ck->k, decl, NULL, 0);
+    }
     if (rc)
         nk_cli_kernel_close(ck);
     return rc;

@@ -56,6 +56,40 @@
 extern char **environ;
 
 nk_py_kernel_loader nk_cli_py_loader;
+
+/* The line of `void FUNCTION(` that defines FUNCTION (not a declaration
+ * ending in ';' on that line), 0 when there is none: where profiles place
+ * the kernel's inputs. */
+static int definition_line(const char *src, size_t n, const char *function)
+{
+    size_t fl = strlen(function);
+    int line = 1;
+    for (size_t i = 0; i < n; line++) {
+        size_t j = i;
+        while (j < n && src[j] != '\n')
+            j++;
+        const char *p = src + i, *end = src + j;
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (end - p > 5 && !strncmp(p, "void", 4) && (p[4] == ' ' || p[4] == '\t')) {
+            p += 4;
+            while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+            const char *q = p + fl;
+            if ((size_t)(end - p) > fl && !strncmp(p, function, fl)) {
+                while (q < end && (*q == ' ' || *q == '\t'))
+                    q++;
+                const char *last = end;
+                while (last > q && (last[-1] == ' ' || last[-1] == '\t' || last[-1] == '\r'))
+                    last--;
+                if (q < end && *q == '(' && !(last > q && last[-1] == ';'))
+                    return line;
+            }
+        }
+        i = j + 1;
+    }
+    return 0;
+}
 nk_py_kernel_params nk_cli_py_params;
 
 #define CACHE_MAGIC "nklab kernel cache 1\n"
@@ -682,6 +716,7 @@ int nk_cli_load_user_kernel(const char *spec, nk_user_kernel *uk, int verbose, c
         snprintf(err, errlen, "cannot read %s: %s", uk->path, strerror(errno));
         return -1;
     }
+    uk->decl_line = definition_line(src, srclen, uk->function);
     char inc[PATH_MAX], hpath[PATH_MAX + 16];
     if (include_dir(inc, sizeof inc)) {
         free(src);

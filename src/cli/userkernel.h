@@ -13,6 +13,7 @@ typedef struct nk_user_kernel {
     char function[128];
     nk_kernel_fn fn;
     void *handle;
+    int decl_line; /* C: the line of FUNCTION's definition in path (0: not found) */
 } nk_user_kernel;
 
 /* Does spec look like FILE.c:FUNCTION (or FILE.py:FUNCTION)? */

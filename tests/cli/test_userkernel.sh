@@ -209,4 +209,27 @@ if [ "$rc" -eq 1 ] && [ "$(cat "$W/err")" = "nklab: '9x' is not a C function nam
     bad "run: a bad function name" "exit $rc" "$(cat "$W/err")"
 fi
 
+# ---- the inputs of a C kernel: named as --random names them, at the function's definition line
+cat >"$W/reload.c" <<'EOF'
+#include "nklab.h"
+
+/* loads a_tensor again for every tile of b_tensor */
+void reload(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 512), NK_F32, NK_SHARED_HBM);
+    NK_AFFINE_RANGE(nc, i, 4) {
+        nk_tensor b = nk_load(nc, nk_ix(nc, args[1], nk_r(i * 128, (i + 1) * 128), NK_ALL));
+        nk_store(nc, out, nk_add(nc, nk_load(nc, args[0]), b));
+    }
+    nk_return(nc, out);
+}
+EOF
+run "$NK" profile "$W/reload.c:reload" --random a_tensor=128x512 --random b_tensor=512x512 --no-exec -o "$W/reload.nkp"
+run "$NK" insights "$W/reload.nkp"
+expect_match "a C kernel's input named by --random" "$W/out" "^1\. \[[a-z]+\] input a_tensor is loaded 4\.0 times from HBM$"
+expect_match "a C kernel's input declared at its definition" "$W/out" "input a_tensor \(256\.0 KiB, from reload\.c:4\)"
+run "$NK" export "$W/reload.nkp" --format csv
+expect_match "the CSV export names both inputs" "$W/out" 'src=b_tensor\[128, 512\] float32 \+65536",262144,[^,]*reload\.c,9,'
+
 finish
