@@ -360,6 +360,27 @@ TEST(timing_matmul_128x128x512_bf16_is_512_pe_cycles)
     end_case(&c);
 }
 
+/* fp8 on trn2 runs at the bf16 rate: the double-FP8 mode is enabled only by
+ * nc_matmul's perf_mode=double_row [ISA][A3], which the API does not have
+ * (the default, none, is what a kernel without it gets). 79 bf16 TFLOPS
+ * dense [A3]: 128x128x512 in 512 cycles at 2.4 GHz. */
+TEST(timing_matmul_fp8_on_trn2_at_the_bf16_rate)
+{
+    const nk_dtype dts[3] = {NK_FP8_E4M3, NK_FP8_E5M2, NK_BF16};
+    double mm_ns[3];
+    for (int k = 0; k < 3; k++) {
+        nk_array args[2] = {arg2(dts[k], 128, 128), arg2(dts[k], 128, 512)};
+        tcase c;
+        mm_ns[k] = NAN;
+        CHECK_INT(run_case(&c, "mm8", k_matmul, args, 2, "trn2"), 0);
+        if (c.tl)
+            mm_ns[k] = dur_of(c.tl, nth_instr(c.p, NK_OP_MATMUL, 0), NK_EV_MULTIPLY_MOVING);
+        end_case(&c);
+        CHECK_NEAR(mm_ns[k], 512 / 2.4, 1e-12, 0);
+    }
+    CHECK_NEAR(2.0 * 128 * 128 * 512 / mm_ns[0] / 1000, 79, 0.01, 0);
+}
+
 static void check_mm_chain(int64_t M, int64_t N, double mm_cycles)
 {
     nk_array args[2] = {arg2(NK_BF16, 128, 4 * M), arg2(NK_BF16, 128, N)};
