@@ -218,6 +218,10 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
  * NK_SCHED_LIST first reorders the instructions by the list scheduler
  * (sched/listsched.c). */
 int nk__schedule(nk_program *p, int mode);
+/* The device time on arch (NULL: its own target) p would have after
+ * nk__schedule(copy of p, mode), p left as it is and no copy made: the
+ * what-if of a rule that asks how fast another schedule would be. */
+int nk__schedule_total(const nk_program *p, int mode, const nk_arch *arch, double *total_ns);
 
 /* ---- timing model, internal (src/timing): the device time alone */
 

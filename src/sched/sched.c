@@ -444,6 +444,86 @@ static void trim(nk_program *p)
         p->bufs = b;
 }
 
+/* The schedule nk__schedule would give p in list mode, p left as it is:
+ * the orders, which of them is chosen (best: 0 trace order, k policy k) and
+ * the chosen order's graph (gb, pointing into the choice). */
+typedef struct choice {
+    uint32_t *orders;
+    cand c[1 + NK_LIST_POLICIES];
+    int nc, best;
+    graph g0;
+    graph *gb;
+} choice;
+
+static void choice_free(choice *ch)
+{
+    graph_free(&ch->g0);
+    for (int k = 0; k < ch->nc; k++)
+        graph_free(&ch->c[k].g);
+    free(ch->orders);
+}
+
+static int choose(const nk_program *p, choice *ch)
+{
+    uint32_t n = p->ninstr;
+    int rc, slot[1 + NK_LIST_POLICIES];
+    memset(ch, 0, sizeof *ch);
+    ch->best = 1;
+    ch->orders = malloc((size_t)NK_LIST_POLICIES * n * sizeof *ch->orders);
+    if (!ch->orders)
+        return NK_ENOMEM;
+    uint32_t *orders = ch->orders;
+    cand *c = ch->c;
+    if ((rc = derive(p, NULL, 1, &ch->g0)))
+        return rc;
+    if ((rc = nk__list_orders(p, ch->g0.dep_off, ch->g0.ndep, ch->g0.deps, ch->g0.queue, orders)))
+        return rc;
+    graph_free(&ch->g0);
+    for (int k = 0; k < NK_LIST_POLICIES; k++)
+        if ((rc = group_by_instance(p, orders + (size_t)k * n)))
+            return rc;
+    if (n <= NK_SCHED_TIMED_MAX) {
+        /* trace order, and each policy's order unless it keeps every
+         * engine's sequence of trace order or of the previous candidate
+         * (then it times the same) */
+        c[ch->nc++] = (cand){NULL, {0}, -1, 0};
+        for (int k = 0; k < NK_LIST_POLICIES; k++) {
+            const uint32_t *o = orders + (size_t)k * n;
+            slot[k] = -1;
+            if (same_sequences(p, o, NULL) || (k && same_sequences(p, o, orders + (size_t)(k - 1) * n)))
+                continue;
+            slot[k] = ch->nc;
+            c[ch->nc++] = (cand){o, {0}, -1, 0};
+        }
+        time_candidates(p, c, ch->nc);
+        for (int k = 0; k < ch->nc; k++)
+            if ((rc = c[k].rc))
+                return rc;
+        double best_ns = c[0].ns;
+        ch->best = 0;
+        for (int k = 0; k < NK_LIST_POLICIES; k++) {
+            if (slot[k] < 0)
+                continue;
+            double t = c[slot[k]].ns;
+            if (t >= 0 && (best_ns < 0 || t < best_ns * (1 - 1e-9))) {
+                best_ns = t;
+                ch->best = k + 1;
+            }
+        }
+    }
+    /* the chosen order's graph: timed already, or derived now */
+    if (ch->best == 0)
+        ch->gb = &c[0].g;
+    else if (n <= NK_SCHED_TIMED_MAX)
+        ch->gb = &c[slot[ch->best - 1]].g;
+    else {
+        if ((rc = derive(p, orders + (size_t)(ch->best - 1) * n, 0, &ch->g0)))
+            return rc;
+        ch->gb = &ch->g0;
+    }
+    return 0;
+}
+
 int nk__schedule(nk_program *p, int mode)
 {
     if (mode != NK_SCHED_LIST && mode != NK_SCHED_TRACE_ORDER)
@@ -459,71 +539,44 @@ int nk__schedule(nk_program *p, int mode)
             install(p, &g0);
         return rc;
     }
-    uint32_t n = p->ninstr;
-    uint32_t *orders = malloc((size_t)NK_LIST_POLICIES * n * sizeof *orders);
-    cand c[1 + NK_LIST_POLICIES];
-    int nc = 0, best = 1, slot[1 + NK_LIST_POLICIES];
-    memset(c, 0, sizeof c);
-    rc = NK_ENOMEM;
-    if (!orders)
-        goto out;
-    if ((rc = derive(p, NULL, 1, &g0)))
-        goto out;
-    if ((rc = nk__list_orders(p, g0.dep_off, g0.ndep, g0.deps, g0.queue, orders)))
-        goto out;
-    graph_free(&g0);
-    for (int k = 0; k < NK_LIST_POLICIES; k++)
-        if ((rc = group_by_instance(p, orders + (size_t)k * n)))
-            goto out;
-    if (n <= NK_SCHED_TIMED_MAX) {
-        /* trace order, and each policy's order unless it keeps every
-         * engine's sequence of trace order or of the previous candidate
-         * (then it times the same) */
-        c[nc++] = (cand){NULL, {0}, -1, 0};
-        for (int k = 0; k < NK_LIST_POLICIES; k++) {
-            const uint32_t *o = orders + (size_t)k * n;
-            slot[k] = -1;
-            if (same_sequences(p, o, NULL) || (k && same_sequences(p, o, orders + (size_t)(k - 1) * n)))
-                continue;
-            slot[k] = nc;
-            c[nc++] = (cand){o, {0}, -1, 0};
-        }
-        time_candidates(p, c, nc);
-        for (int k = 0; k < nc; k++)
-            if ((rc = c[k].rc))
-                goto out;
-        double best_ns = p->trace_order_ns = c[0].ns;
-        best = 0;
-        for (int k = 0; k < NK_LIST_POLICIES; k++) {
-            if (slot[k] < 0)
-                continue;
-            double t = c[slot[k]].ns;
-            if (t >= 0 && (best_ns < 0 || t < best_ns * (1 - 1e-9))) {
-                best_ns = t;
-                best = k + 1;
-            }
-        }
+    choice ch;
+    if (!(rc = choose(p, &ch))) {
+        if (ch.nc)
+            p->trace_order_ns = ch.c[0].ns;
+        if (ch.best)
+            apply_order(p, ch.orders + (size_t)(ch.best - 1) * p->ninstr);
+        install(p, ch.gb);
+        p->sched_policy = (uint8_t)ch.best;
     }
-    /* the chosen order's graph: timed already, or derived now */
-    graph *gb = NULL;
-    if (best == 0)
-        gb = &c[0].g;
-    else if (n <= NK_SCHED_TIMED_MAX)
-        gb = &c[slot[best - 1]].g;
-    else {
-        if ((rc = derive(p, orders + (size_t)(best - 1) * n, 0, &g0)))
-            goto out;
-        gb = &g0;
+    choice_free(&ch);
+    return rc;
+}
+
+int nk__schedule_total(const nk_program *p, int mode, const nk_arch *arch, double *total_ns)
+{
+    *total_ns = -1;
+    if (mode != NK_SCHED_LIST && mode != NK_SCHED_TRACE_ORDER)
+        return NK_EINVAL;
+    uint32_t n = p->ninstr, *ident = malloc((n ? n : 1) * sizeof *ident);
+    if (!ident)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        ident[i] = i;
+    choice ch;
+    int rc;
+    if (mode == NK_SCHED_TRACE_ORDER || n < 2) {
+        memset(&ch, 0, sizeof ch);
+        ch.gb = &ch.g0;
+        rc = derive(p, NULL, 0, &ch.g0);
+    } else {
+        rc = choose(p, &ch);
     }
-    if (best)
-        apply_order(p, orders + (size_t)(best - 1) * n);
-    install(p, gb);
-    p->sched_policy = (uint8_t)best;
-    rc = 0;
-out:
-    graph_free(&g0);
-    for (int k = 0; k < nc; k++)
-        graph_free(&c[k].g);
-    free(orders);
+    if (!rc) {
+        nk__order_view v = {ch.best ? ch.orders + (size_t)(ch.best - 1) * n : ident, ch.gb->dep_off, ch.gb->ndep,
+                            ch.gb->deps, ch.gb->ndeps, ch.gb->queue};
+        rc = nk__time_total(p, &v, arch, total_ns);
+    }
+    choice_free(&ch);
+    free(ident);
     return rc;
 }

@@ -1,0 +1,98 @@
+/*
+ * test_sched_total.c - nk__schedule_total, the what-if device time of
+ * another schedule without a copy of the program, gives the total of the
+ * long way (copy the program, schedule the copy, time it) bit for bit, and
+ * leaves the program as it was.
+ */
+#include "test.h"
+
+#include "arch/arch.h"
+#include "kernels.h"
+#include "nkint.h"
+#include "sched/program_io.h"
+#include "timing/timing.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static double long_way(const nk_program *p, int mode, const nk_arch *arch)
+{
+    nk_program *q = NULL;
+    nk_timeline *tl = NULL;
+    double t = -1;
+    if (!nk__program_copy(p, &q) && !nk__schedule(q, mode) && !nk__time_program(q, arch, &tl))
+        t = tl->total_ns;
+    nk__timeline_free(tl);
+    nk_program_free(q);
+    return t;
+}
+
+TEST(sched_total_matches_copy_schedule_time)
+{
+    /* kernels whose list schedule differs from their trace order, an SPMD
+     * grid (instances grouped), a sequence, both schedules compiled */
+    static const char *names[] = {"matmul_tiled", "softmax", "rmsnorm", "layernorm", "spmd_tensor_add",
+                                  "attention_fwd", "mamba_v2", "spmd_matmul"};
+    const nk_arch *trn2 = nk__arch_get("trn2");
+    CHECK(trn2 != NULL);
+    int compared = 0, differs = 0;
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        const nk_kernel_info *ki = nk_builtin_kernel(names[n]);
+        if (!ki)
+            continue;
+        nk_array args[NK_KERNEL_MAX_ARGS];
+        for (int a = 0; a < ki->nargs; a++) {
+            args[a] = (nk_array){ki->args[a].dtype, ki->args[a].ndim, {0}, NULL};
+            memcpy(args[a].shape, ki->args[a].shape, sizeof args[a].shape);
+        }
+        for (int compiled = 0; compiled < 2; compiled++) {
+            nk_options o = {.target = "trn1", .schedule = compiled ? NK_SCHED_TRACE_ORDER : NK_SCHED_LIST};
+            memcpy(o.grid, ki->grid, sizeof o.grid);
+            nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+            const nk_program *p = NULL;
+            CHECK_INT(nk_kernel_compile(k, args, ki->nargs, &o, &p), 0);
+            if (!p) {
+                nk_kernel_free(k);
+                continue;
+            }
+            size_t bytes = (size_t)p->ninstr * sizeof *p->instrs;
+            nk_instr *before = malloc(bytes ? bytes : 1);
+            if (before)
+                memcpy(before, p->instrs, bytes);
+            for (int mode = 0; mode < 2; mode++) {
+                const nk_arch *arches[2] = {NULL, trn2};
+                for (int a = 0; a < 2; a++) {
+                    int m = mode ? NK_SCHED_TRACE_ORDER : NK_SCHED_LIST;
+                    double want = long_way(p, m, arches[a]), got = -2;
+                    CHECK_INT(nk__schedule_total(p, m, arches[a], &got), 0);
+                    if (!(want > 0 && got == want))
+                        nk_test_fail(__FILE__, __LINE__, "%s (compiled %s), mode %d on %s: %.17g ns, the copy %.17g",
+                                     ki->name, compiled ? "trace order" : "list", m, a ? "trn2" : "trn1", got, want);
+                    compared++;
+                }
+                double l = -1, t = -1;
+                nk__schedule_total(p, NK_SCHED_LIST, NULL, &l);
+                nk__schedule_total(p, NK_SCHED_TRACE_ORDER, NULL, &t);
+                differs += l != t;
+            }
+            CHECK(before && !memcmp(before, p->instrs, bytes)); /* p as it was */
+            free(before);
+            nk_kernel_free(k);
+        }
+    }
+    CHECK(compared >= 40);
+    CHECK(differs > 0); /* some schedule changes the time: the modes are not both a no-op */
+    double t = 0;
+    const nk_kernel_info *ki = nk_builtin_kernel("tensor_exp");
+    if (ki) {
+        nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+        nk_array a = {ki->args[0].dtype, ki->args[0].ndim, {0}, NULL};
+        memcpy(a.shape, ki->args[0].shape, sizeof a.shape);
+        const nk_program *p = NULL;
+        CHECK_INT(nk_kernel_compile(k, &a, 1, NULL, &p), 0);
+        if (p)
+            CHECK_INT(nk__schedule_total(p, 7, NULL, &t), NK_EINVAL);
+        CHECK(t == -1);
+        nk_kernel_free(k);
+    }
+}
