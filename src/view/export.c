@@ -89,6 +89,22 @@ static void put_us(nk_text *t, int64_t v)
     nk__vb_mem(t, d, (size_t)nd);
 }
 
+/* The duration written for a slice from s to e ps on a thread whose first
+ * slice starts at base: e - s, or less by a picosecond or two where a reader
+ * adding ts and dur in double precision would get past e and see the slice
+ * overlap the next one on its thread, which may begin at e. Readers add them
+ * as they are (most) or after subtracting the thread's first start
+ * (speedscope); both are checked. The decimals parse to the doubles nearest
+ * s / 1e6, e / 1e6 and base / 1e6, as the divisions round. */
+static int64_t dur_ps(int64_t s, int64_t e, int64_t base)
+{
+    int64_t d = e - s;
+    double sd = (double)s / 1e6, ed = (double)e / 1e6, bd = (double)base / 1e6;
+    while (d > 0 && (sd + (double)d / 1e6 > ed || (sd - bd) + (double)d / 1e6 > ed - bd))
+        d--;
+    return d;
+}
+
 /* Per instruction: first and last event (UINT32_MAX when none). */
 typedef struct instr_ev {
     uint32_t *first, *last;
@@ -153,6 +169,7 @@ typedef struct lanes {
     uint16_t *lane;      /* per event */
     uint32_t *tid_base;  /* per row: tid of lane 0 */
     uint32_t *nlanes;    /* per row */
+    int64_t *first;      /* per row and lane (MAX_LANES a row): start of its first slice, ps */
 } lanes;
 
 #define MAX_LANES 64
@@ -163,7 +180,8 @@ static int lanes_build(const nk_timeline *tl, const nk_view_rows *rows, lanes *L
     L->tid_base = calloc(rows->n, sizeof *L->tid_base);
     L->nlanes = calloc(rows->n, sizeof *L->nlanes);
     int64_t *end = calloc((size_t)rows->n * MAX_LANES, sizeof *end);
-    if (!L->lane || !L->tid_base || !L->nlanes || !end) {
+    L->first = calloc((size_t)rows->n * MAX_LANES, sizeof *L->first);
+    if (!L->lane || !L->tid_base || !L->nlanes || !end || !L->first) {
         free(end);
         return NK_ENOMEM;
     }
@@ -176,8 +194,8 @@ static int lanes_build(const nk_timeline *tl, const nk_view_rows *rows, lanes *L
             k++;
         if (k == MAX_LANES)
             k = MAX_LANES - 1; /* more in flight than lanes: nest in the last */
-        if (k == L->nlanes[r])
-            L->nlanes[r]++;
+        if (k == L->nlanes[r]) /* events come by start: a new lane's first is its earliest */
+            L->first[(size_t)r * MAX_LANES + L->nlanes[r]++] = s;
         re[k] = ps(tl->events[e].end);
         L->lane[e] = (uint16_t)k;
     }
@@ -195,6 +213,7 @@ static void lanes_free(lanes *L)
     free(L->lane);
     free(L->tid_base);
     free(L->nlanes);
+    free(L->first);
 }
 
 static void put_thread_names(const nk_view_rows *rows, const lanes *L, nk_text *t)
@@ -264,7 +283,7 @@ static void put_slice(const nk_profile *pr, const nk_view_rows *rows, const lane
     nk__vb_str(t, ",\"ts\":");
     put_us(t, ps(ev->start));
     nk__vb_str(t, ",\"dur\":");
-    put_us(t, ps(ev->end) - ps(ev->start));
+    put_us(t, dur_ps(ps(ev->start), ps(ev->end), L->first[(size_t)r * MAX_LANES + L->lane[e]]));
     nk__vb_str(t, ",\"name\":");
     nk__vb_jstr(t, nk__view_event_name(p, ev));
     nk__vb_str(t, ",\"cat\":");
@@ -305,6 +324,10 @@ static void put_launch_regions(const nk_timeline *tl, const nk_view_rows *rows, 
     uint32_t ncores = rows->ncores ? rows->ncores : 1;
     for (uint32_t c = 0; c < ncores; c++) {
         int named = 0;
+        double first_start = INFINITY; /* of the core's Launch thread */
+        for (uint32_t k = 0; k < tl->nregions; k++)
+            if (tl->regions[k].core == c && tl->regions[k].start < first_start)
+                first_start = tl->regions[k].start;
         for (uint32_t k = 0; k < tl->nregions; k++) {
             const nk_region *g = &tl->regions[k];
             if (g->core != c)
@@ -328,7 +351,7 @@ static void put_launch_regions(const nk_timeline *tl, const nk_view_rows *rows, 
             nk__vb_str(t, ",\"ts\":");
             put_us(t, ps(g->start));
             nk__vb_str(t, ",\"dur\":");
-            put_us(t, ps(g->end) - ps(g->start));
+            put_us(t, dur_ps(ps(g->start), ps(g->end), ps(first_start)));
             nk__vb_str(t, ",\"name\":\"launch ");
             nk__vb_str(t, region_name(g));
             nk__vb_str(t, "\",\"cat\":\"launch\",\"args\":{\"region\":");
