@@ -71,6 +71,29 @@ test('hovering an instruction shows its opcode and file:line', async (page) => {
   await page.mouse.move(2, 2);
 });
 
+test('an instruction lowered from a construct says which, one the kernel wrote does not', async (page) => {
+  /* tensor_exp: nk_exp is an activation, nk_load a load */
+  let acts = 0;
+  for (let i = 0; i < FACTS.instrs.length; i++) {
+    const p = await pointOf(page, i);
+    await page.mouse.move(p.x, p.y);
+    await page.waitForSelector('#tip:not([hidden])');
+    const tip = await page.textContent('#tip');
+    await page.evaluate((i) => nkview.selectInstr(i), i);
+    const det = await page.textContent('#details');
+    if (FACTS.instrs[i].op === 'activation') {
+      acts++;
+      assert(tip.includes('lowered from nk_exp'), 'tooltip of ' + i + ': ' + tip);
+      assert(det.includes('activation (lowered from nk_exp at line 16)'), 'details of ' + i + ': ' + det);
+    } else {
+      assert(!tip.includes('lowered from') && !det.includes('lowered from'), FACTS.instrs[i].op + ' ' + i + ' says lowered: ' + tip);
+    }
+  }
+  eq(acts, 2, 'activations of tensor_exp');
+  await page.evaluate(() => nkview.selectInstr(-1));
+  await page.mouse.move(2, 2);
+});
+
 test('searching file:line selects exactly that line\'s instructions', async (page) => {
   for (const [loc, n] of Object.entries(FACTS.lines)) {
     await page.fill('#search', loc);
