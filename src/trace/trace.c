@@ -1437,6 +1437,7 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
     p->ninputs = ntensors;
     nc->in_kernel = 1;
     nc->driver_loc = nk__loc(nc, here);
+    nc->last = (nk_loc){NULL, 0, NULL}; /* the arguments' place is not a line the kernel traced */
     for (uint32_t k = 0; k < p->ninst && !nc->status; k++) {
         nc->inst = k;
         instance_ids(p, k, nc->pid);
@@ -1495,6 +1496,7 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
             snprintf(err, errlen, "scheduling failed: %s", nk_strerror(rc));
         goto out;
     }
+    nk__program_assert(p);
     *out = p;
     p = NULL;
 out:
