@@ -866,9 +866,9 @@ static void check_flows_of(const nk_profile *pr, const char *what, int *nflows, 
         const jv *e = evs->item[i];
         const char *ph = jstr(e, "ph"), *name = jstr(e, "name");
         if (!strcmp(ph, "X")) {
-            double ts = jnum(e, "ts");
+            double ts = jnum(e, "ts"), instr = jnum(jget(e, "args"), "instr"); /* none: a launch slice */
             sl[n++] = (fslice){jnum(e, "pid"), jnum(e, "tid"), ts, ts + jnum(e, "dur"),
-                               (int)jnum(jget(e, "args"), "instr"),
+                               instr >= 0 && instr < 1e9 ? (int)instr : -1,
                                !strcmp(name, "LoadStationary") ? 1 : !strcmp(name, "MultiplyMoving") ? 2 : 0};
         } else if (!strcmp(ph, "s") || !strcmp(ph, "f")) {
             double id = jnum(e, "id");
