@@ -104,14 +104,18 @@ $(BUILD)/bench/%: bench/%.c $(HDRS) $(BUILD)/libnklab_kernels.a $(BUILD)/libnkla
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a $(LDLIBS)
 
-# The whole suite: unit tests, then the same tests under ASan/UBSan, then the
-# CLI tests; prints "N passed, N failed" last.
+# The sanitizer build ($(BUILD)/asan): ASan, UBSan and the library's
+# invariants (NK_ASSERT, src/core/nkassert.h).
+SAN_CFLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DNK_DEBUG
+
+# The whole suite: unit tests, then the same tests and the CLI under
+# ASan/UBSan, then the CLI tests (some of them against the sanitizer build's
+# CLI too); prints "N passed, N failed" last.
 test: $(BUILD)/nklab $(BUILD)/test_nklab python
 	@scripts/install-deps.sh test
-	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
-	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    build/asan/test_nklab
-	@scripts/run-tests.sh
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CC=clang CFLAGS="$(SAN_CFLAGS)" \
+	    $(BUILD)/asan/test_nklab $(BUILD)/asan/nklab
+	@NK_BUILD=$(BUILD) scripts/run-tests.sh
 
 test-fast: $(BUILD)/test_nklab
 	$(BUILD)/test_nklab

@@ -12,6 +12,7 @@
 
 #include "nklab.h"
 #include "arch/arch.h"
+#include "core/nkassert.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -218,6 +219,10 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
  * NK_SCHED_LIST first reorders the instructions by the list scheduler
  * (sched/listsched.c). */
 int nk__schedule(nk_program *p, int mode);
+/* Asserts a compiled program's invariants (sched/check.c; nothing without
+ * NK_DEBUG): dependencies on earlier instructions only and in range,
+ * operand, input and output buffers in range, tiles inside the peaks. */
+void nk__program_assert(const nk_program *p);
 /* The device time on arch (NULL: its own target) p would have after
  * nk__schedule(copy of p, mode), p left as it is and no copy made: the
  * what-if of a rule that asks how fast another schedule would be. */

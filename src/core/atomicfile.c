@@ -5,6 +5,7 @@
  * handler to remove.
  */
 #include "core/atomicfile.h"
+#include "core/nkassert.h"
 #include "nklab.h"
 
 #include <errno.h>
@@ -65,6 +66,7 @@ static int slot_claim(const char *path)
 
 static void slot_release(int i)
 {
+    NK_ASSERT(i < NK__TMP_SLOTS);
     if (i >= 0)
         atomic_store(&slots[i].state, SLOT_FREE);
 }

@@ -1656,6 +1656,7 @@ int nk__execute(const nk_program *p, void *const *hbm)
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         const nk_opdef *d = nk__op_def(in->op);
+        NK_ASSERT(d != NULL && in->dst.buf < p->nbufs && in->src[0].buf < p->nbufs);
         touch_operands(&x, in);
         int rc = d && d->exec ? d->exec(&x, in) : NK_EINVAL;
         if (rc)

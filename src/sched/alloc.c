@@ -186,6 +186,9 @@ static int scan_mem(ascan *a, int mem, int64_t cap, int bufs_max, int64_t *peak,
             return 1;
         }
         bi->addr = addr;
+        /* first fit: apart from the tiles live beside it in address order */
+        NK_ASSERT(at == 0 || p->bufs[a->active[at - 1]].addr + p->bufs[a->active[at - 1]].bytes <= addr);
+        NK_ASSERT(at == nact || addr + bi->bytes <= p->bufs[a->active[at]].addr);
         memmove(a->active + at + 1, a->active + at, (size_t)(nact - at) * sizeof *a->active);
         a->active[at] = sp->id;
         nact++;

@@ -1630,6 +1630,8 @@ int nk_program_load(const char *path, nk_program **out, char *err, size_t errlen
         nk__program_destroy(*out);
         *out = NULL;
     }
+    if (!rc)
+        nk__program_assert(*out); /* what the reader accepts is a program the library can run */
     free(data);
     return rc;
 }

@@ -864,6 +864,7 @@ static int order_events(sim *s)
     for (uint32_t o = 0; o < n; o++) {
         uint32_t k = hp[0];
         out[o] = *EV_HEAD(k);
+        NK_ASSERT(o == 0 || !event_less(&out[o], &out[o - 1])); /* readers rely on the order */
         uint32_t top = ++head[k] < s->ev_off[k + 1] ? k : hp[--nh];
         if (!nh)
             break;

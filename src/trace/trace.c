@@ -1496,6 +1496,7 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
             snprintf(err, errlen, "scheduling failed: %s", nk_strerror(rc));
         goto out;
     }
+    nk__program_assert(p);
     *out = p;
     p = NULL;
 out:

@@ -24,7 +24,7 @@ CC=${FUZZ_CC:-clang}
 RUNS=${FUZZ_RUNS:-30000}
 TIME=${FUZZ_TIME:-4}
 TARGETS=${FUZZ_TARGETS:-profile program target npy args diff}
-SAN="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+SAN="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DNK_DEBUG"
 INC="-std=c11 -D_DEFAULT_SOURCE -Iinclude -Isrc -Ikernels"
 WARN="-Wall -Wextra -Wno-missing-field-initializers"
 LIBS="$B/libnklab_kernels.a $B/libnklab.a -lopenblas -lsleef -lm -lpthread -ldl"

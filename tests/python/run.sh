@@ -110,7 +110,7 @@ elif ! command -v clang >/dev/null || [ ! -f "$ASAN_RT" ]; then
 else
     AB=$B/asan-py
     if ! make --no-print-directory -j"$(nproc)" BUILD=$AB CC=clang \
-        CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+        CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DNK_DEBUG" \
         python >"$T/asan-build.log" 2>&1; then
         bad "building the extension with ASan" "$(tail -n 20 "$T/asan-build.log")"
     else

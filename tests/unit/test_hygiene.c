@@ -13,11 +13,15 @@
 
 #include "kernels.h"
 #include "nklab.h"
+#include "nkint.h"
+#include "profile_fixture.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__has_feature)
@@ -169,3 +173,43 @@ TEST(hygiene_threads_come_from_the_options)
         CHECK_INT(n, 0);
 }
 #endif
+
+/* NK_ASSERT is on in the sanitizer build (NK_DEBUG) and compiled out in the
+ * others: a program whose buffer table lost its entries breaks the
+ * invariants nk__program_assert checks. */
+TEST(hygiene_assertions_in_debug_builds_only)
+{
+    nk_kernel *k;
+    const nk_program *p = fx_compile_exp(&k, 130, 64);
+    if (!p) {
+        CHECK(0);
+        return;
+    }
+    nk_program bad = *p; /* shares p's arrays, which it only reads */
+    bad.nbufs = 1;
+    int fd[2];
+    CHECK_INT(pipe(fd), 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        nk__program_assert(&bad);
+        _exit(0);
+    }
+    close(fd[1]);
+    char msg[512] = "";
+    ssize_t n = read(fd[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = 0;
+    close(fd[0]);
+    int st = 0;
+    CHECK_INT(waitpid(pid, &st, 0), pid);
+#ifdef NK_DEBUG
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+    CHECK_CONTAINS(msg, "nklab: invariant broken at src/sched/check.c:");
+#else
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_STR(msg, "");
+#endif
+    nk__program_assert(p); /* a program the compile step made keeps them */
+    nk_kernel_free(k);
+}
