@@ -783,6 +783,8 @@ static int rule_matmul(nk_insights *ins, int rule)
     double fp32x = arch && arch->pe_fp32_factor > 1 ? arch->pe_fp32_factor : 0;
     ulist l = {0};
     double busy = 0, lost = 0, nsum = 0;
+    uint32_t nlowered = 0;     /* of them, lowered from another call (a broadcast) */
+    const char *lowered = NULL; /* the first such call */
     int rc = 0;
     for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
@@ -797,6 +799,11 @@ static int rule_matmul(nk_insights *ins, int rule)
             if (fp32x <= 0 || (in->src[0].dtype != NK_F32 && in->src[1].dtype != NK_F32))
                 continue;
             lost += a->busy[i] * (1 - 1 / fp32x); /* fp32 about 4x slower [ISA-old][A2] */
+        }
+        const char *from = nk__instr_lowered_from(p, in);
+        if (from) {
+            nlowered++;
+            lowered = lowered ? lowered : from;
         }
         busy += a->busy[i];
         nsum += n;
@@ -830,9 +837,16 @@ static int rule_matmul(nk_insights *ins, int rule)
         say(f->detail, sizeof f->detail,
             "The Tensor engine runs float32 matmuls about %.0fx slower than bfloat16/float16 [ISA-old][A2]; "
             "these take %s.", fp32x, b);
-        say(f->suggestion, sizeof f->suggestion,
-            "Cast the operands to bfloat16 before the matmul (nk_copy(nc, x, NK_BF16), or load bfloat16 data); "
-            "PSUM still accumulates in float32.");
+        if (nlowered == l.n)
+            say(f->suggestion, sizeof f->suggestion,
+                "The kernel wrote no matmul here: %s is carried out as these matmuls (see \"not written\"). "
+                "Give it bfloat16 data (cast its source first, nk_copy(nc, x, NK_BF16)) if that precision "
+                "suffices; PSUM still accumulates in float32.", lowered);
+        else
+            say(f->suggestion, sizeof f->suggestion,
+                "Cast the operands to bfloat16 before the matmul (nk_copy(nc, x, NK_BF16), or load bfloat16 "
+                "data); PSUM still accumulates in float32.%s%s%s", nlowered ? " Some of them are how " : "",
+                nlowered ? lowered : "", nlowered ? " is carried out: cast its source instead." : "");
     }
     ev(f, "matmuls", NK_UNIT_COUNT, l.n);
     ev(f, "avg_moving_columns", NK_UNIT_COUNT, nsum / l.n);
