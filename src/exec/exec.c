@@ -1624,6 +1624,16 @@ static void touch_operands(exec *x, const nk_instr *in)
     touch(x, &in->dst2, 1);
 }
 
+/* The host bytes between partitions: the peak rounded up to an odd number
+ * of 64-byte lines. A power-of-two stride (the usual peak) would put a
+ * tile's rows in the same cache sets, so a 128-partition tile thrashes L1
+ * and L2 that it would otherwise fit; an odd number of lines spreads them. */
+static int64_t partition_stride(int64_t peak)
+{
+    int64_t lines = (peak > 64 ? peak + 63 : 64) / 64;
+    return (lines | 1) * 64;
+}
+
 int nk__execute(const nk_program *p, void *const *hbm)
 {
     /* The BLAS is OpenBLAS's single-threaded build (Makefile), so there is
@@ -1635,8 +1645,8 @@ int nk__execute(const nk_program *p, void *const *hbm)
     x.p = p;
     x.hbm = hbm;
     x.parts = p->arch->partitions;
-    x.pbytes[NK_SBUF] = p->sbuf_peak > 64 ? p->sbuf_peak : 64;
-    x.pbytes[NK_PSUM] = p->psum_peak > 64 ? p->psum_peak : 64;
+    x.pbytes[NK_SBUF] = partition_stride(p->sbuf_peak);
+    x.pbytes[NK_PSUM] = partition_stride(p->psum_peak);
     if (!thread_arena())
         return NK_ENOMEM;
     for (int m = NK_SBUF; m <= NK_PSUM; m++) {
