@@ -38,6 +38,8 @@ NK_TARGET=trn2 "$OUT/mkprofile" kernel spmd_tensor_add "$OUT/spmd.nkp" "$OUT/spm
 # speedscope reads the Perfetto export of a built-in kernel; nklab's own figures to compare
 "$BUILD/nklab" profile layernorm --no-exec -o "$OUT/ln.nkp" >/dev/null 2>&1 || fail "layernorm profile"
 "$BUILD/nklab" export "$OUT/ln.nkp" --format perfetto -o "$OUT/ln.trace.json" 2>/dev/null || fail "perfetto export"
+"$BUILD/nklab" profile layernorm_bn --no-exec -o "$OUT/lnbn.nkp" >/dev/null 2>&1 || fail "layernorm_bn profile"
+"$BUILD/nklab" view "$OUT/lnbn.nkp" -o "$OUT/lnbn.html" 2>/dev/null || fail "nklab view (layernorm_bn)"
 "$BUILD/nklab" export "$OUT/ln.nkp" --format json -o "$OUT/ln.json" 2>/dev/null || fail "json export"
 "$BUILD/nklab" summary "$OUT/ln.nkp" --json >"$OUT/ln.summary.json" 2>/dev/null || fail "summary --json"
 v=$(NK="$BUILD/nklab" node tests/browser/viewer.test.js "$OUT" 2>&1); rv=$?

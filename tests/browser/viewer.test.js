@@ -5,6 +5,7 @@
  *   te.html, te.json   tensor_exp [250, 512] and the facts counted from its program
  *   spmd.html           spmd_tensor_add on a 2 x 2 grid over trn2's two NeuronCores
  *   seq.html            seq_scale_matmul_onchip: two kernels composed into one program
+ *   lnbn.html           layernorm_bn (bn_stats, bn_aggr: opcodes the palette does not name)
  *   big.html            a synthetic profile of 1,000,000 instructions
  * Prints "N passed, N failed" last; screenshots go to DIR.
  */
@@ -161,6 +162,47 @@ test('wheel and drag zoom, reset restores the whole kernel', async (page) => {
   const want = (t1 - t0) * 0.25;
   assert(Math.abs(z - want) < 0.02 * want, 'drag zoom span ' + z + ', want ' + want);
   await page.click('#zoom-reset');
+});
+
+test('keys as in Perfetto: W/S zoom around the middle, A/D pan, 0 resets', async (page) => {
+  await page.click('#zoom-reset');
+  const v = () => page.evaluate(() => ({ t0: nkview.view.t0, t1: nkview.view.t1 }));
+  const full = await v(), span = full.t1 - full.t0;
+  await page.locator('#tl').hover();
+  await page.keyboard.press('w');
+  let z = await v();
+  assert(Math.abs((z.t1 - z.t0) - 0.7 * span) < 1e-6 * span, 'W: span ' + (z.t1 - z.t0) + ', want ' + 0.7 * span);
+  assert(Math.abs((z.t0 + z.t1) / 2 - (full.t0 + full.t1) / 2) < 1e-6 * span, 'W keeps the middle');
+  await page.keyboard.press('w');
+  z = await v();
+  const s2 = z.t1 - z.t0;
+  await page.keyboard.press('d');
+  const r = await v();
+  assert(Math.abs((r.t0 - z.t0) - 0.2 * s2) < 1e-6 * span && Math.abs((r.t1 - r.t0) - s2) < 1e-6 * span,
+    'D pans right by a fifth of the view: ' + JSON.stringify([z, r]));
+  await page.keyboard.press('a');
+  const l = await v();
+  assert(Math.abs(l.t0 - z.t0) < 1e-6 * span, 'A pans back: ' + JSON.stringify([z, l]));
+  await page.keyboard.press('s');
+  const o = await v();
+  assert(Math.abs((o.t1 - o.t0) - s2 / 0.7) < 1e-6 * span, 'S zooms out: ' + (o.t1 - o.t0));
+  await page.keyboard.press('0');
+  const b = await v();
+  assert(Math.abs(b.t0 - full.t0) < 1e-9 * span && Math.abs(b.t1 - full.t1) < 1e-9 * span, '0 resets');
+});
+
+test('every opcode in the legend has a colour of its own', async () => {
+  for (const file of ['te.html', 'spmd.html', 'seq.html', 'lnbn.html']) {
+    const page = await open(file);
+    const lg = await page.evaluate(() => nkview.legend());
+    await page.close();
+    assert(lg.length >= 3, file + ': legend of ' + lg.length);
+    const seen = new Map();
+    for (const { name, color } of lg) {
+      assert(!seen.has(color), file + ': ' + name + ' and ' + seen.get(color) + ' share ' + color);
+      seen.set(color, name);
+    }
+  }
 });
 
 test('shift-drag box selection summarizes the region', async (page) => {

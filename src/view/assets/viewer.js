@@ -221,10 +221,18 @@ const COLORS = {
   nc_transpose: '#f0962b', activation: '#4fa34a', tensor_tensor: '#a46fb0', tensor_scalar: '#c58fd0',
   tensor_reduce: '#7d5bc9', tensor_copy: '#d8b62f', memset: '#9aa3ad', iota: '#8c7d6e', affine_select: '#6e8c86',
 };
+/* An opcode without a colour of its own (DMA triggers, scans, bn_stats, ...)
+ * gets one of its own too: hues a golden angle apart, so no two names in a
+ * page share a colour. */
+function extraColor(k) { return 'hsl(' + ((k * 137.508 + 20) % 360).toFixed(1) + ',45%,' + (k % 2 ? 62 : 48) + '%)'; }
 const nameIdx = new Map(), names = [], palette = [];
+let nextra = 0;
 function colorIndex(name) {
   let k = nameIdx.get(name);
-  if (k === undefined) { k = names.length; nameIdx.set(name, k); names.push(name); palette.push(COLORS[name] || '#888'); }
+  if (k === undefined) {
+    k = names.length; nameIdx.set(name, k); names.push(name);
+    palette.push(COLORS[name] || extraColor(nextra++));
+  }
   return k;
 }
 const evColor = new Uint8Array(NE);
@@ -1076,7 +1084,7 @@ function renderSummary() {
   let key = 'total_ns', dir = -1;
   const fill = () => {
     ops.sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0) * dir);
-    sec.querySelector('tbody').innerHTML = ops.map((o) => '<tr><td><span class="swatch" style="background:' + (COLORS[o.opcode] || '#888') + '"></span>' +
+    sec.querySelector('tbody').innerHTML = ops.map((o) => '<tr><td><span class="swatch" style="background:' + (nameIdx.has(o.opcode) ? palette[nameIdx.get(o.opcode)] : (COLORS[o.opcode] || '#888')) + '"></span>' +
       esc(o.opcode) + '</td><td class="num">' + o.count + '</td><td class="num">' + fmtNs(o.total_ns) + '</td><td class="num">' +
       fmtNs(o.average_ns) + '</td><td class="num">' + (sum > 0 ? (100 * o.total_ns / sum).toFixed(1) : '0.0') + ' %</td></tr>').join('');
     sec.querySelectorAll('th.sortable').forEach((th) => { th.classList.remove('asc', 'desc'); if (th.dataset.k === key) th.classList.add(dir > 0 ? 'asc' : 'desc'); });
@@ -1250,6 +1258,7 @@ const api = {
   addMarker, removeMarkerNear, get markers() { return markers.map((m) => ({ t: m.t, note: m.note })); }, notesJson,
   instr(i) { const l = locOf(i); return { op: opName(i), operands: operands(i), file: l.path, line: l.line, start: iStart[i], end: iEnd[i], deps: Array.from(predecessors(i)), succs: Array.from(successors(i)) }; },
   setView, resetView, search: runSearch, selectInstr, boxSelect, draw,
+  legend: () => names.map((n, k) => ({ name: n, color: palette[k] })),
 };
 window.nkview = api;
 
