@@ -117,6 +117,35 @@ test('a /regex/ search matches opcodes', async (page) => {
   assert(await page.evaluate(() => document.getElementById('search').classList.contains('bad')), 'a bad regex is not flagged');
 });
 
+test('the source pane opens at the kernel and is as wide as its code', async () => {
+  let scrolled = 0;
+  for (const file of ['te.html', 'lnbn.html', 'seq.html', 'spmd.html']) {
+    const page = await open(file);
+    const r = await page.evaluate(() => {
+      const body = document.getElementById('srcbody'), rows = [...body.querySelectorAll('.ln')];
+      const has = rows.filter((x) => x.classList.contains('has')).map((x) => +x.dataset.src);
+      const top = body.getBoundingClientRect().top, bottom = body.getBoundingClientRect().bottom;
+      const first = rows.find((x) => +x.dataset.src === Math.min(...has)).getBoundingClientRect();
+      const line1 = rows[0].getBoundingClientRect();
+      const code = [...body.querySelectorAll('.code')];
+      const widest = Math.max(...code.map((c) => c.scrollWidth));
+      return { firstTop: first.top - top, firstBottom: first.bottom, bottom, line1Top: line1.top - top,
+               atEnd: body.scrollTop >= body.scrollHeight - body.clientHeight - 1, scrollTop: body.scrollTop,
+               scrollW: body.scrollWidth, clientW: body.clientWidth, widest,
+               pane: document.getElementById('source').getBoundingClientRect().width, win: window.innerWidth };
+    });
+    await page.close();
+    assert(r.firstBottom <= r.bottom && r.firstTop >= 0, file + ': the first line with instructions is in view ' + JSON.stringify(r));
+    /* near the top, unless the file ends before it could scroll that far */
+    assert(r.atEnd || r.firstTop < 8 * 18, file + ': ... near the top ' + JSON.stringify(r));
+    scrolled += r.scrollTop > 0;
+    if (r.pane < r.win * 0.42 - 1)  /* not capped: no horizontal scrolling */
+      assert(r.scrollW <= r.clientW + 1, file + ': code wider than its pane ' + JSON.stringify(r));
+    assert(r.pane >= 260 && r.pane <= Math.max(260, r.win * 0.42) + 1, file + ': pane width ' + JSON.stringify(r));
+  }
+  assert(scrolled > 0, 'no page had to scroll to its kernel');
+});
+
 test('clicking a source line selects its instructions', async (page) => {
   const [loc, n] = Object.entries(FACTS.lines)[1];
   const line = loc.split(':')[1];

@@ -1023,6 +1023,40 @@ function renderSource(f) {
   let n = 0;
   st.forEach((v) => { n += v.n; });
   $('srcinfo').textContent = n + ' instructions from ' + st.size + ' lines';
+  let cols = 0; /* the longest line, tabs to the next multiple of 8 as white-space: pre draws them */
+  for (const text of lines) {
+    let c = 0;
+    for (let k = 0; k < text.length; k++) c = text.charCodeAt(k) === 9 ? (c + 8) & ~7 : c + 1;
+    if (c > cols) cols = c;
+  }
+  fitSource(cols);
+}
+
+/* The source pane as wide as its longest line (gutter included), between
+ * 260 px and SRC_MAX_FRAC of the window; the timeline takes the rest. */
+let srcCols = 0;
+const SRC_MAX_FRAC = 0.42; /* at most this share of the window: the timeline keeps the rest */
+function fitSource(cols) {
+  if (cols !== undefined) srcCols = cols;
+  const body = $('srcbody'), row = body.querySelector('.ln'), pane = $('source');
+  if (!row) return;
+  const probe = el('span', null, 'MMMMMMMMMMMMMMMMMMMM');
+  probe.style.cssText = 'position:absolute;visibility:hidden';
+  body.appendChild(probe);
+  const cw = probe.getBoundingClientRect().width / 20;
+  probe.remove();
+  const gutter = row.querySelector('.code').getBoundingClientRect().left - row.getBoundingClientRect().left;
+  const cap = Math.max(260, Math.floor(window.innerWidth * SRC_MAX_FRAC));
+  const want = Math.ceil(gutter + srcCols * cw + 24); /* + the scroll bar and the border */
+  pane.style.maxWidth = cap + 'px';
+  pane.style.width = Math.max(260, Math.min(cap, want)) + 'px';
+  if (W) resize();
+}
+
+/* Scroll the source pane so line sits near its top. */
+function scrollSourceTo(line) {
+  const body = $('srcbody'), r = lineEl(line), first = body.querySelector('.ln');
+  if (r && first) body.scrollTop = r.offsetTop - first.offsetTop;
 }
 
 function lineEl(line) { return $('srcbody').querySelector('.ln[data-src="' + line + '"]'); }
@@ -1269,8 +1303,12 @@ renderInsights();
   let best = -1, bestN = -1;
   lineStats.forEach((m, k) => { if (m.size > bestN) { bestN = m.size; best = k; } });
   renderSource(best);
+  /* open at the kernel: its first line with instructions, a few lines of its head above */
+  let first = Infinity;
+  if (best >= 0) lineStats[best].forEach((v, line) => { if (line < first) first = line; });
+  if (first !== Infinity) scrollSourceTo(Math.max(1, first - 4));
 }
-window.addEventListener('resize', resize);
+window.addEventListener('resize', () => { fitSource(); resize(); });
 resize();
 api.loadMs = performance.now() - t0Load;
 api.ready = true;
