@@ -185,8 +185,9 @@ typedef struct nk_ins_retrace {
 typedef struct nk_insights {
     const nk_profile *pr;     /* not owned */
     const nk_ins_retrace *rt; /* not owned; may be NULL */
-    /* the fastest variant the rules could simulate (rules.c: simulate) */
-    int sim_done, sim_retraced, sim_bufs, sim_list;
+    /* the fastest variant the rules could simulate (rules.c: simulate);
+     * sim_rc: NK_ENOMEM when a variant could not be timed for memory */
+    int sim_done, sim_retraced, sim_bufs, sim_rc;
     double sim_ns;
     nk_metrics m;             /* the profile's metrics: every figure they define is shown from here */
     nk_ins_analysis a;

@@ -1687,34 +1687,28 @@ static int rule_hbm_round_trip(nk_insights *ins)
 /* Judgement call: a ping-pong needs at least 4 hand-offs on the path. */
 #define PING_PONG_MIN 4
 
-/* The profile's program rescheduled by the list scheduler and re-timed:
- * its device time, or -1. */
-static double list_schedule_ns(const nk_profile *pr)
-{
-    double t = -1;
-    if (nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &t))
-        t = -1;
-    return t;
-}
-
 /* The fastest variant the profile's program (list schedule) or, with a
  * re-trace, the kernel (more buffers per tile in affine loops, list
- * schedule) can be given; computed once. sim_bufs 0: the buffers stay. */
+ * schedule) can be given; computed once. sim_bufs 0: the buffers stay. A
+ * variant that cannot be timed is not chosen; running out of memory is
+ * kept in sim_rc, which the build returns (the findings would depend on
+ * the memory left). */
 static void simulate(nk_insights *ins)
 {
     if (ins->sim_done)
         return;
     ins->sim_done = 1;
     const nk_profile *pr = ins->pr;
-    double base = pr->tl->total_ns;
+    double base = pr->tl->total_ns, l = -1;
     ins->sim_ns = base;
     ins->sim_bufs = 0;
-    ins->sim_list = 0;
-    double l = list_schedule_ns(pr);
-    if (l >= 0 && l < ins->sim_ns * (1 - 1e-9)) {
-        ins->sim_ns = l;
-        ins->sim_list = 1;
+    int rc = nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &l);
+    if (rc == NK_ENOMEM) {
+        ins->sim_rc = rc;
+        return;
     }
+    if (!rc && l >= 0 && l < ins->sim_ns * (1 - 1e-9))
+        ins->sim_ns = l;
     if (!ins->rt || !ins->rt->retime || !pr->prog->nloops)
         return;
     ins->sim_retraced = 1;
@@ -1724,12 +1718,15 @@ static void simulate(nk_insights *ins)
         top = NK_IO_MAX_LOOP_BUFS;
     for (int b = cur + 1; b <= top; b++) {
         double t = -1;
+        rc = ins->rt->retime(ins->rt->ctx, b, NK_SCHED_LIST, &t);
+        if (rc == NK_ENOMEM) {
+            ins->sim_rc = rc;
+            return;
+        }
         /* a buffer more is worth it only when it saves a further 1% */
-        if (!ins->rt->retime(ins->rt->ctx, b, NK_SCHED_LIST, &t) && t >= 0 &&
-            t < ins->sim_ns - SIM_MIN_SHARE * base) {
+        if (!rc && t >= 0 && t < ins->sim_ns - SIM_MIN_SHARE * base) {
             ins->sim_ns = t;
             ins->sim_bufs = b;
-            ins->sim_list = 1;
         }
     }
 }
@@ -1990,6 +1987,8 @@ int nk__ins_rules(nk_insights *ins)
         (rc = rule_psum_banks(ins)) || (rc = rule_hbm_round_trip(ins)) ||
         (rc = rule_ping_pong(ins)) || (rc = rule_inorder_stall(ins)) || (rc = rule_sync_order(ins)) || (rc = rule_good(ins)))
         return rc;
+    if (ins->sim_rc)
+        return ins->sim_rc;
     if (ins->n > 1)
         qsort(ins->f, ins->n, sizeof *ins->f, cmp_finding);
     return 0;

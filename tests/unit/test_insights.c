@@ -1525,6 +1525,40 @@ TEST(insights_buffer_advice_simulated_and_realised)
     }
 }
 
+/* A re-trace that runs out of memory fails the build with NK_ENOMEM: the
+ * findings would otherwise depend on the memory left (the advice dropped
+ * as if no buffer count helped). Other failures only leave that variant out. */
+static int retime_status;
+static int retime_failing(void *ctx, int bufs, int schedule, double *device_ns)
+{
+    (void)ctx, (void)bufs, (void)schedule, (void)device_ns;
+    return retime_status;
+}
+
+TEST(insights_retrace_out_of_memory_is_returned)
+{
+    const nk_kernel_info *ki = nk_builtin_kernel("matmul_tiled");
+    nk_array x[NK_KERNEL_MAX_ARGS];
+    example_shapes(ki, x);
+    nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+    nk_profile *pr = builtin_profile(k, x, 0);
+    CHECK(pr != NULL);
+    nk_ins_retrace rt = {retime_failing, NULL};
+    nk_insights *ins = NULL;
+    retime_status = NK_ENOMEM;
+    if (pr)
+        CHECK_INT(nk__insights_build_retrace(pr, &rt, &ins), NK_ENOMEM);
+    CHECK(ins == NULL);
+    retime_status = NK_EINVAL; /* a variant that cannot be compiled: the finding stays, not simulated */
+    if (pr)
+        CHECK_INT(nk__insights_build_retrace(pr, &rt, &ins), 0);
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_DMA_LATENCY) : NULL;
+    CHECK(f == NULL || !strstr(f->suggestion, "Simulated ("));
+    nk__insights_free(ins);
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+}
+
 /* matmul_blocked_free at its example shapes: DMA-bound with DMA start
  * latency exposed, and the rule's advice is more buffers; but no buffer
  * count changes its time, so with a re-trace the advice is not given. */
