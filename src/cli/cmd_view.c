@@ -135,10 +135,17 @@ static int view_kernel(int argc, char **argv)
     return code;
 }
 
+/* argv[i] is the value of an option that takes one (not a KERNEL). */
+static int option_value(char **argv, int i)
+{
+    const char *o = argv[i - 1];
+    return i > 1 && (!strcmp(o, "-o") || !strcmp(o, "--out") || !strcmp(o, "--compare"));
+}
+
 int nk_cmd_view(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
-        if (argv[i][0] != '-' && (i == 1 || strcmp(argv[i - 1], "-o")) && nk_cli_is_kernel_spec(argv[i]))
+        if (argv[i][0] != '-' && !option_value(argv, i) && nk_cli_is_kernel_spec(argv[i]))
             return view_kernel(argc, argv);
     const char *in = NULL, *out = NULL, *with = NULL;
     for (int i = 1; i < argc; i++) {

@@ -110,6 +110,11 @@ expect_match "insights softmax simulates 4 buffers" "$W/out" \
     'do: Keep more tiles in flight .* Simulated \(re-traced and re-timed\): 4 buffers per tile .*: 29\.82 -> 24\.06 us \(-19\.3%\)'
 run "$NK" profile softmax --random x=2048x256 --bufs 4 --no-exec -o "$W/sm4.nkp"
 expect_match "softmax with --bufs 4 realises it" "$W/out" 'device time 24\.058 us on trn1\)$'
+# a file named like a built-in kernel, given to --out or --compare, is a file: the profile's page is written
+run env -C "$W" "$(cd "$(dirname "$NK")" && pwd)/nklab" view mt.nkp --out softmax
+if [ "$rc" -eq 0 ] && grep -q '^wrote softmax ' "$W/err" && [ -s "$W/softmax" ]; then ok; else
+    bad "view PROFILE --out NAME-OF-A-KERNEL writes the profile's page" "exit $rc" "$(cat "$W/err")"
+fi
 expect_fail "insights KERNEL --out" 2 "nklab: insights: --out needs values; insights only time the kernel" \
     insights tensor_exp --out "$W/x.npy"
 expect_fail "insights KERNEL unknown option" 2 "nklab: insights: unknown option '--width' (see nklab insights --help)" \
