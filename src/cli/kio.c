@@ -299,7 +299,8 @@ int nk_cli_is_kernel_spec(const char *arg)
 
 /* nk_ins_retrace: compiles the kernel again with bufs buffers per tile and
  * the schedule (the kernel's cache keeps every program: the profiled one
- * stays valid) and times it. */
+ * stays valid) and times it (the device time alone, as a profile's
+ * timeline would total it). */
 static int retime_kernel(void *ctx, int bufs, int schedule, double *device_ns)
 {
     nk_cli_profiled *kp = ctx;
@@ -307,14 +308,8 @@ static int retime_kernel(void *ctx, int bufs, int schedule, double *device_ns)
     o.default_bufs = bufs;
     o.schedule = schedule;
     const nk_program *p;
-    nk_profile *pr = NULL;
     int rc = nk_kernel_compile(kp->ck.k, kp->ck.args, kp->ck.nargs, &o, &p);
-    if (!rc)
-        rc = nk__profile_capture_view(p, NULL, &pr);
-    if (!rc)
-        *device_ns = pr->tl->total_ns;
-    nk_profile_free(pr);
-    return rc;
+    return rc ? rc : nk__time_total(p, NULL, NULL, device_ns);
 }
 
 int nk_cli_profile_kernel(nk_cli_profiled *kp)
