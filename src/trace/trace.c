@@ -170,8 +170,16 @@ static uint16_t intern_call(nk_ctx *nc, const char *call)
     if (call == nc->call_last)
         return nc->call_last_idx;
     nk_program *p = nc->p;
+    /* as stored: at most 63 characters (the file format's bound on a name),
+       no blanks, quotes or commas (the reader's rule); looked up so, or a
+       call outside those rules would be added again at every instruction */
+    char name[64];
+    snprintf(name, sizeof name, "%s", call);
+    for (char *q = name; *q; q++)
+        if (*q < 0x21 || *q > 0x7e || *q == '"' || *q == '\\' || *q == ',')
+            *q = '_';
     uint32_t k = 0;
-    while (k < p->ncalls && strcmp(p->calls[k], call))
+    while (k < p->ncalls && strcmp(p->calls[k], name))
         k++;
     if (k == p->ncalls) {
         if (k + 1 >= UINT16_MAX)
@@ -179,15 +187,10 @@ static uint16_t intern_call(nk_ctx *nc, const char *call)
         char **c = realloc(p->calls, (k + 1) * sizeof *c);
         if (c)
             p->calls = c;
-        if (!c || !(c[k] = strdup(call))) {
+        if (!c || !(c[k] = strdup(name))) {
             nk__fail(nc, nc->last, NK_ENOMEM, "out of memory while tracing");
             return 0;
         }
-        if (strlen(c[k]) > 63) /* the file format's bound on a name */
-            c[k][63] = 0;
-        for (char *q = c[k]; *q; q++) /* nor blanks, quotes or commas (the reader's rule) */
-            if (*q < 0x21 || *q > 0x7e || *q == '"' || *q == '\\' || *q == ',')
-                *q = '_';
         p->ncalls++;
     }
     nc->call_last = call;

@@ -144,6 +144,40 @@ TEST(names_unnamed_inputs_keep_in0_and_the_kernel_pseudo_location)
     nk_profile_free(pr);
 }
 
+/* A front-end's call name outside the file format's rules (a blank here)
+ * is stored with '_' for it, once: later instructions of the same call find
+ * it, whichever call came between. */
+static void k_odd_calls(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor t = nk_load(nc, args[0]);
+    for (int i = 0; i < 4; i++)
+        t = nk_unary_at(nc, NK_CALL(i % 2 ? "my exp" : "nk_exp"), NK_ACT_EXP, t);
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 64), NK_F32, NK_SHARED_HBM);
+    nk_store(nc, out, t);
+    nk_return(nc, out);
+}
+
+TEST(names_a_call_outside_the_format_rules_is_stored_once)
+{
+    nk_array a;
+    nk_array_alloc(&a, NK_F32, 2, (int64_t[]){128, 64});
+    nk_kernel *k = nk_kernel_new("odd_calls", k_odd_calls);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, &a, 1, NULL, &p), 0);
+    if (p) {
+        CHECK_INT(p->ncalls, 4); /* nk_load, nk_exp, my_exp, nk_store */
+        int odd = 0;
+        for (uint32_t i = 0; i < p->ninstr; i++) {
+            const char *c = nk__instr_call(p, &p->instrs[i]);
+            odd += c && !strcmp(c, "my_exp");
+        }
+        CHECK_INT(odd, 2);
+    }
+    nk_kernel_free(k);
+    nk_array_free(&a);
+}
+
 TEST(names_set_params_checks_its_names)
 {
     nk_kernel *k = nk_kernel_new("reload", k_reload);
