@@ -783,7 +783,7 @@ static int rule_matmul(nk_insights *ins, int rule)
     double fp32x = arch && arch->pe_fp32_factor > 1 ? arch->pe_fp32_factor : 0;
     ulist l = {0};
     double busy = 0, lost = 0, nsum = 0;
-    uint32_t nlowered = 0;     /* of them, lowered from another call (a broadcast) */
+    uint32_t nlowered = 0;     /* of them, lowered from a call that is no matmul (a broadcast) */
     const char *lowered = NULL; /* the first such call */
     int rc = 0;
     for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
@@ -800,8 +800,9 @@ static int rule_matmul(nk_insights *ins, int rule)
                 continue;
             lost += a->busy[i] * (1 - 1 / fp32x); /* fp32 about 4x slower [ISA-old][A2] */
         }
+        /* nk_matmul, nl.matmul: a matmul the kernel wrote, lowered to nc_matmul */
         const char *from = nk__instr_lowered_from(p, in);
-        if (from) {
+        if (from && !strstr(from, "matmul")) {
             nlowered++;
             lowered = lowered ? lowered : from;
         }

@@ -607,6 +607,37 @@ TEST(insights_rule_matmul_fp32)
     nk_profile_free(pr);
 }
 
+/* The same with nk_matmul: the kernel wrote these matmuls (nk_matmul is
+ * lowered to nc_matmul, but it is a matmul), so the advice is to cast their
+ * operands, not about a construct carried out as matmuls. */
+static void k_mm_fp32_api(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 512), NK_F32, NK_SHARED_HBM);
+    nk_tensor st = nk_load(nc, args[0]), mv = nk_load(nc, args[1]);
+    nk_tensor acc = nk_matmul(nc, st, mv, 1);
+    for (int k = 1; k < 8; k++)
+        acc = nk_matmul(nc, st, mv, 1);
+    nk_store(nc, out, nk_copy(nc, acc, NK_F32));
+    nk_return(nc, out);
+}
+
+TEST(insights_rule_matmul_fp32_of_nk_matmul_says_cast_the_operands)
+{
+    int64_t shape[2][2] = {{128, 128}, {128, 512}};
+    nk_profile *pr = capture2("mm_fp32_api", k_mm_fp32_api, 2, shape, NULL);
+    nk_insights *ins = insights_of(pr);
+    const nk_finding *f = ins ? nk__insights_find(ins, NK_RULE_MATMUL_FP32) : NULL;
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_CONTAINS(f->suggestion, "Cast the operands to bfloat16 before the matmul");
+        CHECK(!strstr(f->suggestion, "wrote no matmul"));
+        CHECK(!strstr(f->suggestion, "is carried out"));
+    }
+    nk__insights_free(ins);
+    nk_profile_free(pr);
+}
+
 static int L_RELOAD;
 
 /* The same [128, 512] input loaded in each of 4 iterations. */
