@@ -1896,6 +1896,46 @@ static int rule_inorder_stall(nk_insights *ins)
  * back the next load). Held time: trigger start minus the DMA's readiness
  * (its producers' outputs visible: a compute bar's end plus its write
  * access, a DMA's last transfer; or the start-up) and the trigger itself. */
+/* When each launch unit (SPMD instance, kernel of a sequence) may start,
+ * as the timing model releases them: the first on its core after the
+ * start-up, each later one at the end of the one before it on that core
+ * (in a sequence, plus a tear-down and the next start-up). NULL with one
+ * unit (or out of memory: *rc). */
+static double *unit_starts(const nk_program *p, const nk_timeline *tl, const nk_arch *arch, int *rc)
+{
+    uint32_t nu = nk__nunits(p);
+    if (nu <= 1)
+        return NULL;
+    double *start = malloc(nu * sizeof *start), *end = calloc(nu, sizeof *end);
+    uint32_t *count = calloc(nu, sizeof *count);
+    if (!start || !end || !count) {
+        *rc = NK_ENOMEM;
+        free(start);
+        start = NULL;
+        goto out;
+    }
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        uint32_t u = nk__unit_of(p, &p->instrs[i]);
+        if (u < nu) {
+            end[u] = fmax(end[u], tl->instr_end[i]);
+            count[u]++;
+        }
+    }
+    double next[NK_MAX_CORES];
+    for (int c = 0; c < NK_MAX_CORES; c++)
+        next[c] = arch->launch_startup_ns;
+    for (uint32_t u = 0; u < nu; u++) {
+        uint32_t c = nk__unit_core(p, u) % NK_MAX_CORES;
+        start[u] = next[c];
+        if (count[u])
+            next[c] = end[u] + (p->nseg > 1 ? arch->launch_teardown_ns + arch->launch_startup_ns : 0);
+    }
+out:
+    free(end);
+    free(count);
+    return start;
+}
+
 static int rule_sync_order(nk_insights *ins)
 {
     const nk_arch *arch = nk__ins_arch(ins->pr);
@@ -1910,12 +1950,13 @@ static int rule_sync_order(nk_insights *ins)
         prev[c] = dep_of[c] = NONE;
     ulist l = {0};
     int rc = 0;
+    double *ustart = unit_starts(p, tl, arch, &rc); /* an instance waits for the one before it, not a trigger */
     for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         if (in->engine != NK_ENGINE_DMA)
             continue;
         uint32_t c = (uint32_t)nk__instr_core(p, in) % NK_MAX_CORES, late = NONE;
-        double ready = arch->launch_startup_ns;
+        double ready = ustart ? ustart[nk__unit_of(p, in)] : arch->launch_startup_ns;
         for (uint32_t k = 0; k < in->ndep; k++) {
             uint32_t d = p->deps[in->dep_off + k];
             int e = p->instrs[d].engine;
@@ -1933,6 +1974,7 @@ static int rule_sync_order(nk_insights *ins)
         }
         prev[c] = i, dep_of[c] = late;
     }
+    free(ustart);
     if (rc || held < MIN_SHARE * total || worst == NONE) {
         free(l.v);
         return rc;
