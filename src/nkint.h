@@ -384,6 +384,10 @@ void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t)
 const char *nk__buf_label(const nk_program *p, uint32_t b, char *buf, size_t n);
 /* The API call that produced an instruction ("nl.broadcast_to"), or NULL. */
 const char *nk__instr_call(const nk_program *p, const nk_instr *in);
+/* May a parameter name or an API call hold c? Printable ASCII without
+ * blanks, quotes, backslashes or commas: names go into messages, JSON, CSV
+ * and the viewer as they are (the program file's reader checks the same). */
+static inline int nk__name_char_ok(char c) { return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\' && c != ','; }
 /* Is `call` the instruction `op` itself (nisa.nc_matmul, nk_isa_nc_matmul,
  * nl.load for load) rather than a construct lowered to it? */
 int nk__call_is_op(const char *call, const char *op);

@@ -79,7 +79,7 @@ int nk_kernel_set_params(nk_kernel *k, nk_loc decl, const char *const *names, in
         if (len > 63)
             return NK_EINVAL;
         for (size_t j = 0; j < len; j++)
-            if (n[j] < 0x21 || n[j] > 0x7e || n[j] == '"' || n[j] == '\\' || n[j] == ',')
+            if (!nk__name_char_ok(n[j]))
                 return NK_EINVAL;
     }
     nk__kparams kp = {{NULL, 0, NULL}, NULL, nnames};

@@ -1041,7 +1041,7 @@ static int get_spmd(nk_rd *r, nk_program *p)
 static int name_ok(const char *n)
 {
     for (; *n; n++)
-        if (*n < 0x21 || *n > 0x7e || *n == '"' || *n == '\\' || *n == ',')
+        if (!nk__name_char_ok(*n))
             return 0;
     return 1;
 }

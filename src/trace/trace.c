@@ -176,7 +176,7 @@ static uint16_t intern_call(nk_ctx *nc, const char *call)
     char name[64];
     snprintf(name, sizeof name, "%s", call);
     for (char *q = name; *q; q++)
-        if (*q < 0x21 || *q > 0x7e || *q == '"' || *q == '\\' || *q == ',')
+        if (!nk__name_char_ok(*q))
             *q = '_';
     uint32_t k = 0;
     while (k < p->ncalls && strcmp(p->calls[k], name))
