@@ -195,6 +195,24 @@ static inline uint32_t nk__nunits(const nk_program *p)
 static inline uint32_t nk__unit_of(const nk_program *p, const nk_instr *in) { return p->nseg > 1 ? in->seg : in->inst; }
 static inline uint32_t nk__unit_core(const nk_program *p, uint32_t u) { return p->nseg > 1 ? 0 : nk__inst_core(p, u); }
 
+/* The innermost dimension of t that moves (size > 1; the partition axis of
+ * a tile does not count), -1 if none: where "contiguous" and "strided" are
+ * read by the cost table and the timing model. */
+static inline int nk__inner_dim(const nk_tensor *t)
+{
+    int first = t->mem == NK_SHARED_HBM ? 0 : 1;
+    for (int d = t->ndim - 1; d >= first; d--)
+        if (t->shape[d] > 1)
+            return d;
+    return -1;
+}
+/* Stride 1 element along that dimension (or nothing moves). */
+static inline int nk__inner_contiguous(const nk_tensor *t)
+{
+    int d = nk__inner_dim(t);
+    return d < 0 || t->stride[d] == 1;
+}
+
 /* ---- tracer (src/trace) */
 
 /* Traces fn with arguments of the given shapes and dtypes into a new program.

@@ -197,16 +197,6 @@ static void attrs_dropout(nk_opbuf *b, const nk_instr *in)
 
 static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
 
-/* Stride 1 element along the innermost free dimension that moves (as the
- * timing model reads "contiguous" for the Vector performance modes). */
-static int free_contiguous(const nk_tensor *t)
-{
-    for (int d = t->ndim - 1; d >= 1; d--)
-        if (t->shape[d] > 1)
-            return t->stride[d] == 1;
-    return 1;
-}
-
 /* 2N from two SBUF inputs; N with an input in PSUM, or for bf16
  * add/multiply/subtract with both inputs contiguous along the free
  * dimension (stride 1 element) [ISA-old]. */
@@ -217,7 +207,7 @@ static double work_tensor_tensor(const nk_instr *in, double n)
     int op = in->alu0;
     int bf16_fast = x->dtype == NK_BF16 && y->dtype == NK_BF16 && in->dst.dtype == NK_BF16 &&
                     (op == NK_ALU_ADD || op == NK_ALU_MULTIPLY || op == NK_ALU_SUBTRACT) &&
-                    free_contiguous(x) && free_contiguous(y);
+                    nk__inner_contiguous(x) && nk__inner_contiguous(y);
     return one_psum || bf16_fast ? n : 2 * n;
 }
 

@@ -17,26 +17,10 @@
 static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
 static double dmax(double a, double b) { return a > b ? a : b; }
 
-/* Innermost free dimension that moves (size > 1); -1 if none. */
-static int inner_dim(const nk_tensor *t)
-{
-    int first = t->mem == NK_SHARED_HBM ? 0 : 1;
-    for (int d = t->ndim - 1; d >= first; d--)
-        if (t->shape[d] > 1)
-            return d;
-    return -1;
-}
-
-static int contiguous_inner(const nk_tensor *t)
-{
-    int d = inner_dim(t);
-    return d < 0 || t->stride[d] == 1;
-}
-
 /* Strided SBUF/PSUM access gets part of the bandwidth [A2]. */
 static int strided(const nk_arch *a, const nk_tensor *t)
 {
-    int d = inner_dim(t);
+    int d = nk__inner_dim(t);
     return d >= 0 && t->stride[d] * nk_dtype_size(t->dtype) > a->stride_penalty_bytes;
 }
 
@@ -91,7 +75,7 @@ static double dve_speedup(const nk_arch *a, const nk_instr *in)
     case NK_FAST16_ONE_INPUT: {
         if (!is16f(s->dtype) || !is16f(d->dtype))
             return 1;
-        int contig = contiguous_inner(s) && contiguous_inner(d);
+        int contig = nk__inner_contiguous(s) && nk__inner_contiguous(d);
         int npsum = (s->mem == NK_PSUM) + (d->mem == NK_PSUM);
         if (npsum == 0)
             return contig ? a->dve_fast16_copy_factor : a->dve_fast16_factor;
