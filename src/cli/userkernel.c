@@ -57,9 +57,39 @@ extern char **environ;
 
 nk_py_kernel_loader nk_cli_py_loader;
 
-/* The line of `void FUNCTION(` that defines FUNCTION (not a declaration
- * ending in ';' on that line), 0 when there is none: where profiles place
- * the kernel's inputs. */
+/* Does the parameter list opening at q (a '(') end in a body, `) {`
+ * (comments between them allowed), rather than `);`, on whatever line its
+ * ')' is? */
+static int opens_body(const char *q, const char *end)
+{
+    int depth = 0;
+    for (; q < end; q++) {
+        if (*q == '(')
+            depth++;
+        else if (*q == ')' && --depth == 0)
+            break;
+    }
+    if (q < end)
+        q++;
+    for (;;) { /* blanks and comments */
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (end - q >= 2 && q[0] == '/' && q[1] == '/')
+            while (q < end && *q != '\n')
+                q++;
+        else if (end - q >= 2 && q[0] == '/' && q[1] == '*') {
+            for (q += 2; end - q >= 2 && !(q[0] == '*' && q[1] == '/'); q++)
+                ;
+            q = end - q >= 2 ? q + 2 : end;
+        } else
+            break;
+    }
+    return q < end && *q == '{';
+}
+
+/* The line of `void FUNCTION(` that defines FUNCTION (its parameter list
+ * followed by a body, not by ';' as in a prototype), 0 when there is none:
+ * where profiles place the kernel's inputs. */
 static int definition_line(const char *src, size_t n, const char *function)
 {
     size_t fl = strlen(function);
@@ -79,10 +109,7 @@ static int definition_line(const char *src, size_t n, const char *function)
             if ((size_t)(end - p) > fl && !strncmp(p, function, fl)) {
                 while (q < end && (*q == ' ' || *q == '\t'))
                     q++;
-                const char *last = end;
-                while (last > q && (last[-1] == ' ' || last[-1] == '\t' || last[-1] == '\r'))
-                    last--;
-                if (q < end && *q == '(' && !(last > q && last[-1] == ';'))
+                if (q < end && *q == '(' && opens_body(q, src + n))
                     return line;
             }
         }

@@ -232,4 +232,27 @@ expect_match "a C kernel's input declared at its definition" "$W/out" "input a_t
 run "$NK" export "$W/reload.nkp" --format csv
 expect_match "the CSV export names both inputs" "$W/out" 'src=b_tensor\[128, 512\] float32 \+65536",262144,[^,]*reload\.c,9,'
 
+# a prototype over two lines before the definition (a comment before its body) is not the definition
+cat >"$W/reload2.c" <<'EOF'
+#include "nklab.h"
+
+void reload2(nk_ctx *nc, const nk_tensor *args,
+             int nargs);
+
+void reload2(nk_ctx *nc, const nk_tensor *args, int nargs) /* the kernel */
+{
+    (void)nargs;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(128, 512), NK_F32, NK_SHARED_HBM);
+    NK_AFFINE_RANGE(nc, i, 4) {
+        nk_tensor b = nk_load(nc, nk_ix(nc, args[1], nk_r(i * 128, (i + 1) * 128), NK_ALL));
+        nk_store(nc, out, nk_add(nc, nk_load(nc, args[0]), b));
+    }
+    nk_return(nc, out);
+}
+EOF
+run "$NK" profile "$W/reload2.c:reload2" --random a_tensor=128x512 --random b_tensor=512x512 --no-exec -o "$W/reload2.nkp"
+run "$NK" insights "$W/reload2.nkp"
+expect_match "a C kernel's inputs at its definition, not at a prototype" "$W/out" \
+    "input a_tensor \(256\.0 KiB, from reload2\.c:6\)"
+
 finish
