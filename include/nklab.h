@@ -733,7 +733,7 @@ int nk_profile_capture(const nk_program *p, const struct nk_arch *arch, nk_profi
 /* A profile records when it was captured (the clock's time, in seconds since
  * the epoch); this sets another time, for files that are the same bytes from
  * one capture to the next (`nklab` does it for NK_PROFILE_FIXED_TIME).
- * NK_EINVAL for a time that is not finite. */
+ * NK_EINVAL for a time outside 1970-01-01 .. 9999-12-31 UTC (or NaN). */
 int nk_profile_set_created(nk_profile *pr, double unix_seconds);
 /* Writes atomically: a temporary file in the same directory, fsync, rename. */
 int nk_profile_write(const nk_profile *pr, const char *path);

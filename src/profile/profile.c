@@ -150,9 +150,16 @@ int nk__profile_capture_view(const nk_program *p, const nk_arch *arch, nk_profil
     return capture(p, arch, 1, out);
 }
 
+/* A creation time every reader can print as a date: 1970-01-01 to
+ * 9999-12-31 UTC (NaN fails too). */
+static int profile_time_ok(double unix_seconds)
+{
+    return unix_seconds >= 0 && unix_seconds < 253402300800.0;
+}
+
 int nk_profile_set_created(nk_profile *pr, double unix_seconds)
 {
-    if (!pr || !isfinite(unix_seconds))
+    if (!pr || !profile_time_ok(unix_seconds))
         return NK_EINVAL;
     pr->created_unix = unix_seconds;
     return NK_OK;
@@ -661,8 +668,8 @@ static int get_meta(nk_rd *r, nk_profile *pr)
         return r->rc;
     nk__rd_str_into(&s, pr->nklab_version, sizeof pr->nklab_version, "nklab version");
     pr->created_unix = nk__rd_f64(&s);
-    if (!s.rc && !isfinite(pr->created_unix))
-        nk__rd_fail(&s, NK_EFORMAT, "creation time is not a finite number");
+    if (!s.rc && !profile_time_ok(pr->created_unix))
+        nk__rd_fail(&s, NK_EFORMAT, "creation time is not between 1970 and 9999");
     return r->rc = nk__rd_end(&s);
 }
 

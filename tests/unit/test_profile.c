@@ -239,6 +239,8 @@ TEST(profile_fixed_time_makes_files_reproducible)
         CHECK_INT(nk_profile_set_created(a, 1700000000.5), 0);
         CHECK_INT(nk_profile_set_created(b, 1700000000.5), 0);
         CHECK_INT(nk_profile_set_created(b, NAN), NK_EINVAL);
+        CHECK_INT(nk_profile_set_created(b, -1), NK_EINVAL);      /* before 1970 */
+        CHECK_INT(nk_profile_set_created(b, 253402300800.0), NK_EINVAL); /* after 9999 */
         CHECK_INT(nk_profile_set_created(NULL, 0), NK_EINVAL);
         CHECK(a->created_unix == 1700000000.5);
         CHECK(b->created_unix == 1700000000.5);
@@ -252,6 +254,38 @@ TEST(profile_fixed_time_makes_files_reproducible)
     }
     nk_profile_free(a);
     nk_profile_free(b);
+    nk_kernel_free(k);
+}
+
+/* A creation time no calendar can print (a fuzzed file had 6.1e47 s, which
+ * the summary's conversion to time_t made undefined) is refused on read. */
+TEST(profile_reader_refuses_a_creation_time_out_of_range)
+{
+    nk_kernel *k;
+    const nk_program *p = fx_compile_exp(&k, 130, 64);
+    nk_profile *pr = fx_exp_profile(p), *q = NULL;
+    CHECK(pr != NULL);
+    static const double bad[] = {6.11193e47, -1.0, 253402300800.0};
+    for (int i = 0; pr && i < 3; i++) {
+        pr->created_unix = bad[i]; /* as a file could hold it: the setter refuses these */
+        nk_wr w = {0};
+        char err[256] = "";
+        CHECK_INT(nk__profile_encode(pr, &w), 0);
+        CHECK_INT(nk__profile_decode(w.p, w.n, &q, err, sizeof err), NK_EFORMAT);
+        CHECK_CONTAINS(err, "creation time is not between 1970 and 9999");
+        CHECK(q == NULL);
+        nk__wr_free(&w);
+    }
+    if (pr) {
+        pr->created_unix = 253402300799.0; /* 9999-12-31 23:59:59 still reads */
+        nk_wr w = {0};
+        char err[256] = "";
+        CHECK_INT(nk__profile_encode(pr, &w), 0);
+        CHECK_INT(nk__profile_decode(w.p, w.n, &q, err, sizeof err), 0);
+        nk__wr_free(&w);
+        nk_profile_free(q);
+    }
+    nk_profile_free(pr);
     nk_kernel_free(k);
 }
 
