@@ -118,6 +118,8 @@ typedef struct nk_loopinfo {
     uint8_t kind;    /* nk_loop_kind */
     uint8_t bufs;
     uint16_t depth;
+    uint8_t explicit_bufs; /* bufs given by the kernel (NK_AFFINE_RANGE_BUFS), not the default;
+                              known when traced, 0 in a program read from a file */
 } nk_loopinfo;
 
 struct nk_program {

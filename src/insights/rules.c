@@ -351,7 +351,8 @@ static int advice_tested(nk_insights *ins, nk_finding *f, int kind, uint32_t loo
 {
     const nk_program *p = ins->pr->prog;
     const nk_loopinfo *L = loop && loop <= p->nloops ? &p->loops[loop - 1] : NULL;
-    int own = L && L->bufs != p->bufs_default; /* set by the kernel, or lowered to fit */
+    /* set by the kernel (even to the default's count), or lowered to fit */
+    int own = L && (L->explicit_bufs || L->bufs != p->bufs_default);
     if (kind == ADV_BUFFERS && !own && ins->rt && ins->rt->retime) {
         simulate(ins);
         if (!sim_helps(ins))

@@ -1176,7 +1176,7 @@ int64_t nk__loop_begin(nk_ctx *nc, nk_loc loc, int64_t n, nk_loop_kind kind, int
     if (!nc->status && !nk__grow((void **)&p->loops, &nc->cap_loops, p->nloops + 1, sizeof *p->loops) &&
         !nk__grow((void **)&nc->la, &nc->cap_la, p->nloops + 1, sizeof *nc->la)) {
         p->loops[p->nloops] = (nk_loopinfo){nk__loc(nc, loc), parent, n, (uint8_t)kind, (uint8_t)bufs,
-                                            (uint16_t)nc->depth};
+                                            (uint16_t)nc->depth, (uint8_t)explicit_bufs};
         nc->la[p->nloops] = (nk_loopalloc){NULL, 0, 0, (uint8_t)explicit_bufs};
         id = ++p->nloops;
     } else if (!nc->status) {

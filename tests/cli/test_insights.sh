@@ -97,6 +97,14 @@ run "$NK" insights "$W/mt.nkp"
 expect_match "from the profile alone it is an estimate" "$W/out" \
     'give it more buffers .* Estimate, not simulated: re-tracing with other buffer counts needs the kernel \(`nklab insights KERNEL \.\.\.` instead of a profile file\)\.$'
 expect_no_match "from the profile alone nothing is simulated" "$W/out" 'Simulated \(re-traced'
+# the same kernel with its loops' 2 buffers written out (NK_AFFINE_RANGE_BUFS(..., 2), the default's
+# count): a re-trace with another default cannot change them, so the advice stays, as an estimate
+sed -e 's/#include "kernels.h"/#include "nklab.h"/' -e '/NK_KERNEL_DECL/d' \
+    -e 's/NK_AFFINE_RANGE(nc, \([a-z]\), \(.*\)) {/NK_AFFINE_RANGE_BUFS(nc, \1, \2, 2) {/' \
+    kernels/matmul_tiled.c >"$W/mt2.c"
+run "$NK" insights "$W/mt2.c:nk_kernel_matmul_tiled" --random lhsT=1024x256:bfloat16 --random rhs=1024x1024:bfloat16
+expect_match "advice for buffers the kernel set is kept, as an estimate" "$W/out" \
+    'give it more buffers .* Estimate, not simulated: the loop.s 2 buffers were set by the kernel'
 # matmul_blocked_free: more buffers would not help, so with the kernel they are not suggested
 run "$NK" insights matmul_blocked_free
 expect_no_match "advice that does not help is not given" "$W/out" 'give it more buffers'
