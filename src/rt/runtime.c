@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define NK_MAX_ARGS 32
-#define KEY_MAX (20 + 8 * NK_MAX_GRID + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM + 4))
+#define KEY_MAX (36 + 8 * NK_MAX_GRID + sizeof(nk_arch) + NK_MAX_ARGS * (2 + 8 * NK_MAXDIM + 4))
 
 typedef struct centry {
     uint64_t hash;
@@ -143,6 +143,11 @@ static int encode_key(uint8_t *key, const nk_array *args, int nargs, const nk_op
     n += sizeof bufs;
     memcpy(key + n, &sched, sizeof sched);
     n += sizeof sched;
+    /* the trace's bounds: a call with a lower bound traces again (and stops
+     * where that trace would), rather than reuse what a higher one allowed */
+    int64_t caps[2] = {opts ? opts->max_instructions : 0, opts ? opts->max_trace_bytes : 0};
+    memcpy(key + n, caps, sizeof caps);
+    n += sizeof caps;
     for (int g = 0; g < NK_MAX_GRID; g++) { /* the launch grid: another grid is another program */
         int32_t v[2] = {opts ? opts->grid[g] : 0, opts ? opts->grid_nc[g] : 0};
         memcpy(key + n, v, sizeof v);

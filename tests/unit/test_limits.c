@@ -316,6 +316,24 @@ TEST(limits_trace_stops_at_max_instructions)
     CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), 0);
     o.max_instructions = 3;
     CHECK_INT(compile(k_copy, 1, &o, msg, sizeof msg), NK_ELIMIT);
+    /* one kernel: a program cached under a higher bound is not handed to a
+     * call with a lower one; that call traces and stops as it would alone */
+    nk_array a;
+    nk_array_alloc(&a, NK_F32, 2, (int64_t[]){128, 4});
+    nk_kernel *k = nk_kernel_new("limits", k_copy);
+    const nk_program *p;
+    o.max_instructions = 0;
+    CHECK_INT(nk_kernel_compile(k, &a, 1, &o, &p), 0);
+    o.max_instructions = 3;
+    CHECK_INT(nk_kernel_compile(k, &a, 1, &o, &p), NK_ELIMIT);
+    o.max_instructions = 0;
+    CHECK_INT(nk_kernel_compile(k, &a, 1, &o, &p), 0); /* the first program again */
+    uint64_t compiles = 0, hits = 0;
+    nk_kernel_cache_stats(k, &compiles, &hits);
+    CHECK_INT(compiles, 1);
+    CHECK_INT(hits, 1);
+    nk_kernel_free(k);
+    nk_array_free(&a);
 }
 
 static void k_many_tiles(nk_ctx *nc, const nk_tensor *a, int n)
