@@ -82,6 +82,23 @@ static char *read_notes(const char *profile, const nk_profile *pr)
 }
 
 /* nklab view KERNEL ...: profiled in memory, its insights with a re-trace. */
+/* Writes the page of pr (insights JSON, notes and a compared profile as
+ * given) to out and says so; what names the profile in an error. */
+static int write_page(const char *what, const nk_profile *pr, const char *insights, const char *notes,
+                      const nk_profile *cmp, const char *out)
+{
+    nk_text page = {0};
+    int code, rc = nk__view_page(pr, insights, notes, cmp, &page);
+    if (rc)
+        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", what, nk_strerror(rc));
+    else
+        code = nk_cli_write_text("view", out, page.s, page.len);
+    if (!code && !nk_cli_is_stdout(out))
+        fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
+    nk__text_free(&page);
+    return code;
+}
+
 static int view_kernel(int argc, char **argv)
 {
     nk_cli_profiled kp;
@@ -118,18 +135,11 @@ static int view_kernel(int argc, char **argv)
         nk_profile_free(cmp);
         return code;
     }
-    nk_text ins = {0}, page = {0};
+    nk_text ins = {0};
     if (nk__insights_view_json_retrace(kp.pr, &kp.rt, &ins))
         nk__text_free(&ins);
-    int rc = nk__view_page(kp.pr, ins.s, NULL, cmp, &page);
-    if (rc)
-        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", kp.kc.kernel, nk_strerror(rc));
-    else
-        code = nk_cli_write_text("view", out, page.s, page.len);
-    if (!code && !nk_cli_is_stdout(out))
-        fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
+    code = write_page(kp.kc.kernel, kp.pr, ins.s, NULL, cmp, out);
     nk__text_free(&ins);
-    nk__text_free(&page);
     nk_profile_free(cmp);
     nk_cli_profiled_close(&kp);
     return code;
@@ -182,21 +192,14 @@ int nk_cmd_view(int argc, char **argv)
         free(def);
         return code;
     }
-    nk_text ins = {0}, page = {0};
+    nk_text ins = {0};
     /* a profile the insights cannot analyse still gets its page, without them */
     if (nk__insights_view_json(pr, &ins))
         nk__text_free(&ins);
     char *notes = read_notes(in, pr);
-    int rc = nk__view_page(pr, ins.s, notes, cmp, &page);
+    code = write_page(in, pr, ins.s, notes, cmp, out);
     free(notes);
-    if (rc)
-        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", in, nk_strerror(rc));
-    else
-        code = nk_cli_write_text("view", out, page.s, page.len);
-    if (!code && !nk_cli_is_stdout(out))
-        fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
     nk__text_free(&ins);
-    nk__text_free(&page);
     free(def);
     nk_profile_free(pr);
     nk_profile_free(cmp);

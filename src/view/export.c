@@ -677,20 +677,8 @@ int nk__export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
     rc = nk__view_summary_json(pr, &sum, t);
     if (rc)
         goto out;
-    nk__vb_str(t, ",\"launch_regions\":[");
-    for (uint32_t k = 0; k < pr->tl->nregions; k++) {
-        const nk_region *g = &pr->tl->regions[k];
-        nk__vb_str(t, k ? ",{\"region\":" : "{\"region\":");
-        nk__vb_jstr(t, region_name(g));
-        nk__vb_str(t, ",\"core\":");
-        nk__vb_u64(t, g->core);
-        nk__vb_str(t, ",\"start_ns\":");
-        nk__vb_num(t, g->start, 3);
-        nk__vb_str(t, ",\"end_ns\":");
-        nk__vb_num(t, g->end, 3);
-        nk__vb_chr(t, '}');
-    }
-    nk__vb_chr(t, ']');
+    nk__vb_str(t, ",\"launch_regions\":");
+    nk__view_regions_json(pr->tl, t);
     put_schedule_json(pr->prog, t);
     nk__vb_str(t, ",\"instructions\":[");
     int first = 1;

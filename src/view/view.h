@@ -70,6 +70,8 @@ int nk__view_summarize(const nk_profile *pr, nk_view_summary *s);
  * nk_metrics_unit), "instruction_count", "units" {name: unit} and "opcodes"
  * [{opcode, count, total_ns, average_ns}]. No trailing newline. */
 int nk__view_summary_json(const nk_profile *pr, const nk_view_summary *s, nk_text *out);
+/* The launch regions of tl as a JSON array (viewer data and JSON export). */
+void nk__view_regions_json(const nk_timeline *tl, nk_text *t);
 
 /* ---- outputs */
 

@@ -511,6 +511,27 @@ static void put_json_escaped(nk_text *t, const char *s)
     }
 }
 
+/* The kernel launch regions as a JSON array, one object per region:
+ * {"region": "start-up" | "tear-down", "core", "start_ns", "end_ns"}
+ * (the viewer's data and the JSON export). */
+void nk__view_regions_json(const nk_timeline *tl, nk_text *t)
+{
+    nk__vb_chr(t, '[');
+    for (uint32_t k = 0; k < tl->nregions; k++) {
+        const nk_region *g = &tl->regions[k];
+        nk__vb_str(t, k ? ",{\"region\":" : "{\"region\":");
+        nk__vb_jstr(t, g->kind == NK_REGION_STARTUP ? "start-up" : "tear-down");
+        nk__vb_str(t, ",\"core\":");
+        nk__vb_u64(t, g->core);
+        nk__vb_str(t, ",\"start_ns\":");
+        nk__vb_num(t, g->start, 3);
+        nk__vb_str(t, ",\"end_ns\":");
+        nk__vb_num(t, g->end, 3);
+        nk__vb_chr(t, '}');
+    }
+    nk__vb_chr(t, ']');
+}
+
 int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
@@ -551,20 +572,8 @@ int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
         nk__vb_i64(t, p->loops[l].trip);
     }
     nk__vb_str(t, "]}");
-    nk__vb_str(t, ",\"regions\":["); /* the kernel launch: start-up and tear-down per core (or per kernel) */
-    for (uint32_t k = 0; k < pr->tl->nregions; k++) {
-        const nk_region *g = &pr->tl->regions[k];
-        nk__vb_str(t, k ? ",{\"kind\":" : "{\"kind\":");
-        nk__vb_jstr(t, g->kind == NK_REGION_STARTUP ? "start-up" : "tear-down");
-        nk__vb_str(t, ",\"core\":");
-        nk__vb_u64(t, g->core);
-        nk__vb_str(t, ",\"start\":");
-        nk__vb_num(t, g->start, 3);
-        nk__vb_str(t, ",\"end\":");
-        nk__vb_num(t, g->end, 3);
-        nk__vb_chr(t, '}');
-    }
-    nk__vb_chr(t, ']');
+    nk__vb_str(t, ",\"regions\":"); /* the kernel launch: start-up and tear-down per core (or per kernel) */
+    nk__view_regions_json(pr->tl, t);
     nk__vb_str(t, ",\"summary\":");
     rc = nk__view_summary_json(pr, &sum, t);
     if (rc)

@@ -12,6 +12,7 @@
 #include "profile/profile.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct fx_ev {
@@ -26,6 +27,27 @@ typedef struct fx_xfer {
     uint64_t bytes;
     double start, end;
 } fx_xfer;
+
+/* A timing-only profile of built-in kernel info on target, on its example
+ * shapes and grid (*k is the kernel, to free after the profile); NULL on
+ * failure, after a failed check. */
+static inline nk_profile *fx_builtin_profile(const nk_kernel_info *info, const char *target, nk_kernel **k)
+{
+    nk_array args[NK_KERNEL_MAX_ARGS];
+    for (int a = 0; a < info->nargs; a++) {
+        args[a] = (nk_array){info->args[a].dtype, info->args[a].ndim, {0}, NULL};
+        memcpy(args[a].shape, info->args[a].shape, sizeof args[a].shape);
+    }
+    nk_options o = {.target = target};
+    memcpy(o.grid, info->grid, sizeof o.grid);
+    *k = nk_builtin_kernel_new(info);
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    CHECK_INT(nk_kernel_compile(*k, args, info->nargs, &o, &p), 0);
+    if (p)
+        CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+    return pr;
+}
 
 /* tensor_exp traced for shape [rows, cols] float32, in trace order (the hand
  * timelines give events by instruction index); NULL on failure. */

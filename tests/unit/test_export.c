@@ -16,6 +16,7 @@
 #include "test.h"
 #include "kernels.h"
 #include "profile/profile.h"
+#include "profile_fixture.h"
 #include "core/vbuf.h"
 #include "view/view.h"
 
@@ -919,25 +920,14 @@ TEST(export_perfetto_flows_of_every_builtin_point_forward)
     for (int ti = 0; ti < 2; ti++)
         for (int ki = 0; ki < nk_builtin_kernel_count; ki++) {
             const nk_kernel_info *info = &nk_builtin_kernels[ki];
-            nk_array args[NK_KERNEL_MAX_ARGS];
-            for (int a = 0; a < info->nargs; a++) {
-                args[a] = (nk_array){info->args[a].dtype, info->args[a].ndim, {0}, NULL};
-                memcpy(args[a].shape, info->args[a].shape, sizeof args[a].shape);
-            }
-            nk_options o = {.target = targets[ti]};
-            memcpy(o.grid, info->grid, sizeof o.grid);
-            nk_kernel *k = nk_kernel_new(info->name, info->fn);
-            const nk_program *p = NULL;
-            nk_profile *pr = NULL;
-            CHECK_INT(nk_kernel_compile(k, args, info->nargs, &o, &p), 0);
-            if (p)
-                CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+            nk_kernel *k;
+            nk_profile *pr = fx_builtin_profile(info, targets[ti], &k);
             if (pr) {
                 char what[96];
                 snprintf(what, sizeof what, "%s on %s", info->name, targets[ti]);
                 int before = nflows;
                 check_flows_of(pr, what, &nflows, &nmoving);
-                CHECK(nflows - before == (int)p->ndeps);
+                CHECK(nflows - before == (int)pr->prog->ndeps);
             }
             nk_profile_free(pr);
             nk_kernel_free(k);
@@ -954,19 +944,8 @@ TEST(export_launch_regions_per_core)
     CHECK(info != NULL);
     if (!info)
         return;
-    nk_array args[NK_KERNEL_MAX_ARGS];
-    for (int a = 0; a < info->nargs; a++) {
-        args[a] = (nk_array){info->args[a].dtype, info->args[a].ndim, {0}, NULL};
-        memcpy(args[a].shape, info->args[a].shape, sizeof args[a].shape);
-    }
-    nk_options o = {.target = "trn2"};
-    memcpy(o.grid, info->grid, sizeof o.grid);
-    nk_kernel *k = nk_kernel_new(info->name, info->fn);
-    const nk_program *p = NULL;
-    nk_profile *pr = NULL;
-    CHECK_INT(nk_kernel_compile(k, args, info->nargs, &o, &p), 0);
-    if (p)
-        CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+    nk_kernel *k;
+    nk_profile *pr = fx_builtin_profile(info, "trn2", &k);
     if (!pr) {
         nk_kernel_free(k);
         return;

@@ -340,7 +340,7 @@ function drawAxis() {
 }
 
 /* The kernel launch (start-up, tear-down): hatched grey behind the rows of its core */
-const REGIONS = D.regions || [];
+const REGIONS = (D.regions || []).map((g) => ({ kind: g.region, core: g.core, start: g.start_ns, end: g.end_ns }));
 function drawLaunchRegions() {
   for (const g of REGIONS) {
     const a = Math.max(LABEL_W, X(g.start)), b = Math.min(LABEL_W + plotW(), X(g.end));
