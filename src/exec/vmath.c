@@ -9,8 +9,8 @@
  * set, so each tier's loop is compiled with a target attribute and the
  * tier is picked once, from what the processor reports. The prototypes are
  * declared here, as sleef.h only declares the AVX ones when the whole file
- * is compiled with -mavx. tanh and sigmoid are this file's own, in double
- * (SLEEF's tanhf cost three times its expf).
+ * is compiled with -mavx. tanh (in fp32) and sigmoid (in double) are this
+ * file's own: SLEEF's tanhf cost five times its expf.
  */
 #include "exec/vmath.h"
 #include "nklab.h"
@@ -72,18 +72,15 @@ NK_VM_FUNCS(NK_VM_DECL)
     }
 NK_VM_FUNCS(NK_VM_LOOPS)
 
-/* ---- tanh and sigmoid in double: exp on vectors of doubles
+/* ---- sigmoid in double: exp on vectors of doubles
  *
- * For fp32 x, tanh(x) = t / (t + 2) with t = expm1(2|x|) (the sign put back
- * after), and sigmoid(x) = 1 / (1 + exp(-x)), are evaluated in double and
- * rounded once to fp32, so they are within 0.5 ulp and a hair. exp(z) is
+ * For fp32 x, sigmoid(x) = 1 / (1 + exp(-x)) is evaluated in double and
+ * rounded once to fp32, so it is within 0.5 ulp and a hair. exp(z) is
  * 2^k * T[j] * (1 + q(r)) with z = (8k + j) * ln2/8 + r, |r| <= ln2/16, T[j] =
  * 2^(j/8) from an 8-entry table and q(r) = expm1(r) by its Taylor
- * polynomial to r^8 (truncated below 2^-54 of q), and expm1(z) = sT * q +
- * (sT - 1) with sT = 2^k * T[j] (sT - 1 is exact), free of cancellation near
- * 0. Every tier evaluates the same operations in the same order (the fused
- * multiply-adds included), so each gives the same bits; SSE2 does it one
- * element at a time with fma(). */
+ * polynomial to r^8 (truncated below 2^-54 of q). Every tier evaluates the
+ * same operations in the same order (the fused multiply-adds included), so
+ * each gives the same bits; SSE2 does it one element at a time with fma(). */
 #define NK_D_MAGIC 0x1.8p52 /* adding it rounds a double below 2^51 to an integer in the low bits */
 #define NK_D_8_LN2 0x1.71547652b82fep3
 #define NK_D_LN2_8_HI 0x1.62e42fefa3800p-4
@@ -100,13 +97,12 @@ static const double nk_exp2_8th[8] = {
 };
 /* (expm1(r) - r) / r^2 = 1/2 + r/6 + ... + r^6/8!, highest power first */
 static const double nk_expm1_q[7] = {1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5};
-/* |tanh(x)| rounds to 1 above 9.1; sigmoid(x) to 1 above 17.4 and to 0 below -104 */
-#define NK_TANH_CLAMP 10.0
+/* sigmoid(x) rounds to 1 above 17.4 and to 0 below -104 */
 #define NK_SIG_ZMIN (-20.0)
 #define NK_SIG_ZMAX 110.0
 
 /* The scalar form: the reference of the vector ones, and SSE2's loop. */
-static double dexp_s(double z, int em1)
+static double dexp_s(double z)
 {
     double kd = fma(z, NK_D_8_LN2, NK_D_MAGIC), k = kd - NK_D_MAGIC;
     double r = fma(-k, NK_D_LN2_8_HI, z);
@@ -123,18 +119,7 @@ static double dexp_s(double z, int em1)
     uint64_t e = ((nb + 8 * 1023) >> 3) << 52;
     memcpy(&s, &e, 8);
     s *= nk_exp2_8th[nb & 7];
-    return em1 ? fma(s, q, s - 1.0) : fma(s, q, s);
-}
-
-static void tanh_sse2(float *y, const float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double a = fabs((double)x[i]);
-        a = NK_TANH_CLAMP < a ? NK_TANH_CLAMP : a; /* (a NaN stays) */
-        double t = dexp_s(a + a, 1);
-        float f = (float)(t / (t + 2.0));
-        y[i] = signbit(x[i]) ? -f : f;
-    }
+    return fma(s, q, s);
 }
 
 static void sigmoid_sse2(float *y, const float *x, int64_t n)
@@ -143,11 +128,11 @@ static void sigmoid_sse2(float *y, const float *x, int64_t n)
         double z = -(double)x[i];
         z = NK_SIG_ZMIN > z ? NK_SIG_ZMIN : z;
         z = NK_SIG_ZMAX < z ? NK_SIG_ZMAX : z;
-        y[i] = (float)(1.0 / (1.0 + dexp_s(z, 0)));
+        y[i] = (float)(1.0 / (1.0 + dexp_s(z)));
     }
 }
 
-__attribute__((target("avx512f"))) static inline __m512d dexp_512(__m512d z, int em1)
+__attribute__((target("avx512f"))) static inline __m512d dexp_512(__m512d z)
 {
     const __m512d magic = _mm512_set1_pd(NK_D_MAGIC);
     __m512d kd = _mm512_fmadd_pd(z, _mm512_set1_pd(NK_D_8_LN2), magic), k = _mm512_sub_pd(kd, magic);
@@ -160,10 +145,10 @@ __attribute__((target("avx512f"))) static inline __m512d dexp_512(__m512d z, int
     /* T[j] (the index's low 3 bits are kd's) times 2^floor(n / 8) */
     __m512d s = _mm512_scalef_pd(_mm512_permutexvar_pd(_mm512_castpd_si512(kd), _mm512_loadu_pd(nk_exp2_8th)),
                                  _mm512_mul_pd(k, _mm512_set1_pd(0.125)));
-    return em1 ? _mm512_fmadd_pd(s, q, _mm512_sub_pd(s, _mm512_set1_pd(1.0))) : _mm512_fmadd_pd(s, q, s);
+    return _mm512_fmadd_pd(s, q, s);
 }
 
-__attribute__((target("avx2,fma"))) static inline __m256d dexp_256(__m256d z, int em1)
+__attribute__((target("avx2,fma"))) static inline __m256d dexp_256(__m256d z)
 {
     const __m256d magic = _mm256_set1_pd(NK_D_MAGIC);
     __m256d kd = _mm256_fmadd_pd(z, _mm256_set1_pd(NK_D_8_LN2), magic), k = _mm256_sub_pd(kd, magic);
@@ -177,38 +162,21 @@ __attribute__((target("avx2,fma"))) static inline __m256d dexp_256(__m256d z, in
     __m256i e = _mm256_slli_epi64(_mm256_srli_epi64(_mm256_add_epi64(nb, _mm256_set1_epi64x(8 * 1023)), 3), 52);
     __m256d t = _mm256_i64gather_pd(nk_exp2_8th, _mm256_and_si256(nb, _mm256_set1_epi64x(7)), 8);
     __m256d s = _mm256_mul_pd(_mm256_castsi256_pd(e), t);
-    return em1 ? _mm256_fmadd_pd(s, q, _mm256_sub_pd(s, _mm256_set1_pd(1.0))) : _mm256_fmadd_pd(s, q, s);
-}
-
-__attribute__((target("avx512f"))) static inline __m256 tanh8_512(__m256 v)
-{
-    __m512d a = _mm512_min_pd(_mm512_set1_pd(NK_TANH_CLAMP), _mm512_abs_pd(_mm512_cvtps_pd(v)));
-    __m512d t = dexp_512(_mm512_add_pd(a, a), 1);
-    __m256 f = _mm512_cvtpd_ps(_mm512_div_pd(t, _mm512_add_pd(t, _mm512_set1_pd(2.0))));
-    return _mm256_or_ps(f, _mm256_and_ps(v, _mm256_set1_ps(-0.0f)));
+    return _mm256_fmadd_pd(s, q, s);
 }
 
 __attribute__((target("avx512f"))) static inline __m256 sigmoid8_512(__m256 v)
 {
     __m512d z = _mm512_sub_pd(_mm512_setzero_pd(), _mm512_cvtps_pd(v));
     z = _mm512_min_pd(_mm512_set1_pd(NK_SIG_ZMAX), _mm512_max_pd(_mm512_set1_pd(NK_SIG_ZMIN), z));
-    return _mm512_cvtpd_ps(_mm512_div_pd(_mm512_set1_pd(1.0), _mm512_add_pd(_mm512_set1_pd(1.0), dexp_512(z, 0))));
-}
-
-__attribute__((target("avx2,fma"))) static inline __m128 tanh4_256(__m128 v)
-{
-    __m256d a = _mm256_min_pd(_mm256_set1_pd(NK_TANH_CLAMP),
-                              _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_cvtps_pd(v)));
-    __m256d t = dexp_256(_mm256_add_pd(a, a), 1);
-    __m128 f = _mm256_cvtpd_ps(_mm256_div_pd(t, _mm256_add_pd(t, _mm256_set1_pd(2.0))));
-    return _mm_or_ps(f, _mm_and_ps(v, _mm_set1_ps(-0.0f)));
+    return _mm512_cvtpd_ps(_mm512_div_pd(_mm512_set1_pd(1.0), _mm512_add_pd(_mm512_set1_pd(1.0), dexp_512(z))));
 }
 
 __attribute__((target("avx2,fma"))) static inline __m128 sigmoid4_256(__m128 v)
 {
     __m256d z = _mm256_sub_pd(_mm256_setzero_pd(), _mm256_cvtps_pd(v));
     z = _mm256_min_pd(_mm256_set1_pd(NK_SIG_ZMAX), _mm256_max_pd(_mm256_set1_pd(NK_SIG_ZMIN), z));
-    return _mm256_cvtpd_ps(_mm256_div_pd(_mm256_set1_pd(1.0), _mm256_add_pd(_mm256_set1_pd(1.0), dexp_256(z, 0))));
+    return _mm256_cvtpd_ps(_mm256_div_pd(_mm256_set1_pd(1.0), _mm256_add_pd(_mm256_set1_pd(1.0), dexp_256(z))));
 }
 
 /* The loops: 8 (AVX-512) or 4 (AVX2) elements at a time, the tail through a
@@ -238,8 +206,161 @@ __attribute__((target("avx2,fma"))) static inline __m128 sigmoid4_256(__m128 v)
             memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                                      \
         }                                                                                       \
     }
-NK_D_LOOPS(tanh)
 NK_D_LOOPS(sigmoid)
+
+/* ---- tanh in fp32
+ *
+ * For |x| < 0.75, tanh(x) = x + x^3 * P(x^2), P of degree 5, minimax for the
+ * relative error of tanh (0.03 ulp before rounding); above, tanh(|x|) =
+ * 1 - 2 / (E + 1) with E = exp(2|x|) = 2^k * T[j] * (1 + q(r)), 2|x| =
+ * (8k + j) * ln2/8 + r, |r| <= ln2/16, T[j] = 2^(j/8) rounded to fp32 and
+ * q(r) = expm1(r) by its Taylor polynomial to r^4 (E's error, T[j]'s
+ * rounding included, shrinks through 2 / (E + 1)). |x| is clamped to 10 first (tanh
+ * rounds to 1 above 9.1), so infinity gives 1 and E never overflows; the
+ * sign is put back last (-0 stays -0, NaN stays NaN). Within 1.5 ulp of the
+ * exact value: every fp32 input, swept once against libm's double tanh,
+ * gives 1.16 ulp at most (tests/unit/test_exec_vmath.c checks the bound on
+ * a sample). Twice as fast as tanh in double: fp32 vectors hold twice the
+ * lanes. Every tier evaluates both forms with the same operations in the
+ * same order and keeps the one for its |x|; SSE2 evaluates only that one,
+ * element by element with fmaf(), and so gives the same bits. */
+#define NK_FT_POLY 0.75f
+#define NK_FT_CLAMP 10.0f
+#define NK_FT_MAGIC 0x1.8p23f /* adding it rounds a float below 2^22 to an integer in the low bits */
+#define NK_FT_8_LN2 0x1.715476p+3f
+#define NK_FT_LN2_8_HI 0x1.62e430p-4f
+#define NK_FT_LN2_8_LO (-0x1.05c610p-32f)
+/* P(u), highest power first */
+static const float nk_tanh_p[6] = {0x1.c75380p-10f, -0x1.f5d34ep-8f, 0x1.5f7856p-6f,
+                                   -0x1.b97d3cp-5f, 0x1.110db8p-3f, -0x1.55554ap-2f};
+/* 2^(j/8) rounded to fp32, twice over (AVX-512's permute reads 16) */
+static const float nk_exp2f_8th[16] = {
+    0x1.000000p+0f, 0x1.172b84p+0f, 0x1.306fe0p+0f, 0x1.4bfdaep+0f, 0x1.6a09e6p+0f, 0x1.8ace54p+0f, 0x1.ae89fap+0f, 0x1.d5818ep+0f,
+    0x1.000000p+0f, 0x1.172b84p+0f, 0x1.306fe0p+0f, 0x1.4bfdaep+0f, 0x1.6a09e6p+0f, 0x1.8ace54p+0f, 0x1.ae89fap+0f, 0x1.d5818ep+0f,
+};
+/* (expm1(r) - r) / r^2 = 1/2 + r/6 + r^2/24 (|r| <= ln2/16: r^5/120 < 2^-29) */
+#define NK_FT_Q2 0x1.555556p-5f
+#define NK_FT_Q1 0x1.555556p-3f
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The scalar form: the reference of the vector ones, and SSE2's loop. */
+static float ftanh_s(float x)
+{
+    float a = fabsf(x), y;
+    a = NK_FT_CLAMP < a ? NK_FT_CLAMP : a; /* (a NaN stays) */
+    if (a < NK_FT_POLY) {
+        float u = a * a, p = nk_tanh_p[0];
+        for (int i = 1; i < 6; i++)
+            p = fmaf(p, u, nk_tanh_p[i]);
+        y = fmaf(a * u, p, a);
+    } else {
+        float z = a + a;
+        float nf = fmaf(z, NK_FT_8_LN2, NK_FT_MAGIC), n = nf - NK_FT_MAGIC;
+        float r = fmaf(-n, NK_FT_LN2_8_HI, z);
+        r = fmaf(-n, NK_FT_LN2_8_LO, r);
+        float q = fmaf(fmaf(NK_FT_Q2, r, NK_FT_Q1), r, 0.5f);
+        q = fmaf(q, r * r, r);
+        uint32_t nb = f2u(nf) - f2u(NK_FT_MAGIC); /* 2^(nb / 8) = 2^floor(nb / 8) * T[nb % 8] */
+        float s = u2f(f2u(nk_exp2f_8th[nb & 7]) + ((nb >> 3) << 23));
+        float e = fmaf(s, q, s);
+        y = 1.0f - 2.0f / (e + 1.0f);
+    }
+    return u2f(f2u(y) | (f2u(x) & 0x80000000u));
+}
+
+static void tanh_sse2(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = ftanh_s(x[i]);
+}
+
+__attribute__((target("avx512f"))) static inline __m512 tanh16_512(__m512 v)
+{
+    const __m512 magic = _mm512_set1_ps(NK_FT_MAGIC), one = _mm512_set1_ps(1.0f);
+    __m512 a = _mm512_min_ps(_mm512_set1_ps(NK_FT_CLAMP), _mm512_abs_ps(v));
+    __m512 u = _mm512_mul_ps(a, a), p = _mm512_set1_ps(nk_tanh_p[0]);
+    for (int i = 1; i < 6; i++)
+        p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(nk_tanh_p[i]));
+    __m512 ys = _mm512_fmadd_ps(_mm512_mul_ps(a, u), p, a);
+    __m512 z = _mm512_add_ps(a, a);
+    __m512 nf = _mm512_fmadd_ps(z, _mm512_set1_ps(NK_FT_8_LN2), magic), n = _mm512_sub_ps(nf, magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(NK_FT_LN2_8_HI), z);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(NK_FT_LN2_8_LO), r);
+    __m512 q = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(NK_FT_Q2), r, _mm512_set1_ps(NK_FT_Q1)), r,
+                               _mm512_set1_ps(0.5f));
+    q = _mm512_fmadd_ps(q, _mm512_mul_ps(r, r), r);
+    __m512i nb = _mm512_sub_epi32(_mm512_castps_si512(nf), _mm512_castps_si512(magic));
+    __m512 s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(_mm512_permutexvar_ps(nb, _mm512_loadu_ps(nk_exp2f_8th))),
+                                                    _mm512_slli_epi32(_mm512_srli_epi32(nb, 3), 23)));
+    __m512 e = _mm512_fmadd_ps(s, q, s);
+    __m512 yl = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+    __m512 y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(NK_FT_POLY), _CMP_LT_OQ), yl, ys);
+    return _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(y), _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u))));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 tanh8_256(__m256 v)
+{
+    const __m256 magic = _mm256_set1_ps(NK_FT_MAGIC), one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    __m256 a = _mm256_min_ps(_mm256_set1_ps(NK_FT_CLAMP), _mm256_andnot_ps(sign, v));
+    __m256 u = _mm256_mul_ps(a, a), p = _mm256_set1_ps(nk_tanh_p[0]);
+    for (int i = 1; i < 6; i++)
+        p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(nk_tanh_p[i]));
+    __m256 ys = _mm256_fmadd_ps(_mm256_mul_ps(a, u), p, a);
+    __m256 z = _mm256_add_ps(a, a);
+    __m256 nf = _mm256_fmadd_ps(z, _mm256_set1_ps(NK_FT_8_LN2), magic), n = _mm256_sub_ps(nf, magic);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(NK_FT_LN2_8_HI), z);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(NK_FT_LN2_8_LO), r);
+    __m256 q = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(NK_FT_Q2), r, _mm256_set1_ps(NK_FT_Q1)), r,
+                               _mm256_set1_ps(0.5f));
+    q = _mm256_fmadd_ps(q, _mm256_mul_ps(r, r), r);
+    __m256i nb = _mm256_sub_epi32(_mm256_castps_si256(nf), _mm256_castps_si256(magic));
+    __m256 s = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(_mm256_permutevar8x32_ps(_mm256_loadu_ps(nk_exp2f_8th), nb)),
+                                                    _mm256_slli_epi32(_mm256_srli_epi32(nb, 3), 23)));
+    __m256 e = _mm256_fmadd_ps(s, q, s);
+    __m256 yl = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+    __m256 y = _mm256_blendv_ps(yl, ys, _mm256_cmp_ps(a, _mm256_set1_ps(NK_FT_POLY), _CMP_LT_OQ));
+    return _mm256_or_ps(y, _mm256_and_ps(v, sign));
+}
+
+/* 16 (AVX-512) or 8 (AVX2) elements at a time, the tail through a masked or
+ * padded vector. */
+__attribute__((target("avx512f"))) static void tanh_avx512(float *y, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, tanh16_512(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, tanh16_512(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void tanh_avx2(float *y, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, tanh8_256(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float t[8] = {0};
+        memcpy(t, x + i, (size_t)(n - i) * sizeof *t);
+        _mm256_storeu_ps(t, tanh8_256(_mm256_loadu_ps(t)));
+        memcpy(y + i, t, (size_t)(n - i) * sizeof *t);
+    }
+}
 
 enum { TIER_SSE2, TIER_AVX2, TIER_AVX512 };
 

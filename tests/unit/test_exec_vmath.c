@@ -1,6 +1,7 @@
 /*
- * test_exec_vmath.c - the executor's vectorised fp32 functions (SLEEF's u10
- * functions, exec/vmath.c) stay within 1.0 ulp of the exact value: a sweep
+ * test_exec_vmath.c - the executor's vectorised fp32 functions (exec/vmath.c)
+ * stay within their bounds of the exact value (SLEEF's u10 functions 1.0
+ * ulp, sigmoid 0.5, tanh 1.5): a sweep
  * over fp32 bit patterns of every sign and exponent, against libm's double
  * functions rounded to the nearest fp32 ulp measure, plus the special values.
  */
@@ -67,8 +68,10 @@ static double max_ulp(nk__vfn f, double (*ref)(double), float *worst_x)
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* SLEEF's functions within 1.0 ulp; tanh and sigmoid, evaluated in double
- * and rounded once, within 0.5 ulp and the double evaluation's hair */
+/* SLEEF's functions within 1.0 ulp; sigmoid, evaluated in double and
+ * rounded once, within 0.5 ulp and the double evaluation's hair; tanh, in
+ * fp32 (exec/vmath.c), within 1.5 ulp (every fp32 input, swept once outside
+ * the suite, gives 1.16 at most) */
 static const struct {
     int func;
     const char *name;
@@ -76,12 +79,12 @@ static const struct {
     double bound;
 } funcs[] = {
     {NK_ACT_EXP, "exp", exp, 1.0},       {NK_ACT_LOG, "log", log, 1.0},
-    {NK_ACT_TANH, "tanh", tanh, 0.5},    {NK_ACT_SIGMOID, "sigmoid", sigmoid, 0.5},
+    {NK_ACT_TANH, "tanh", tanh, 1.5},    {NK_ACT_SIGMOID, "sigmoid", sigmoid, 0.5},
     {NK_ACT_SIN, "sin", sin, 1.0},       {NK_ACT_COS, "cos", cos, 1.0},
     {NK_ACT_ARCTAN, "arctan", atan, 1.0},
 };
 
-TEST(exec_vmath_within_one_ulp)
+TEST(exec_vmath_within_stated_ulp)
 {
     if (!strcmp(nk__vmath_isa(), "none"))
         return; /* no vectorised functions here: the scalar ones are libm's */
@@ -131,6 +134,14 @@ TEST(exec_vmath_special_values_and_tails)
     CHECK(by[0] == 1.0f && by[1] == (float)sigmoid(-103.0) && by[1] > 0 && by[2] == 0.0f);
     t(by, big, 4);
     CHECK(by[0] == 1.0f && by[1] == -1.0f && by[3] == 1.0f);
+    /* tanh: tiny inputs (subnormal ones included) are their own tanh; both
+     * sides of the switch from the polynomial to the exp form */
+    float tx[6] = {FLT_TRUE_MIN, -1e-20f, -0x1p-13f, nextafterf(0.75f, 0.0f), 0.75f, -0.75f}, ty[6];
+    t(ty, tx, 6);
+    CHECK(ty[0] == tx[0] && ty[1] == tx[1] && ty[2] == tx[2]);
+    for (int i = 3; i < 6; i++)
+        CHECK_NEAR(ty[i], tanh((double)tx[i]), 2e-7, 0);
+    CHECK(ty[3] < ty[4] && ty[5] == -ty[4]);
     CHECK(nk__vmath_f32(NK_ACT_GELU) == NULL); /* composite functions stay in double */
     CHECK(nk__vmath_f32(NK_ACT_ERF) == NULL);
 }

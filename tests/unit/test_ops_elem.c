@@ -8,7 +8,8 @@
  * reference rounds the exact result to fp32 (the engine's arithmetic) and
  * then to the output dtype, which is what the engine does step for step.
  * Activation functions: 1 ulp of the output dtype (the fp32 function value
- * is within one fp32 ulp, which may move the final rounding by one step).
+ * is within one fp32 ulp, which may move the final rounding by one step);
+ * tanh 1.5 (its fp32 value is within 1.5 fp32 ulps, exec/vmath.c).
  */
 #include "test_ops_ref.h"
 
@@ -297,7 +298,7 @@ TEST(ops_every_activation_function_in_float_dtypes)
                 want[i] = ac->ref(arr_get(&in, i));
             char what[96];
             snprintf(what, sizeof what, "%s", nk_act_name(ac->f));
-            CHECK_ARR(what, &out, want, 1, NULL, 0);
+            CHECK_ARR(what, &out, want, ac->f == NK_ACT_TANH ? 1.5 : 1, NULL, 0);
             free(want);
             nk_array_free(&in);
             nk_array_free(&out);
@@ -335,7 +336,7 @@ TEST(ops_activation_edges)
             if (v != v && (t[k].f == NK_ACT_RELU || t[k].f == NK_ACT_SIGN))
                 want[i] = NAN; /* NaN passes through */
         }
-        CHECK_ARR(nk_act_name(t[k].f), &out, want, 1, NULL, 0);
+        CHECK_ARR(nk_act_name(t[k].f), &out, want, t[k].f == NK_ACT_TANH ? 1.5 : 1, NULL, 0);
         nk_array_free(&out);
     }
     nk_array_free(&in);
