@@ -15,9 +15,10 @@
  *     and destination dtypes match, an fp32 cast otherwise; the Scalar engine
  *     always goes through fp32;
  *   - activation functions are evaluated to within about one fp32 ulp:
- *     exp, log, tanh, sin, cos and arctan by SLEEF's vectorised fp32
- *     functions (at most 1.0 ulp, exec/vmath.c), erf and the composite
- *     functions in double, rounded once to fp32;
+ *     exp, log, sin, cos and arctan by SLEEF's vectorised fp32 functions
+ *     (at most 1.0 ulp), tanh by exec/vmath.c's own fp32 one (at most 1.5
+ *     ulp), sigmoid, erf and the composite functions in double, rounded
+ *     once to fp32;
  *   - PSUM accumulates in fp32; matmul goes through BLAS (sgemm),
  *     single-threaded for bit-identical results from run to run.
  * Dispatch on the operator or function happens once per row or per
@@ -852,17 +853,20 @@ int nk__exec_transpose(exec *x, const nk_instr *in)
     return 0;
 }
 
-/* One partition's values of an activation, in place: the affine step, then
- * the function (vectorised where vmath has it). */
-static void act_row(int func, act_fn f, nk__vfn vf, float *v, int64_t n, float scale, float bias)
+/* One partition's values of an activation, from a into o (o may be a, no
+ * partial overlap): the affine step, then the function; vmath's functions
+ * take both steps in one pass. Only the scalar functions, which work in
+ * place, need a copy first. */
+static void act_row(int func, act_fn f, nk__vfn vf, float *o, const float *a, int64_t n, float scale, float bias)
 {
     if (func == NK_ACT_COPY) {
-        affine_row(v, v, n, scale, bias);
+        affine_row(o, a, n, scale, bias);
     } else if (vf) {
-        affine_row(v, v, n, scale, bias);
-        vf(v, v, n);
+        vf(o, a, n, scale, bias);
     } else {
-        f(v, n, scale, bias);
+        if (o != a)
+            memcpy(o, a, (size_t)n * sizeof *o);
+        f(o, n, scale, bias);
     }
 }
 
@@ -876,9 +880,7 @@ static int activation_f32(exec *x, const nk_instr *in, const bview *s, const bvi
     for (int64_t r = 0; r < rows; r++) {
         float *o = (float *)(void *)row_ptr(d, r);
         const float *a = (const float *)(const void *)row_ptr(s, r);
-        if (o != a)
-            memcpy(o, a, (size_t)n * sizeof *o);
-        act_row(in->func, f, vf, o, n, scale[r / rpp], bias[r / rpp]);
+        act_row(in->func, f, vf, o, a, n, scale[r / rpp], bias[r / rpp]);
     }
     if (in->flags & NK_IF_REDUCE) {
         float *red = scratch(3, (size_t)P);
@@ -919,7 +921,7 @@ int nk__exec_activation(exec *x, const nk_instr *in)
         return NK_ENOMEM;
     gather(&s, a);
     for (int64_t p = 0; p < P; p++)
-        act_row(in->func, f, vf, a + p * F, F, scale[p], bias[p]);
+        act_row(in->func, f, vf, a + p * F, a + p * F, F, scale[p], bias[p]);
     scatter(&d, a);
     if (in->flags & NK_IF_REDUCE) {
         /* add-reduction of the fp32 function values, before the output cast */
@@ -1578,12 +1580,20 @@ static void touch_range(exec *x, int mem, int64_t p0, int64_t np, int64_t lo, in
     for (int64_t g = lo / GRANULE; g <= (hi - 1) / GRANULE; g++) {
         uint32_t *st = x->stamp[mem] + g * x->parts + p0;
         int64_t glo = g * GRANULE, ghi = glo + GRANULE < pb ? glo + GRANULE : pb;
-        int full = whole && lo <= glo && hi >= ghi;
+        if (whole && lo <= glo && hi >= ghi) { /* overwritten whole: only stamped */
+            for (int64_t p = 0; p < np; p++)
+                st[p] = ep;
+            continue;
+        }
+        uint32_t stale = 0; /* (a pass the compiler vectorises: usually none is) */
+        for (int64_t p = 0; p < np; p++)
+            stale |= st[p] ^ ep;
+        if (!stale)
+            continue;
         for (int64_t p = 0; p < np; p++) {
             if (st[p] == ep)
                 continue;
-            if (!full)
-                memset(x->mem[mem] + (p0 + p) * pb + glo, 0xff, (size_t)(ghi - glo));
+            memset(x->mem[mem] + (p0 + p) * pb + glo, 0xff, (size_t)(ghi - glo));
             st[p] = ep;
         }
     }

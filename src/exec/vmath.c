@@ -32,41 +32,54 @@
     __m128 Sleef_##f##f4_u10sse2(__m128);
 NK_VM_FUNCS(NK_VM_DECL)
 
+/* The affine step before every function, x * sc + bi in fp32 (the product
+ * rounded before the bias is added, no fused multiply-add), as the
+ * executor's own loops do it. */
+#define AFF512(v) _mm512_add_ps(_mm512_mul_ps((v), _mm512_set1_ps(sc)), _mm512_set1_ps(bi))
+#define AFF256(v) _mm256_add_ps(_mm256_mul_ps((v), _mm256_set1_ps(sc)), _mm256_set1_ps(bi))
+#define AFF128(v) _mm_add_ps(_mm_mul_ps((v), _mm_set1_ps(sc)), _mm_set1_ps(bi))
+
+static float aff(float x, float sc, float bi)
+{
+    float t = x * sc;
+    return t + bi;
+}
+
 /* One loop per function and tier; the tail goes through a padded vector
  * (masked loads and stores on AVX-512), so no element is computed twice and
  * none outside [0, n) is read. */
 #define NK_VM_LOOPS(f)                                                                          \
-    __attribute__((target("avx512f"))) static void f##_avx512(float *y, const float *x, int64_t n) \
+    __attribute__((target("avx512f"))) static void f##_avx512(float *y, const float *x, int64_t n, float sc, float bi) \
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 16 <= n; i += 16)                                                            \
-            _mm512_storeu_ps(y + i, Sleef_##f##f16_u10avx512f(_mm512_loadu_ps(x + i)));         \
+            _mm512_storeu_ps(y + i, Sleef_##f##f16_u10avx512f(AFF512(_mm512_loadu_ps(x + i)))); \
         if (i < n) {                                                                            \
             __mmask16 m = (__mmask16)((1u << (n - i)) - 1);                                     \
-            _mm512_mask_storeu_ps(y + i, m, Sleef_##f##f16_u10avx512f(_mm512_maskz_loadu_ps(m, x + i))); \
+            _mm512_mask_storeu_ps(y + i, m, Sleef_##f##f16_u10avx512f(AFF512(_mm512_maskz_loadu_ps(m, x + i)))); \
         }                                                                                       \
     }                                                                                           \
-    __attribute__((target("avx2,fma"))) static void f##_avx2(float *y, const float *x, int64_t n) \
+    __attribute__((target("avx2,fma"))) static void f##_avx2(float *y, const float *x, int64_t n, float sc, float bi) \
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 8 <= n; i += 8)                                                              \
-            _mm256_storeu_ps(y + i, Sleef_##f##f8_u10avx2(_mm256_loadu_ps(x + i)));             \
+            _mm256_storeu_ps(y + i, Sleef_##f##f8_u10avx2(AFF256(_mm256_loadu_ps(x + i))));     \
         if (i < n) {                                                                            \
             float t[8] = {0};                                                                   \
             memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                      \
-            _mm256_storeu_ps(t, Sleef_##f##f8_u10avx2(_mm256_loadu_ps(t)));                     \
+            _mm256_storeu_ps(t, Sleef_##f##f8_u10avx2(AFF256(_mm256_loadu_ps(t))));             \
             memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                                      \
         }                                                                                       \
     }                                                                                           \
-    static void f##_sse2(float *y, const float *x, int64_t n)                                   \
+    static void f##_sse2(float *y, const float *x, int64_t n, float sc, float bi)               \
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 4 <= n; i += 4)                                                              \
-            _mm_storeu_ps(y + i, Sleef_##f##f4_u10sse2(_mm_loadu_ps(x + i)));                   \
+            _mm_storeu_ps(y + i, Sleef_##f##f4_u10sse2(AFF128(_mm_loadu_ps(x + i))));           \
         if (i < n) {                                                                            \
             float t[4] = {0};                                                                   \
             memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                      \
-            _mm_storeu_ps(t, Sleef_##f##f4_u10sse2(_mm_loadu_ps(t)));                           \
+            _mm_storeu_ps(t, Sleef_##f##f4_u10sse2(AFF128(_mm_loadu_ps(t))));                   \
             memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                                      \
         }                                                                                       \
     }
@@ -122,10 +135,10 @@ static double dexp_s(double z)
     return fma(s, q, s);
 }
 
-static void sigmoid_sse2(float *y, const float *x, int64_t n)
+static void sigmoid_sse2(float *y, const float *x, int64_t n, float sc, float bi)
 {
     for (int64_t i = 0; i < n; i++) {
-        double z = -(double)x[i];
+        double z = -(double)aff(x[i], sc, bi);
         z = NK_SIG_ZMIN > z ? NK_SIG_ZMIN : z;
         z = NK_SIG_ZMAX < z ? NK_SIG_ZMAX : z;
         y[i] = (float)(1.0 / (1.0 + dexp_s(z)));
@@ -182,27 +195,27 @@ __attribute__((target("avx2,fma"))) static inline __m128 sigmoid4_256(__m128 v)
 /* The loops: 8 (AVX-512) or 4 (AVX2) elements at a time, the tail through a
  * padded vector. */
 #define NK_D_LOOPS(f)                                                                           \
-    __attribute__((target("avx512f"))) static void f##_avx512(float *y, const float *x, int64_t n) \
+    __attribute__((target("avx512f"))) static void f##_avx512(float *y, const float *x, int64_t n, float sc, float bi) \
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 8 <= n; i += 8)                                                              \
-            _mm256_storeu_ps(y + i, f##8_512(_mm256_loadu_ps(x + i)));                          \
+            _mm256_storeu_ps(y + i, f##8_512(AFF256(_mm256_loadu_ps(x + i))));                  \
         if (i < n) {                                                                            \
             float t[8] = {0};                                                                   \
             memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                      \
-            _mm256_storeu_ps(t, f##8_512(_mm256_loadu_ps(t)));                                  \
+            _mm256_storeu_ps(t, f##8_512(AFF256(_mm256_loadu_ps(t))));                          \
             memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                                      \
         }                                                                                       \
     }                                                                                           \
-    __attribute__((target("avx2,fma"))) static void f##_avx2(float *y, const float *x, int64_t n) \
+    __attribute__((target("avx2,fma"))) static void f##_avx2(float *y, const float *x, int64_t n, float sc, float bi) \
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 4 <= n; i += 4)                                                              \
-            _mm_storeu_ps(y + i, f##4_256(_mm_loadu_ps(x + i)));                                \
+            _mm_storeu_ps(y + i, f##4_256(AFF128(_mm_loadu_ps(x + i))));                        \
         if (i < n) {                                                                            \
             float t[4] = {0};                                                                   \
             memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                      \
-            _mm_storeu_ps(t, f##4_256(_mm_loadu_ps(t)));                                        \
+            _mm_storeu_ps(t, f##4_256(AFF128(_mm_loadu_ps(t))));                                \
             memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                                      \
         }                                                                                       \
     }
@@ -281,10 +294,10 @@ static float ftanh_s(float x)
     return u2f(f2u(y) | (f2u(x) & 0x80000000u));
 }
 
-static void tanh_sse2(float *y, const float *x, int64_t n)
+static void tanh_sse2(float *y, const float *x, int64_t n, float sc, float bi)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = ftanh_s(x[i]);
+        y[i] = ftanh_s(aff(x[i], sc, bi));
 }
 
 __attribute__((target("avx512f"))) static inline __m512 tanh16_512(__m512 v)
@@ -338,26 +351,26 @@ __attribute__((target("avx2,fma"))) static inline __m256 tanh8_256(__m256 v)
 
 /* 16 (AVX-512) or 8 (AVX2) elements at a time, the tail through a masked or
  * padded vector. */
-__attribute__((target("avx512f"))) static void tanh_avx512(float *y, const float *x, int64_t n)
+__attribute__((target("avx512f"))) static void tanh_avx512(float *y, const float *x, int64_t n, float sc, float bi)
 {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, tanh16_512(_mm512_loadu_ps(x + i)));
+        _mm512_storeu_ps(y + i, tanh16_512(AFF512(_mm512_loadu_ps(x + i))));
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, tanh16_512(_mm512_maskz_loadu_ps(m, x + i)));
+        _mm512_mask_storeu_ps(y + i, m, tanh16_512(AFF512(_mm512_maskz_loadu_ps(m, x + i))));
     }
 }
 
-__attribute__((target("avx2,fma"))) static void tanh_avx2(float *y, const float *x, int64_t n)
+__attribute__((target("avx2,fma"))) static void tanh_avx2(float *y, const float *x, int64_t n, float sc, float bi)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, tanh8_256(_mm256_loadu_ps(x + i)));
+        _mm256_storeu_ps(y + i, tanh8_256(AFF256(_mm256_loadu_ps(x + i))));
     if (i < n) {
         float t[8] = {0};
         memcpy(t, x + i, (size_t)(n - i) * sizeof *t);
-        _mm256_storeu_ps(t, tanh8_256(_mm256_loadu_ps(t)));
+        _mm256_storeu_ps(t, tanh8_256(AFF256(_mm256_loadu_ps(t))));
         memcpy(y + i, t, (size_t)(n - i) * sizeof *t);
     }
 }

@@ -9,8 +9,10 @@
 
 #include <stdint.h>
 
-/* y[i] = f(x[i]) for i < n; y may be x (not a partial overlap). */
-typedef void (*nk__vfn)(float *y, const float *x, int64_t n);
+/* y[i] = f(x[i] * scale + bias) for i < n, the product rounded to fp32
+ * before the bias is added (scale 1 and bias -0 give f(x[i])); y may be x
+ * (not a partial overlap). */
+typedef void (*nk__vfn)(float *y, const float *x, int64_t n, float scale, float bias);
 
 /* The vectorised fp32 function of activation func (an nk_act): exp, log,
  * sin, cos, arctan (SLEEF's u10 functions: within 1.0 ulp of the exact

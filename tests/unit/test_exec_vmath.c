@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* scale and bias of the identity: x * 1 + -0 is x, -0 included */
+#define ID 1.0f, -0.0f
+
 static float u2f(uint32_t u)
 {
     float f;
@@ -46,7 +49,7 @@ static double max_ulp(nk__vfn f, double (*ref)(double), float *worst_x)
         int n = 0;
         for (; n < N && u < (1ull << 32); n++, u += 4093) /* a prime step: every exponent, many mantissas */
             x[n] = u2f((uint32_t)u);
-        f(y, x, n);
+        f(y, x, n, ID);
         for (int i = 0; i < n; i++) {
             double r = ref((double)x[i]), e;
             if (isnan(r) || isnan(y[i]))
@@ -112,32 +115,32 @@ TEST(exec_vmath_special_values_and_tails)
         return;
     float x[7] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -88.0f}, y[7];
     nk__vfn e = nk__vmath_f32(NK_ACT_EXP), t = nk__vmath_f32(NK_ACT_TANH), l = nk__vmath_f32(NK_ACT_LOG);
-    e(y, x, 7);
+    e(y, x, 7, ID);
     CHECK(y[0] == 1.0f && y[1] == 1.0f && y[2] == INFINITY && y[3] == 0.0f && isnan(y[4]));
     CHECK_NEAR(y[5], exp(1.0), 2e-7, 0);
     CHECK_NEAR(y[6], exp(-88.0), 2e-7, 0);
-    t(y, x, 7);
+    t(y, x, 7, ID);
     CHECK(y[0] == 0.0f && !signbit(y[0]) && y[1] == 0.0f && signbit(y[1]));
     CHECK(y[2] == 1.0f && y[3] == -1.0f && isnan(y[4]));
-    l(y, x, 7);
+    l(y, x, 7, ID);
     CHECK(y[0] == -INFINITY && y[1] == -INFINITY && y[2] == INFINITY && isnan(y[3]) && isnan(y[4]) && y[5] == 0.0f);
     float v[5] = {1, 2, 3, 4, 5};
-    e(v, v, 5); /* in place, n not a multiple of any vector width */
+    e(v, v, 5, ID); /* in place, n not a multiple of any vector width */
     for (int i = 0; i < 5; i++)
         CHECK_NEAR(v[i], exp(i + 1.0), 2e-7, 0);
     nk__vfn sg = nk__vmath_f32(NK_ACT_SIGMOID);
-    sg(y, x, 7);
+    sg(y, x, 7, ID);
     CHECK(y[0] == 0.5f && y[1] == 0.5f && y[2] == 1.0f && y[3] == 0.0f && isnan(y[4]));
     CHECK(y[5] == (float)sigmoid(1.0) && y[6] == (float)sigmoid(-88.0) && y[6] > 0);
     float big[4] = {20.0f, -103.0f, -104.5f, 9.5f}, by[4];
-    sg(by, big, 4);
+    sg(by, big, 4, ID);
     CHECK(by[0] == 1.0f && by[1] == (float)sigmoid(-103.0) && by[1] > 0 && by[2] == 0.0f);
-    t(by, big, 4);
+    t(by, big, 4, ID);
     CHECK(by[0] == 1.0f && by[1] == -1.0f && by[3] == 1.0f);
     /* tanh: tiny inputs (subnormal ones included) are their own tanh; both
      * sides of the switch from the polynomial to the exp form */
     float tx[6] = {FLT_TRUE_MIN, -1e-20f, -0x1p-13f, nextafterf(0.75f, 0.0f), 0.75f, -0.75f}, ty[6];
-    t(ty, tx, 6);
+    t(ty, tx, 6, ID);
     CHECK(ty[0] == tx[0] && ty[1] == tx[1] && ty[2] == tx[2]);
     for (int i = 3; i < 6; i++)
         CHECK_NEAR(ty[i], tanh((double)tx[i]), 2e-7, 0);
@@ -164,13 +167,13 @@ TEST(exec_vmath_tiers_agree)
         for (uint64_t u = 0; u < (1ull << 32); u += (uint64_t)N * 104729) {
             for (int i = 0; i < N; i++)
                 x[i] = u2f((uint32_t)(u + (uint64_t)i * 104729));
-            ref(y0, x, N);
+            ref(y0, x, N, ID);
             for (int k = 0; k < 2; k++) {
                 nk__vfn g = nk__vmath_f32_on(funcs2[f], isas[k]);
                 if (!g)
                     continue;
                 memcpy(y1, x, sizeof x);
-                g(y1, y1, N - (int)(u % 7)); /* in place, a tail of 0 to 6 after the vectors */
+                g(y1, y1, N - (int)(u % 7), ID); /* in place, a tail of 0 to 6 after the vectors */
                 int n = N - (int)(u % 7), bad = -1;
                 for (int i = 0; i < n && bad < 0; i++)
                     if (memcmp(&y0[i], &y1[i], 4) && !(isnan(y0[i]) && isnan(y1[i])))
@@ -184,4 +187,48 @@ TEST(exec_vmath_tiers_agree)
         }
     }
     CHECK(compared > 0 || !strcmp(nk__vmath_isa(), "sse2"));
+}
+
+/* The affine step each function takes first, x * scale + bias (the product
+ * rounded first), gives the bits of the two steps done apart, on every tier
+ * (the executor used to run them as two passes). */
+TEST(exec_vmath_affine_step)
+{
+    if (!strcmp(nk__vmath_isa(), "none"))
+        return;
+    enum { N = 1001 };
+    static float x[N], t[N], y0[N], y1[N];
+    static const char *isas[] = {"avx512f", "avx2", "sse2"};
+    const int fs[] = {NK_ACT_EXP, NK_ACT_LOG, NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SIN, NK_ACT_COS, NK_ACT_ARCTAN};
+    const float sb[][2] = {{-0.7f, 0.25f}, {1.0f, 0.0f}, {3.0f, -0.0f}, {0x1.8p-3f, 1e-3f}};
+    uint32_t r = 12345;
+    for (int i = 0; i < N; i++) {
+        r = r * 1664525u + 1013904223u;
+        x[i] = i < 8 ? (float[]){0.0f, -0.0f, INFINITY, -INFINITY, 1e-30f, -1e-30f, 88.0f, -2.0f}[i]
+                     : ((float)(r >> 8) / 16777216.0f - 0.5f) * 40.0f;
+    }
+    int compared = 0;
+    for (size_t k = 0; k < sizeof fs / sizeof fs[0]; k++)
+        for (int q = 0; q < 3; q++) {
+            nk__vfn g = nk__vmath_f32_on(fs[k], isas[q]);
+            if (!g)
+                continue;
+            for (size_t j = 0; j < sizeof sb / sizeof sb[0]; j++) {
+                for (int i = 0; i < N; i++) {
+                    volatile float p = x[i] * sb[j][0]; /* (rounded, then added) */
+                    t[i] = p + sb[j][1];
+                }
+                g(y0, t, N, ID);
+                g(y1, x, N, sb[j][0], sb[j][1]);
+                for (int i = 0; i < N; i++)
+                    if (memcmp(&y0[i], &y1[i], 4) && !(isnan(y0[i]) && isnan(y1[i]))) {
+                        nk_test_fail(__FILE__, __LINE__, "%s, func %d, x = %.9g * %g + %g: %.9g, apart %.9g", isas[q],
+                                     fs[k], (double)x[i], (double)sb[j][0], (double)sb[j][1], (double)y1[i],
+                                     (double)y0[i]);
+                        break;
+                    }
+                compared++;
+            }
+        }
+    CHECK(compared > 0);
 }
