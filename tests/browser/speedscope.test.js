@@ -14,18 +14,15 @@
  * Prints "N passed, N failed" last.
  */
 'use strict';
-const { chromium } = require('playwright-core');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
+const { run, assert, eq } = require('./harness');
 
 const DIR = path.resolve(process.argv[2] || '.');
 const SITE = path.join(__dirname, 'node_modules', 'speedscope', 'dist', 'release', 'index.html');
 
 const tests = [];
 function test(name, fn) { tests.push({ name, fn }); }
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
-function eq(a, b, msg) { if (a !== b) throw new Error(msg + ': ' + JSON.stringify(a) + ' != ' + JSON.stringify(b)); }
 
 const summary = JSON.parse(fs.readFileSync(path.join(DIR, 'ln.summary.json'), 'utf8'));
 const exported = JSON.parse(fs.readFileSync(path.join(DIR, 'ln.json'), 'utf8'));
@@ -127,36 +124,4 @@ test('every event is a slice, the launch spans the device time', async () => {
   assert(Math.abs(launch.endValue - us) < 1e-3, 'launch ends at ' + launch.endValue + ' us, device time ' + us + ' us');
 });
 
-(async () => {
-  const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nklab-speedscope-'));
-  let passed = 0, failed = 0, ctx;
-  try {
-    ctx = await chromium.launchPersistentContext(userDir, {
-      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-      headless: true,
-      acceptDownloads: true,
-      viewport: { width: 1400, height: 850 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-             '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    await load(ctx);
-    for (const t of tests) {
-      try {
-        await t.fn();
-        passed++;
-        if (process.env.VERBOSE) console.log('ok   ' + t.name);
-      } catch (e) {
-        failed++;
-        console.log('FAIL ' + t.name + ': ' + (e && e.message ? e.message : e));
-      }
-    }
-  } catch (e) {
-    failed++;
-    console.log('FAIL speedscope: ' + (e && e.message ? e.message : e));
-  } finally {
-    if (ctx) await ctx.close().catch(() => {});
-    fs.rmSync(userDir, { recursive: true, force: true });
-  }
-  console.log(passed + ' passed, ' + failed + ' failed');
-  process.exit(failed ? 1 : 0);
-})();
+run(tests, { name: 'speedscope', context: { acceptDownloads: true }, setup: load });

@@ -10,10 +10,9 @@
  * Prints "N passed, N failed" last; screenshots go to DIR.
  */
 'use strict';
-const { chromium } = require('playwright-core');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
+const { run, assert, eq } = require('./harness');
 
 const DIR = path.resolve(process.argv[2] || '.');
 const FACTS = JSON.parse(fs.readFileSync(path.join(DIR, 'te.json'), 'utf8'));
@@ -23,10 +22,8 @@ const BIG_DRAW_LIMIT_MS = 1000;  /* one redraw at any zoom */
 
 const tests = [];
 function test(name, fn) { tests.push({ name, fn }); }
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
-function eq(a, b, msg) { if (a !== b) throw new Error(msg + ': ' + JSON.stringify(a) + ' != ' + JSON.stringify(b)); }
 
-let ctx, userDir;
+let ctx;
 const errors = [];
 
 async function open(file) {
@@ -479,37 +476,4 @@ test('1,000,000 instructions render within bounds', async () => {
   await page.close();
 }, true);
 
-(async () => {
-  userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nklab-chromium-'));
-  let passed = 0, failed = 0;
-  try {
-    ctx = await chromium.launchPersistentContext(userDir, {
-      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-      headless: true,
-      viewport: { width: 1400, height: 850 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-             '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    const page = await open('te.html');
-    for (const t of tests) {
-      const n0 = errors.length;
-      try {
-        await t.fn(page);
-        if (errors.length > n0) throw new Error('console errors: ' + errors.slice(n0).join(' | '));
-        passed++;
-        if (process.env.VERBOSE) console.log('ok   ' + t.name);
-      } catch (e) {
-        failed++;
-        console.log('FAIL ' + t.name + ': ' + (e && e.message ? e.message : e));
-      }
-    }
-  } catch (e) {
-    failed++;
-    console.log('FAIL browser: ' + (e && e.message ? e.message : e));
-  } finally {
-    if (ctx) await ctx.close().catch(() => {});
-    fs.rmSync(userDir, { recursive: true, force: true });
-  }
-  console.log(passed + ' passed, ' + failed + ' failed');
-  process.exit(failed ? 1 : 0);
-})();
+run(tests, { name: 'browser', errors, setup: async (c) => { ctx = c; return open('te.html'); } });
