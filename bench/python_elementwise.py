@@ -47,12 +47,22 @@ def sigmoid_np(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def silu_np(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def gelu_tanh_np(x):
+    return 0.5 * x * (1.0 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
+
+
 # name, kernel, numpy reference, arity, goal applies
 CASES = [
     ("exp", unary(nl.exp), np.exp, 1, True),
     ("tanh", unary(nl.tanh), np.tanh, 1, True),
     ("sigmoid", unary(nl.sigmoid), sigmoid_np, 1, True),
     ("log", unary(nl.log), np.log, 1, True),
+    ("silu", unary(nl.silu), silu_np, 1, False),
+    ("gelu_tanh", unary(nl.gelu_apprx_tanh), gelu_tanh_np, 1, False),
     ("copy", unary(nl.copy), np.copy, 1, False),
     ("add", binary(nl.add), np.add, 2, False),
     ("multiply", binary(nl.multiply), np.multiply, 2, False),

@@ -70,9 +70,17 @@ static double max_ulp(nk__vfn f, double (*ref)(double), float *worst_x)
 }
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* silu and gelu_apprx_tanh as the executor's scalar functions give them
+ * (the limit -0 at -inf) */
+static double silu(double x) { return x == -INFINITY ? -0.0 : x / (1.0 + exp(-x)); }
+static double gelu_tanh(double x)
+{
+    return x == -INFINITY ? -0.0 : x / (1.0 + exp(-2.0 * 0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
 
 /* SLEEF's functions within 1.0 ulp; sigmoid, evaluated in double and
- * rounded once, within 0.5 ulp and the double evaluation's hair; tanh, in
+ * rounded once, within 0.5 ulp and the double evaluation's hair (silu and
+ * gelu_apprx_tanh too, the same way); tanh, in
  * fp32 (exec/vmath.c), within 1.5 ulp (every fp32 input, swept once outside
  * the suite, gives 1.16 at most) */
 static const struct {
@@ -85,6 +93,7 @@ static const struct {
     {NK_ACT_TANH, "tanh", tanh, 1.5},    {NK_ACT_SIGMOID, "sigmoid", sigmoid, 0.5},
     {NK_ACT_SIN, "sin", sin, 1.0},       {NK_ACT_COS, "cos", cos, 1.0},
     {NK_ACT_ARCTAN, "arctan", atan, 1.0},
+    {NK_ACT_SILU, "silu", silu, 0.5},    {NK_ACT_GELU_APPRX_TANH, "gelu_tanh", gelu_tanh, 0.5},
 };
 
 TEST(exec_vmath_within_stated_ulp)
@@ -99,7 +108,7 @@ TEST(exec_vmath_within_stated_ulp)
         float wx = 0;
         double e = max_ulp(f, funcs[k].ref, &wx);
         if (getenv("NK_TEST_VERBOSE"))
-            printf("  %-6s max %.7f ulp (at %.9g) on %s\n", funcs[k].name, e, (double)wx, nk__vmath_isa());
+            printf("  %-9s max %.7f ulp (at %.9g) on %s\n", funcs[k].name, e, (double)wx, nk__vmath_isa());
         /* the bound, and a hair for the reference's own distance from the
          * exact value and from an fp32 */
         if (!(e <= funcs[k].bound + 1e-6))
@@ -145,11 +154,27 @@ TEST(exec_vmath_special_values_and_tails)
     for (int i = 3; i < 6; i++)
         CHECK_NEAR(ty[i], tanh((double)tx[i]), 2e-7, 0);
     CHECK(ty[3] < ty[4] && ty[5] == -ty[4]);
-    CHECK(nk__vmath_f32(NK_ACT_GELU) == NULL); /* composite functions stay in double */
+    /* silu and gelu_apprx_tanh: -0, the limits at the infinities, NaN, both
+     * ends of the clamps, and large x giving x exactly */
+    nk__vfn gs[2] = {nk__vmath_f32(NK_ACT_SILU), nk__vmath_f32(NK_ACT_GELU_APPRX_TANH)};
+    double (*gr[2])(double) = {silu, gelu_tanh};
+    for (int k = 0; k < 2; k++) {
+        gs[k](y, x, 7, ID);
+        CHECK(y[0] == 0.0f && !signbit(y[0]) && y[1] == 0.0f && signbit(y[1]));
+        CHECK(y[2] == INFINITY && y[3] == 0.0f && signbit(y[3]) && isnan(y[4]));
+        CHECK(y[5] == (float)gr[k](1.0) && y[6] == (float)gr[k](-88.0));
+        float gx[8] = {40.0f, 1e30f, FLT_MAX, -FLT_MAX, -700.5f, -103.0f, -10.0f, 9.0f}, gy[8];
+        gs[k](gy, gx, 8, ID);
+        CHECK(gy[0] == 40.0f && gy[1] == 1e30f && gy[2] == FLT_MAX && gy[3] == 0.0f && signbit(gy[3]));
+        CHECK(gy[4] == 0.0f && signbit(gy[4]));
+        for (int i = 5; i < 8; i++)
+            CHECK(gy[i] == (float)gr[k](gx[i]));
+    }
+    CHECK(nk__vmath_f32(NK_ACT_GELU) == NULL); /* gelu, erf, softplus, mish stay in double */
     CHECK(nk__vmath_f32(NK_ACT_ERF) == NULL);
 }
 
-/* tanh and sigmoid give the same bits on every tier the processor has (the
+/* tanh, sigmoid, silu and gelu_apprx_tanh give the same bits on every tier the processor has (the
  * same operations in the same order), tails and in-place calls included. */
 TEST(exec_vmath_tiers_agree)
 {
@@ -158,8 +183,10 @@ TEST(exec_vmath_tiers_agree)
     enum { N = 4099 };
     static float x[N], y0[N], y1[N];
     static const char *isas[] = {"avx512f", "avx2", "sse2"};
-    int funcs2[] = {NK_ACT_TANH, NK_ACT_SIGMOID}, compared = 0;
-    for (int f = 0; f < 2; f++) {
+    static const int funcs2[] = {NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH};
+    static const char *names2[] = {"tanh", "sigmoid", "silu", "gelu_tanh"};
+    int compared = 0;
+    for (int f = 0; f < 4; f++) {
         nk__vfn ref = nk__vmath_f32_on(funcs2[f], "sse2");
         CHECK(ref != NULL && nk__vmath_f32_on(funcs2[f], "none") == NULL);
         if (!ref)
@@ -180,7 +207,7 @@ TEST(exec_vmath_tiers_agree)
                         bad = i;
                 if (bad >= 0)
                     nk_test_fail(__FILE__, __LINE__, "%s on %s: x = %.9g gives %.9g, sse2 %.9g", isas[k],
-                                 funcs2[f] == NK_ACT_TANH ? "tanh" : "sigmoid", (double)x[bad], (double)y1[bad],
+                                 names2[f], (double)x[bad], (double)y1[bad],
                                  (double)y0[bad]);
                 compared++;
             }
@@ -199,7 +226,8 @@ TEST(exec_vmath_affine_step)
     enum { N = 1001 };
     static float x[N], t[N], y0[N], y1[N];
     static const char *isas[] = {"avx512f", "avx2", "sse2"};
-    const int fs[] = {NK_ACT_EXP, NK_ACT_LOG, NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SIN, NK_ACT_COS, NK_ACT_ARCTAN};
+    const int fs[] = {NK_ACT_EXP, NK_ACT_LOG, NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SIN,
+                      NK_ACT_COS, NK_ACT_ARCTAN, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH};
     const float sb[][2] = {{-0.7f, 0.25f}, {1.0f, 0.0f}, {3.0f, -0.0f}, {0x1.8p-3f, 1e-3f}};
     uint32_t r = 12345;
     for (int i = 0; i < N; i++) {
