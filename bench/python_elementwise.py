@@ -51,6 +51,10 @@ def silu_np(x):
     return x / (1.0 + np.exp(-x))
 
 
+def softplus_np(x):
+    return np.maximum(x, np.float32(0.0)) + np.log1p(np.exp(-np.abs(x)))
+
+
 def gelu_tanh_np(x):
     return 0.5 * x * (1.0 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
 
@@ -63,6 +67,7 @@ CASES = [
     ("log", unary(nl.log), np.log, 1, True),
     ("silu", unary(nl.silu), silu_np, 1, False),
     ("gelu_tanh", unary(nl.gelu_apprx_tanh), gelu_tanh_np, 1, False),
+    ("softplus", unary(nl.softplus), softplus_np, 1, False),
     ("copy", unary(nl.copy), np.copy, 1, False),
     ("add", binary(nl.add), np.add, 2, False),
     ("multiply", binary(nl.multiply), np.multiply, 2, False),

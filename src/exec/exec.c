@@ -17,9 +17,10 @@
  *   - activation functions are evaluated to within about one fp32 ulp:
  *     exp, log, sin, cos and arctan by SLEEF's vectorised fp32 functions
  *     (at most 1.0 ulp), tanh by exec/vmath.c's own fp32 one (at most 1.5
- *     ulp), sigmoid, silu and gelu_apprx_tanh by its double-precision
- *     vector code (rounded once: within 0.5 ulp and a hair), erf and the
- *     other composite functions in double, rounded once to fp32;
+ *     ulp), sigmoid, silu, gelu_apprx_tanh and softplus by its
+ *     double-precision vector code (rounded once: within 0.5 ulp and a
+ *     hair), erf and the other composite functions in double, rounded once
+ *     to fp32;
  *   - PSUM accumulates in fp32; matmul goes through BLAS (sgemm),
  *     single-threaded for bit-identical results from run to run.
  * Dispatch on the operator or function happens once per row or per
@@ -541,8 +542,9 @@ ACT_LOOP(act_sigmoid, 1.0 / (1.0 + exp(-d)))
 ACT_LOOP(act_relu, x > 0.0f ? x : x != x ? x : 0.0f)
 ACT_LOOP(act_gelu, d == -INFINITY ? -0.0 : 0.5 * d * erfc(-d * 0.70710678118654752440))
 /* 0.5 * (1 + tanh(z)) written as 1 / (1 + exp(-2z)): no cancellation for x < 0.
- * (gelu_apprx_tanh and silu run here only without vmath's vector code, which
- * gives these functions' special values and, in double, the same bound.) */
+ * (gelu_apprx_tanh, silu and softplus run here only without vmath's vector
+ * code, which gives these functions' special values and, in double, the
+ * same bound.) */
 ACT_LOOP(act_gelu_tanh, d == -INFINITY ? -0.0
                         : d / (1.0 + exp(-2.0 * 0.79788456080286535588 * (d + 0.044715 * d * d * d))))
 ACT_LOOP(act_silu, d == -INFINITY ? -0.0 : d / (1.0 + exp(-d)))

@@ -9,8 +9,9 @@
  * set, so each tier's loop is compiled with a target attribute and the
  * tier is picked once, from what the processor reports. The prototypes are
  * declared here, as sleef.h only declares the AVX ones when the whole file
- * is compiled with -mavx. tanh (in fp32), sigmoid, silu and gelu_apprx_tanh
- * (in double) are this file's own: SLEEF's tanhf cost five times its expf.
+ * is compiled with -mavx. tanh (in fp32), sigmoid, silu, gelu_apprx_tanh and
+ * softplus (in double) are this file's own: SLEEF's tanhf cost five times
+ * its expf.
  */
 #include "exec/vmath.h"
 #include "nklab.h"
@@ -255,6 +256,84 @@ __attribute__((target("avx512f"))) static inline __m256 gelut8_512(__m256 v) { r
 __attribute__((target("avx2,fma"))) static inline __m128 silu4_256(__m128 v) { return xgate4_256(v, 0); }
 __attribute__((target("avx2,fma"))) static inline __m128 gelut4_256(__m128 v) { return xgate4_256(v, 1); }
 
+/* ---- softplus in double: max(x, 0) + log1p(exp(-|x|))
+ *
+ * exp as sigmoid's, its argument raised to -110 (the result rounds to 0
+ * below -104, and large x give x); log1p(e), e in (0, 1], as 2 atanh(s): s =
+ * e / (2 + e) up to sqrt(2) - 1, above it log1p(e) = ln2 + 2 atanh(s), s =
+ * (e - 1) / (e + 3), so |s| <= 0.172 and atanh(s) = s + s^3 P(s^2) with P
+ * its Taylor polynomial to s^18 (truncated below 2^-55 of s). Evaluated in
+ * double and rounded once: within 0.5 ulp and a hair. -inf gives 0, +inf
+ * +inf, NaN NaN. */
+#define NK_SP_ZMIN (-110.0)
+#define NK_SP_SPLIT 0x1.a827999fcef32p-2 /* sqrt(2) - 1 */
+#define NK_D_LN2 0x1.62e42fefa39efp-1
+/* (atanh(s) - s) / s^3 = 1/3 + s^2/5 + ... + s^18/21, highest power first */
+static const double nk_atanh_p[10] = {1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                      1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
+
+static double softplus_s(double d)
+{
+    double z = 0.0 - fabs(d);
+    z = NK_SP_ZMIN > z ? NK_SP_ZMIN : z; /* (a NaN stays) */
+    double e = dexp_s(z), s, a;
+    if (e > NK_SP_SPLIT) {
+        s = (e - 1.0) / (e + 3.0);
+        a = NK_D_LN2;
+    } else {
+        s = e / (2.0 + e);
+        a = 0.0;
+    }
+    double u = s * s, p = nk_atanh_p[0];
+    for (int i = 1; i < 10; i++)
+        p = fma(p, u, nk_atanh_p[i]);
+    double t = s + s;
+    double l = fma(t * u, p, t) + a;
+    return (0.0 > d ? 0.0 : d) + l;
+}
+
+static void softplus_sse2(float *y, const float *x, int64_t n, float sc, float bi)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (float)softplus_s(aff(x[i], sc, bi));
+}
+
+__attribute__((target("avx512f"))) static inline __m256 softplus8_512(__m256 v)
+{
+    const __m512d zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
+    __m512d d = _mm512_cvtps_pd(v);
+    __m512d z = _mm512_max_pd(_mm512_set1_pd(NK_SP_ZMIN), _mm512_sub_pd(zero, _mm512_abs_pd(d)));
+    __m512d e = dexp_512(z);
+    __mmask8 hi = _mm512_cmp_pd_mask(e, _mm512_set1_pd(NK_SP_SPLIT), _CMP_GT_OQ);
+    __m512d sl = _mm512_div_pd(e, _mm512_add_pd(_mm512_set1_pd(2.0), e));
+    __m512d sh = _mm512_div_pd(_mm512_sub_pd(e, one), _mm512_add_pd(e, _mm512_set1_pd(3.0)));
+    __m512d s = _mm512_mask_blend_pd(hi, sl, sh), a = _mm512_mask_blend_pd(hi, zero, _mm512_set1_pd(NK_D_LN2));
+    __m512d u = _mm512_mul_pd(s, s), p = _mm512_set1_pd(nk_atanh_p[0]);
+    for (int i = 1; i < 10; i++)
+        p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(nk_atanh_p[i]));
+    __m512d t = _mm512_add_pd(s, s);
+    __m512d l = _mm512_add_pd(_mm512_fmadd_pd(_mm512_mul_pd(t, u), p, t), a);
+    return _mm512_cvtpd_ps(_mm512_add_pd(_mm512_max_pd(zero, d), l));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m128 softplus4_256(__m128 v)
+{
+    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+    __m256d d = _mm256_cvtps_pd(v);
+    __m256d z = _mm256_max_pd(_mm256_set1_pd(NK_SP_ZMIN), _mm256_sub_pd(zero, _mm256_andnot_pd(_mm256_set1_pd(-0.0), d)));
+    __m256d e = dexp_256(z);
+    __m256d hi = _mm256_cmp_pd(e, _mm256_set1_pd(NK_SP_SPLIT), _CMP_GT_OQ);
+    __m256d sl = _mm256_div_pd(e, _mm256_add_pd(_mm256_set1_pd(2.0), e));
+    __m256d sh = _mm256_div_pd(_mm256_sub_pd(e, one), _mm256_add_pd(e, _mm256_set1_pd(3.0)));
+    __m256d s = _mm256_blendv_pd(sl, sh, hi), a = _mm256_and_pd(hi, _mm256_set1_pd(NK_D_LN2));
+    __m256d u = _mm256_mul_pd(s, s), p = _mm256_set1_pd(nk_atanh_p[0]);
+    for (int i = 1; i < 10; i++)
+        p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(nk_atanh_p[i]));
+    __m256d t = _mm256_add_pd(s, s);
+    __m256d l = _mm256_add_pd(_mm256_fmadd_pd(_mm256_mul_pd(t, u), p, t), a);
+    return _mm256_cvtpd_ps(_mm256_add_pd(_mm256_max_pd(zero, d), l));
+}
+
 /* The loops: 8 (AVX-512) or 4 (AVX2) elements at a time, the tail through a
  * padded vector. */
 #define NK_D_LOOPS(f)                                                                           \
@@ -285,6 +364,7 @@ __attribute__((target("avx2,fma"))) static inline __m128 gelut4_256(__m128 v) { 
 NK_D_LOOPS(sigmoid)
 NK_D_LOOPS(silu)
 NK_D_LOOPS(gelut)
+NK_D_LOOPS(softplus)
 
 /* ---- tanh in fp32
  *
@@ -473,6 +553,7 @@ static nk__vfn pick(int func, int t)
     case NK_ACT_SIGMOID: return NK_VM_PICK(sigmoid);
     case NK_ACT_SILU: return NK_VM_PICK(silu);
     case NK_ACT_GELU_APPRX_TANH: return NK_VM_PICK(gelut);
+    case NK_ACT_SOFTPLUS: return NK_VM_PICK(softplus);
     case NK_ACT_SIN: return NK_VM_PICK(sin);
     case NK_ACT_COS: return NK_VM_PICK(cos);
     case NK_ACT_ARCTAN: return NK_VM_PICK(atan);

@@ -73,14 +73,15 @@ static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 /* silu and gelu_apprx_tanh as the executor's scalar functions give them
  * (the limit -0 at -inf) */
 static double silu(double x) { return x == -INFINITY ? -0.0 : x / (1.0 + exp(-x)); }
+static double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
 static double gelu_tanh(double x)
 {
     return x == -INFINITY ? -0.0 : x / (1.0 + exp(-2.0 * 0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
 
 /* SLEEF's functions within 1.0 ulp; sigmoid, evaluated in double and
- * rounded once, within 0.5 ulp and the double evaluation's hair (silu and
- * gelu_apprx_tanh too, the same way); tanh, in
+ * rounded once, within 0.5 ulp and the double evaluation's hair (silu,
+ * gelu_apprx_tanh and softplus too, the same way); tanh, in
  * fp32 (exec/vmath.c), within 1.5 ulp (every fp32 input, swept once outside
  * the suite, gives 1.16 at most) */
 static const struct {
@@ -94,6 +95,7 @@ static const struct {
     {NK_ACT_SIN, "sin", sin, 1.0},       {NK_ACT_COS, "cos", cos, 1.0},
     {NK_ACT_ARCTAN, "arctan", atan, 1.0},
     {NK_ACT_SILU, "silu", silu, 0.5},    {NK_ACT_GELU_APPRX_TANH, "gelu_tanh", gelu_tanh, 0.5},
+    {NK_ACT_SOFTPLUS, "softplus", softplus, 0.5},
 };
 
 TEST(exec_vmath_within_stated_ulp)
@@ -170,11 +172,23 @@ TEST(exec_vmath_special_values_and_tails)
         for (int i = 5; i < 8; i++)
             CHECK(gy[i] == (float)gr[k](gx[i]));
     }
-    CHECK(nk__vmath_f32(NK_ACT_GELU) == NULL); /* gelu, erf, softplus, mish stay in double */
+    /* softplus: ln2 at +-0, the limits at the infinities, NaN, both sides of
+     * the switch of log1p's forms (exp(-|x|) = sqrt(2) - 1 at |x| = 0.8814),
+     * the clamp, and large x giving x */
+    nk__vfn sp = nk__vmath_f32(NK_ACT_SOFTPLUS);
+    sp(y, x, 7, ID);
+    CHECK(y[0] == (float)M_LN2 && y[1] == (float)M_LN2 && y[2] == INFINITY && y[3] == 0.0f && !signbit(y[3]));
+    CHECK(isnan(y[4]) && y[5] == (float)softplus(1.0) && y[6] == (float)softplus(-88.0) && y[6] > 0);
+    float px[9] = {0.88137f, 0.88138f, -0.88137f, -0.88138f, -103.0f, -200.0f, 17.0f, 1e30f, -1e-30f}, py[9];
+    sp(py, px, 9, ID);
+    for (int i = 0; i < 9; i++)
+        CHECK(py[i] == (float)softplus(px[i]));
+    CHECK(py[4] > 0 && py[5] == 0.0f && py[7] == 1e30f);
+    CHECK(nk__vmath_f32(NK_ACT_GELU) == NULL); /* gelu, erf, mish stay in double */
     CHECK(nk__vmath_f32(NK_ACT_ERF) == NULL);
 }
 
-/* tanh, sigmoid, silu and gelu_apprx_tanh give the same bits on every tier the processor has (the
+/* tanh, sigmoid, silu, gelu_apprx_tanh and softplus give the same bits on every tier the processor has (the
  * same operations in the same order), tails and in-place calls included. */
 TEST(exec_vmath_tiers_agree)
 {
@@ -183,10 +197,10 @@ TEST(exec_vmath_tiers_agree)
     enum { N = 4099 };
     static float x[N], y0[N], y1[N];
     static const char *isas[] = {"avx512f", "avx2", "sse2"};
-    static const int funcs2[] = {NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH};
-    static const char *names2[] = {"tanh", "sigmoid", "silu", "gelu_tanh"};
+    static const int funcs2[] = {NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH, NK_ACT_SOFTPLUS};
+    static const char *names2[] = {"tanh", "sigmoid", "silu", "gelu_tanh", "softplus"};
     int compared = 0;
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 5; f++) {
         nk__vfn ref = nk__vmath_f32_on(funcs2[f], "sse2");
         CHECK(ref != NULL && nk__vmath_f32_on(funcs2[f], "none") == NULL);
         if (!ref)
@@ -227,7 +241,7 @@ TEST(exec_vmath_affine_step)
     static float x[N], t[N], y0[N], y1[N];
     static const char *isas[] = {"avx512f", "avx2", "sse2"};
     const int fs[] = {NK_ACT_EXP, NK_ACT_LOG, NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SIN,
-                      NK_ACT_COS, NK_ACT_ARCTAN, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH};
+                      NK_ACT_COS, NK_ACT_ARCTAN, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH, NK_ACT_SOFTPLUS};
     const float sb[][2] = {{-0.7f, 0.25f}, {1.0f, 0.0f}, {3.0f, -0.0f}, {0x1.8p-3f, 1e-3f}};
     uint32_t r = 12345;
     for (int i = 0; i < N; i++) {
