@@ -100,7 +100,7 @@ $(BUILD)/npytool: tests/cli/npytool.c
 
 # Benchmarks: each bench/NAME.c is its own program against the libraries.
 BENCH_BIN = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
-$(BUILD)/bench/%: bench/%.c $(HDRS) $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
+$(BUILD)/bench/%: bench/%.c $(HDRS) $(wildcard bench/*.h) $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(BUILD)/libnklab_kernels.a $(BUILD)/libnklab.a $(LDLIBS)
 

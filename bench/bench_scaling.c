@@ -40,49 +40,7 @@
 #define GOAL_BYTES 400.0   /* peak resident bytes per instruction */
 #define BASE_INSTRS 99328u /* the 1x program */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-typedef struct run {
-    double wall, cpu;
-    long maxrss_kb;
-    int status;
-} run;
-
-/* Runs argv (stdout and stderr to out, or /dev/null) with extra environment
- * entries; wall time, CPU time and peak RSS of the child. */
-static int spawn(char *const argv[], const char *const *env_add, const char *out, run *r)
-{
-    double t0 = now();
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        for (int k = 0; env_add && env_add[k]; k++)
-            putenv((char *)env_add[k]);
-        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    struct rusage ru;
-    if (wait4(pid, &st, 0, &ru) < 0)
-        return -1;
-    r->wall = now() - t0;
-    r->cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-             1e-6 * (double)ru.ru_stime.tv_usec;
-    r->maxrss_kb = ru.ru_maxrss;
-    r->status = st;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
+#include "spawn.h"
 
 static char nklab[PATH_MAX];
 
@@ -94,7 +52,7 @@ static int profile(int f, const char *path, const char *const *env, run *r)
     snprintf(rhs, sizeof rhs, "rhs=8192x8192:bfloat16");
     char *argv[] = {nklab, "profile", "matmul_tiled", "--no-exec", "--random", lhs, "--random", rhs, "-o", (char *)path,
                     NULL};
-    return spawn(argv, env, NULL, r);
+    return spawn(argv, env, NULL, NULL, NULL, r);
 }
 
 static int same_file(const char *a, const char *b)
@@ -137,9 +95,9 @@ int main(int argc, char **argv)
     int nf = 0, fs[8];
     for (int f = 1; f <= maxf && nf < 8; f *= 2)
         fs[nf++] = f;
-    run best[8], bser = {1e30, 0, 0, 0};
+    run best[8], bser = {1e30, 0, 0};
     for (int k = 0; k < nf; k++)
-        best[k] = (run){1e30, 0, 0, 0};
+        best[k] = (run){1e30, 0, 0};
     char path[64], spath[64];
     snprintf(path, sizeof path, "/tmp/bench_scaling.%ld.nkp", (long)getpid());
     snprintf(spath, sizeof spath, "/tmp/bench_scaling.%ld.serial.nkp", (long)getpid());

@@ -37,51 +37,17 @@
 #define GOAL_S 2.0
 #define GOAL_MB 500.0
 
-static double now(void)
+#include "spawn.h"
+
+/* The reference: read the profile at path, in the child. */
+static int read_profile(void *path)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    nk_profile *pr = NULL;
+    char err[256];
+    return nk_profile_read(path, &pr, err, sizeof err) ? 1 : 0;
 }
 
-typedef struct run {
-    double wall;
-    long maxrss_kb;
-} run;
-
-/* argv in a child process; argv NULL: the child reads the profile at
- * read_path and exits. */
-static const char *read_path;
-
-static int spawn(char *const argv[], run *r)
-{
-    double t0 = now();
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        if (!argv) {
-            nk_profile *pr = NULL;
-            char err[256];
-            _exit(nk_profile_read(read_path, &pr, err, sizeof err) ? 1 : 0);
-        }
-        putenv("NK_PROFILE_FIXED_TIME=0");
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    struct rusage ru;
-    if (wait4(pid, &st, 0, &ru) < 0)
-        return -1;
-    r->wall = now() - t0;
-    r->maxrss_kb = ru.ru_maxrss;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
+static const char *const fixed_time[] = {"NK_PROFILE_FIXED_TIME=0", NULL};
 
 static long file_size(const char *path)
 {
@@ -115,7 +81,7 @@ int main(int argc, char **argv)
     char *make[] = {nklab, "profile", "matmul_tiled", "--no-exec", "--random", lhs, "--random", "rhs=8192x8192:bfloat16",
                     "-o", prof, NULL};
     run r;
-    if (spawn(make, &r)) {
+    if (spawn(make, fixed_time, NULL, NULL, NULL, &r)) {
         fprintf(stderr, "bench_view: nklab profile failed\n");
         return 1;
     }
@@ -124,14 +90,13 @@ int main(int argc, char **argv)
     char *perfetto[] = {nklab, "export", prof, "--format", "perfetto", "-o", trace, NULL};
     char *const *cmd[3] = {NULL, view, perfetto};
     const char *name[3] = {"reference: read the profile", "view (HTML page + insights)", "export --format perfetto"};
-    read_path = prof;
     run best[3];
     for (int c = 0; c < 3; c++)
-        best[c] = (run){1e30, 0};
+        best[c] = (run){1e30, 0, 0};
     int rc = 0;
     for (int k = 0; k < RUNS && !rc; k++)
         for (int c = 0; c < 3 && !rc; c++) {
-            if (spawn(cmd[c], &r)) {
+            if (spawn(cmd[c], fixed_time, NULL, read_profile, prof, &r)) {
                 fprintf(stderr, "bench_view: %s failed\n", name[c]);
                 rc = 1;
                 break;
