@@ -16,7 +16,7 @@
 
 /* Version of the container and of every section layout. Any change to a
  * layout bumps it; readers reject versions they do not know. */
-#define NK_FORMAT_VERSION 6
+#define NK_FORMAT_VERSION 7
 #define NK_MAGIC_PROGRAM "NKLABPRG"
 #define NK_MAGIC_PROFILE "NKLABPRF"
 #define NK_FILE_HEADER_BYTES 32
