@@ -1704,7 +1704,11 @@ static void simulate(nk_insights *ins)
     double base = pr->tl->total_ns, l = -1;
     ins->sim_ns = base;
     ins->sim_bufs = 0;
-    int rc = nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &l);
+    /* a program list-scheduled for the table it was timed on has the list
+     * schedule already: scheduling it again can only shuffle ties, which is
+     * nothing to suggest (and at a million instructions half the analysis) */
+    int listed = pr->prog->sched == NK_SCHED_LIST && !strcmp(pr->tl->target, pr->prog->target);
+    int rc = listed ? NK_EINVAL : nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &l);
     if (rc == NK_ENOMEM) {
         ins->sim_rc = rc;
         return;
