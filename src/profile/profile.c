@@ -787,6 +787,7 @@ static void get_events(nk_rd *s, nk_timeline *tl)
     double start = 0;
     for (uint32_t i = 0; i < tl->nevents && !s->rc; i++) {
         nk_event *e = &tl->events[i];
+        nk__rd_release(s);
         if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
             const uint8_t *b = s->p + s->pos;
             uint64_t d, q, st, en;
@@ -832,6 +833,7 @@ static void get_xfers(nk_rd *s, nk_timeline *tl)
     double start = 0;
     for (uint32_t i = 0; i < tl->nxfers && !s->rc; i++) {
         nk_dma_xfer *x = &tl->xfers[i];
+        nk__rd_release(s);
         if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
             const uint8_t *b = s->p + s->pos;
             uint64_t d, q, parts, bytes, st, en;
@@ -883,6 +885,7 @@ static void get_dspans(nk_rd *s, nk_timeline *tl)
     double start = 0;
     for (uint32_t i = 0; i < tl->ndspans && !s->rc; i++) {
         nk_dma_span *x = &tl->dspans[i];
+        nk__rd_release(s);
         if (s->n - s->pos >= FAST_AT) {
             const uint8_t *b = s->p + s->pos;
             uint64_t d, q, nd, parts, bytes, eng, st, en;
@@ -934,6 +937,7 @@ static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
     }
     double prev = 0;
     for (uint32_t i = 0; i < n && !s->rc; i++) {
+        nk__rd_release(s);
         if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
             const uint8_t *b = s->p + s->pos;
             uint64_t st, en;
@@ -1104,8 +1108,14 @@ int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen
     if (!path)
         return NK_EINVAL;
     int rc = nk__file_read_all(path, &data, &n, err, errlen);
+    nk_rd r;
+    nk_rd_owned own;
     if (!rc)
-        rc = nk__profile_decode(data, n, out, err, errlen);
+        rc = nk__file_open(data, n, NK_MAGIC_PROFILE, "profile", &r, err, errlen);
+    if (!rc) { /* read once, front to back: the pages behind go back as it decodes */
+        nk__rd_own(&r, &own, data, n);
+        rc = nk__profile_decode_content(&r, out);
+    }
     free(data);
     return rc;
 }

@@ -155,6 +155,49 @@ TEST(profile_every_builtin_kernel_captures_on_both_targets)
     fx_tmp_done();
 }
 
+/* A file read whole is given back to the system page by page behind the
+ * reader (nk__rd_release): with the thresholds made small, every built-in
+ * kernel's profile reads the same as with them off (no page given back),
+ * bytes of the re-encoded profiles compared, and pages were given back. */
+TEST(profile_reader_gives_back_pages_behind_it)
+{
+    size_t min = nk__rd_own_min, step = nk__rd_own_step, slack = nk__rd_own_slack;
+    size_t given0 = nk__rd_own_given;
+    int kernels = 0;
+    for (int i = 0; i < nk_builtin_kernel_count; i++) {
+        nk_kernel *k = NULL;
+        nk_profile *pr = fx_builtin_profile(&nk_builtin_kernels[i], "trn1", &k);
+        nk_profile *q[2] = {NULL, NULL};
+        char err[256] = "";
+        if (pr && !nk_profile_write(pr, fx_tmp("g.nkp"))) {
+            for (int v = 0; v < 2; v++) {
+                nk__rd_own_min = v ? 0 : SIZE_MAX; /* v = 1: give back every page it can */
+                nk__rd_own_step = v ? 4096 : step;
+                nk__rd_own_slack = v ? 4096 : slack;
+                CHECK_INT(nk_profile_read(fx_tmp("g.nkp"), &q[v], err, sizeof err), 0);
+            }
+            nk__rd_own_min = min;
+            nk__rd_own_step = step;
+            nk__rd_own_slack = slack;
+            nk_wr a = {0}, b = {0};
+            if (q[0] && q[1] && !nk__profile_encode(q[0], &a) && !nk__profile_encode(q[1], &b)) {
+                CHECK(a.n == b.n && !memcmp(a.p, b.p, a.n));
+                kernels++;
+            }
+            nk__wr_free(&a);
+            nk__wr_free(&b);
+        }
+        nk_profile_free(q[0]);
+        nk_profile_free(q[1]);
+        nk_profile_free(pr);
+        nk_kernel_free(k);
+    }
+    CHECK_INT(kernels, nk_builtin_kernel_count);
+    CHECK(nk__rd_own_given > given0);
+    unlink(fx_tmp("g.nkp"));
+    fx_tmp_done();
+}
+
 TEST(profile_records_source_text_and_absent_files)
 {
     nk_kernel *k;
