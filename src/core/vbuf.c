@@ -52,7 +52,7 @@ int nk__vb_reserve(nk_text *t, size_t n)
     return NK_OK;
 }
 
-void nk__vb_mem(nk_text *t, const char *s, size_t n)
+void nk__vb_mem_slow(nk_text *t, const char *s, size_t n)
 {
     if (nk__vb_reserve(t, n))
         return;
@@ -61,9 +61,6 @@ void nk__vb_mem(nk_text *t, const char *s, size_t n)
     t->s[t->len] = 0;
 }
 
-void nk__vb_str(nk_text *t, const char *s) { nk__vb_mem(t, s, strlen(s)); }
-
-void nk__vb_chr(nk_text *t, char c) { nk__vb_mem(t, &c, 1); }
 
 void nk__vb_u64(nk_text *t, uint64_t v)
 {
@@ -119,6 +116,75 @@ void nk__vb_num(nk_text *t, double x, int decimals)
         nd--;
     nk__vb_chr(t, '.');
     nk__vb_mem(t, d, (size_t)nd);
+}
+
+/* "%.10g" exactly: x = m 2^e (m < 2^53) scaled by 10^d to ten digits is
+ * m 10^d / 2^-e, at most 2^53 10^13 < 2^97, so unsigned 128-bit integers
+ * hold it and its remainder exactly; the quotient rounds half to even, as
+ * glibc's printf does in the default rounding mode. */
+void nk__vb_g10(nk_text *t, double x)
+{
+    static const uint64_t p10[] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+                                   100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+                                   1000000000000ull, 10000000000000ull, 100000000000000ull};
+    double a = fabs(x);
+    if (!(a >= 1e-4 && a < 1e10)) { /* zero, tiny, huge, not finite: rare */
+        char buf[48];
+        snprintf(buf, sizeof buf, "%.10g", x);
+        nk__vb_str(t, buf);
+        return;
+    }
+    int ex;
+    double fr = frexp(a, &ex); /* a = fr 2^ex, fr in [0.5, 1) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);
+    int sh = 53 - ex;          /* a = m / 2^sh, sh > 0 here (a < 2^34) */
+    int X = (int)floor(log10(a));
+    uint64_t q = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        int d = 9 - X; /* 10 significant digits: a 10^d in [10^9, 10^10) */
+        if (d < 0 || d > 14)
+            break;
+        unsigned __int128 n = (unsigned __int128)m * p10[d];
+        unsigned __int128 mask = ((unsigned __int128)1 << sh) - 1, r = n & mask, half = (unsigned __int128)1 << (sh - 1);
+        q = (uint64_t)(n >> sh);
+        if (r > half || (r == half && (q & 1)))
+            q++;
+        if (q >= p10[10])
+            X++;
+        else if (q < p10[9])
+            X--;
+        else
+            break;
+        q = 0;
+    }
+    if (!q) { /* the exponent guess did not settle: printf */
+        char buf[48];
+        snprintf(buf, sizeof buf, "%.10g", x);
+        nk__vb_str(t, buf);
+        return;
+    }
+    char d[10];
+    for (int i = 9; i >= 0; i--) {
+        d[i] = (char)('0' + q % 10);
+        q /= 10;
+    }
+    int nd = 10;
+    while (nd > 1 && d[nd - 1] == '0')
+        nd--;
+    if (x < 0)
+        nk__vb_chr(t, '-');
+    if (X >= 0) { /* X + 1 integer digits, then the rest */
+        nk__vb_mem(t, d, (size_t)X + 1);
+        if (nd > X + 1) {
+            nk__vb_chr(t, '.');
+            nk__vb_mem(t, d + X + 1, (size_t)(nd - X - 1));
+        }
+    } else { /* 0.000ddd */
+        nk__vb_str(t, "0.");
+        for (int z = -1; z > X; z--)
+            nk__vb_chr(t, '0');
+        nk__vb_mem(t, d, (size_t)nd);
+    }
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */

@@ -10,6 +10,7 @@
 #include "nkint.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* Makes room for n more bytes (and a terminator); 0 or NK_ENOMEM. */
 int nk__vb_reserve(nk_text *t, size_t n);
@@ -26,14 +27,36 @@ typedef int (*nk__vb_sink)(void *ctx, const char *s, size_t n);
 void nk__vb_stream(nk_text *t, nk__vb_sink sink, void *ctx);
 /* The first failure of the stream's sink, 0 if none. */
 int nk__vb_stream_status(void);
-void nk__vb_mem(nk_text *t, const char *s, size_t n);
-void nk__vb_str(nk_text *t, const char *s);
-void nk__vb_chr(nk_text *t, char c);
+/* The appends: inline while the text has room (the common case: these run
+ * per character and per number of a page), the rest out of line. */
+void nk__vb_mem_slow(nk_text *t, const char *s, size_t n);
+static inline void nk__vb_mem(nk_text *t, const char *s, size_t n)
+{
+    if (!t->oom && t->len + n < t->cap) {
+        memcpy(t->s + t->len, s, n);
+        t->len += n;
+        t->s[t->len] = 0;
+    } else
+        nk__vb_mem_slow(t, s, n);
+}
+static inline void nk__vb_str(nk_text *t, const char *s) { nk__vb_mem(t, s, strlen(s)); }
+static inline void nk__vb_chr(nk_text *t, char c)
+{
+    if (!t->oom && t->len + 1 < t->cap) {
+        t->s[t->len++] = c;
+        t->s[t->len] = 0;
+    } else
+        nk__vb_mem_slow(t, &c, 1);
+}
 void nk__vb_u64(nk_text *t, uint64_t v);
 void nk__vb_i64(nk_text *t, int64_t v);
 /* x with at most `decimals` (0..9) fraction digits, trailing zeros removed;
  * non-finite values print as 0 (JSON has no NaN). */
 void nk__vb_num(nk_text *t, double x, int decimals);
+/* x as printf's "%.10g" gives it, byte for byte (the digits correctly
+ * rounded, ties to even), without printf for the values of a timeline
+ * (1e-4 <= |x| < 1e10); others go through snprintf. */
+void nk__vb_g10(nk_text *t, double x);
 /* A JSON string literal. Escapes ", \, control characters, <, >, & and
  * U+2028/U+2029, so the result is also safe inside an HTML <script>;
  * invalid UTF-8 becomes U+FFFD. NULL prints null. */

@@ -76,7 +76,7 @@ static void jnum(nk_text *t, double x)
 {
     if (x != x || x > 1e300 || x < -1e300)
         x = 0;
-    nk__text_printf(t, "%.10g", x);
+    nk__vb_g10(t, x); /* "%.10g", without printf: a path has a step per instruction */
 }
 
 static const char *unit_suffix(int unit)
@@ -596,16 +596,21 @@ static void json_path(const nk_ins_analysis *a, nk_text *out)
     nk__text_printf(out, ",\"dma_latency_ns\":");
     jnum(out, a->path_dma_latency_ns);
     nk__text_printf(out, ",\"steps\":[");
-    for (uint32_t k = 0; k < a->npath; k++) {
+    for (uint32_t k = 0; k < a->npath; k++) { /* as printf would, without it */
         const nk_ins_step *s = &a->path[k];
-        nk__text_printf(out, "%s{\"instr\":%u,\"engine\":\"%s\",\"queue\":%u,\"start\":", k ? "," : "", s->instr,
-                       nk_engine_name((nk_engine)s->engine), s->queue);
+        nk__vb_str(out, k ? ",{\"instr\":" : "{\"instr\":");
+        nk__vb_u64(out, s->instr);
+        nk__vb_str(out, ",\"engine\":\"");
+        nk__vb_str(out, nk_engine_name((nk_engine)s->engine));
+        nk__vb_str(out, "\",\"queue\":");
+        nk__vb_u64(out, s->queue);
+        nk__vb_str(out, ",\"start\":");
         jnum(out, s->start);
-        nk__text_printf(out, ",\"end\":");
+        nk__vb_str(out, ",\"end\":");
         jnum(out, s->end);
-        nk__text_printf(out, ",\"wait_ns\":");
+        nk__vb_str(out, ",\"wait_ns\":");
         jnum(out, s->wait_ns);
-        nk__text_printf(out, "}");
+        nk__vb_chr(out, '}');
     }
     nk__text_printf(out, "]}");
 }

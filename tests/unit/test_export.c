@@ -1088,6 +1088,51 @@ TEST(view_rejects_bad_arguments)
 
 /* ---------------------------------------------------------------- text helpers */
 
+/* nk__vb_g10 against snprintf's "%.10g": values of every magnitude (both
+ * sides of the fast path's range), integers, halves, exact ties at the tenth
+ * digit, numbers that round up to the next power of ten, and random bit
+ * patterns; byte for byte. */
+TEST(vbuf_g10_is_printf_exactly)
+{
+    static const double fixed[] = {0, -0.0, 1, -1, 1300, 2.5, 0.1, 1e-4, 9.99999999995e-5, 1.00000000005e-4,
+                                   9999999999.4, 9999999999.5, 9999999999.6, 1e10, 123456789.5, 123456788.5,
+                                   1234567890.5, 1234567891.5, 0.000123456789012345, 3.14159265358979,
+                                   99999.999995, 99999.999985, 1e300, -1e-300, 5e-324, 1.0 / 3, 2.0 / 3, 1e9,
+                                   999999999.95, 4.35e8, 396648096.123456};
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    int bad = 0, n = 0;
+    for (int k = 0; k < 400000; k++) {
+        double x;
+        if (k < (int)(sizeof fixed / sizeof fixed[0]))
+            x = fixed[k];
+        else {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if (k % 3 == 0) { /* any finite bit pattern in the range that matters */
+                double u = (double)(state >> 11) / 9007199254740992.0;
+                x = pow(10, -6 + 17 * u) * (state & 1 ? -1 : 1);
+            } else if (k % 3 == 1) { /* a timeline's times: a few ns steps */
+                x = (double)(state % 100000000000ull) / 1000.0;
+            } else { /* a tie at the tenth digit, scaled by a power of two */
+                x = ldexp((double)(state % 2000000000ull) + 0.5, -(int)(state >> 60));
+            }
+        }
+        char want[64];
+        snprintf(want, sizeof want, "%.10g", x);
+        nk_text t = {0};
+        nk__vb_g10(&t, x);
+        n++;
+        if (!t.s || strcmp(t.s, want)) {
+            if (bad++ < 5)
+                printf("  %.17g: \"%s\", printf \"%s\"\n", x, t.s ? t.s : "(null)", want);
+        }
+        nk__text_free(&t);
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(n, 400000);
+}
+
 TEST(vbuf_numbers_strings_and_csv)
 {
     nk_text t = {0};
