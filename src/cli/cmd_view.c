@@ -3,6 +3,7 @@
  * self-contained HTML page (timeline, source, search, summary, insights).
  */
 #include "args.h"
+#include "env.h"
 #include "kio.h"
 
 #include "insights/insights.h"
@@ -10,6 +11,7 @@
 #include "view/view.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,15 +84,16 @@ static char *read_notes(const char *profile, const nk_profile *pr)
 }
 
 /* nklab view KERNEL ...: profiled in memory, its insights with a re-trace. */
-/* Writes the page of pr (insights JSON, notes and a compared profile as
- * given) to out as it is made (a large page is never held whole) and says
- * so; what names the profile in an error. */
-static int write_page(const char *what, const nk_profile *pr, const char *insights, const char *notes,
-                      const nk_profile *cmp, const char *out)
+/* Writes the page of pr (insights as given, notes and a compared profile)
+ * to out as it is made (a large page is never held whole) and says so;
+ * what names the profile in an error. */
+static int write_page_of(const char *what, const nk_profile *pr, const nk__view_insights *ins, const char *notes,
+                         const nk_profile *cmp, const char *out)
 {
     uint64_t bytes = 0;
     char why[384];
-    int rc = nk__view_page_to(pr, insights, notes, cmp, nk_cli_is_stdout(out) ? NULL : out, &bytes, why, sizeof why);
+    int rc = nk__view_page_to_deferred(pr, ins, notes, cmp, nk_cli_is_stdout(out) ? NULL : out, &bytes, why,
+                                       sizeof why);
     if (rc == NK_EIO)
         return nk_cli_write_failed("view", out, rc, why);
     if (rc)
@@ -98,6 +101,43 @@ static int write_page(const char *what, const nk_profile *pr, const char *insigh
     if (!nk_cli_is_stdout(out))
         fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)bytes / 1e6);
     return NK_EXIT_OK;
+}
+
+static const char *given(void *ctx) { return ctx; }
+
+static int write_page(const char *what, const nk_profile *pr, const char *insights, const char *notes,
+                      const nk_profile *cmp, const char *out)
+{
+    nk__view_insights ins = {given, (void *)insights};
+    return write_page_of(what, pr, &ins, notes, cmp, out);
+}
+
+/* The insights of a profile file, made on a thread of their own while the
+ * page's data is written (they go last in it, and both only read the
+ * profile): the same page as made one after the other. */
+typedef struct ins_job {
+    const nk_profile *pr;
+    nk_text text;
+    int rc, started, joined;
+    pthread_t th;
+} ins_job;
+
+static void *ins_work(void *arg)
+{
+    ins_job *j = arg;
+    j->rc = nk__insights_view_json(j->pr, &j->text);
+    return NULL;
+}
+
+static const char *ins_wait(void *ctx)
+{
+    ins_job *j = ctx;
+    if (j->started && !j->joined) {
+        pthread_join(j->th, NULL);
+        j->joined = 1;
+    }
+    /* a profile the insights cannot analyse still gets its page, without them */
+    return j->rc ? NULL : j->text.s;
 }
 
 static int view_kernel(int argc, char **argv)
@@ -193,14 +233,19 @@ int nk_cmd_view(int argc, char **argv)
         free(def);
         return code;
     }
-    nk_text ins = {0};
-    /* a profile the insights cannot analyse still gets its page, without them */
-    if (nk__insights_view_json(pr, &ins))
-        nk__text_free(&ins);
+    ins_job job;
+    memset(&job, 0, sizeof job);
+    job.pr = pr;
+    int threads = nk_cli_env_threads();
+    job.started = threads != 1 && !pthread_create(&job.th, NULL, ins_work, &job);
+    if (!job.started)
+        ins_work(&job);
     char *notes = read_notes(in, pr);
-    code = write_page(in, pr, ins.s, notes, cmp, out);
+    nk__view_insights ins = {ins_wait, &job};
+    code = write_page_of(in, pr, &ins, notes, cmp, out);
+    ins_wait(&job);
     free(notes);
-    nk__text_free(&ins);
+    nk__text_free(&job.text);
     free(def);
     nk_profile_free(pr);
     nk_profile_free(cmp);

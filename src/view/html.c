@@ -63,8 +63,19 @@ static void put_script_text(nk_text *t, const char *s)
     }
 }
 
+static int page(const nk_profile *pr, const nk__view_insights *ins, const char *notes_json, const nk_profile *cmp,
+                nk_text *t);
+static const char *given_insights(void *ctx) { return ctx; }
+
 int nk__view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                  nk_text *t)
+{
+    nk__view_insights ins = {given_insights, (void *)insights_json};
+    return page(pr, &ins, notes_json, cmp, t);
+}
+
+static int page(const nk_profile *pr, const nk__view_insights *ins, const char *notes_json, const nk_profile *cmp,
+                nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
@@ -85,7 +96,7 @@ int nk__view_page(const nk_profile *pr, const char *insights_json, const char *n
         } else if (!strcmp(name, "JS")) {
             nk__vb_str(t, nk__view_asset_js);
         } else if (!strcmp(name, "DATA")) {
-            rc = nk__view_json(pr, insights_json, t);
+            rc = nk__view_json_deferred(pr, ins, t);
         } else if (!strcmp(name, "NOTES")) { /* markers saved beside the profile (the page checks them) */
             put_script_text(t, notes_json && *notes_json ? notes_json : "null");
         } else if (!strcmp(name, "CMP")) { /* a second profile, drawn on the same time axis */
@@ -123,6 +134,13 @@ static int page_write(void *ctx, const char *s, size_t n)
 int nk__view_page_to(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                      const char *path, uint64_t *bytes, char *why, size_t whylen)
 {
+    nk__view_insights ins = {given_insights, (void *)insights_json};
+    return nk__view_page_to_deferred(pr, &ins, notes_json, cmp, path, bytes, why, whylen);
+}
+
+int nk__view_page_to_deferred(const nk_profile *pr, const nk__view_insights *ins, const char *notes_json,
+                              const nk_profile *cmp, const char *path, uint64_t *bytes, char *why, size_t whylen)
+{
     *bytes = 0;
     if (why && whylen)
         why[0] = 0;
@@ -143,7 +161,7 @@ int nk__view_page_to(const nk_profile *pr, const char *insights_json, const char
     nk_text t = {0};
     if (!rc) {
         nk__vb_stream(&t, page_write, k);
-        rc = nk__view_page(pr, insights_json, notes_json, cmp, &t);
+        rc = page(pr, ins, notes_json, cmp, &t);
         int st = nk__vb_stream_status();
         nk__vb_stream(NULL, NULL, NULL);
         if (!rc && !st && t.len)

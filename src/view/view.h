@@ -81,6 +81,15 @@ void nk__view_regions_json(const nk_timeline *tl, nk_text *t);
  * (objects with "title", "detail", "severity", "lines": ["file:line"]); it
  * is copied with <, > and & escaped. */
 int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *out);
+/* Insights the page asks for when it reaches them, last in its data: a
+ * caller can compute them meanwhile (on another thread) and wait for them in
+ * get. get returns the JSON (NULL: none) and stays valid until the page is
+ * made. */
+typedef struct nk__view_insights {
+    const char *(*get)(void *ctx);
+    void *ctx;
+} nk__view_insights;
+int nk__view_json_deferred(const nk_profile *pr, const nk__view_insights *ins, nk_text *out);
 /* One self-contained HTML page: styles, script and data inline. */
 int nk__view_html(const nk_profile *pr, const char *insights_json, nk_text *out);
 /* The same with the viewer's notes (time markers; a JSON document the page
@@ -95,6 +104,9 @@ int nk__view_page(const nk_profile *pr, const char *insights_json, const char *n
  * NK_EIO: writing failed, why says how (as nk__export_to). */
 int nk__view_page_to(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                      const char *path, uint64_t *bytes, char *why, size_t whylen);
+/* The same with the insights given when the page reaches them. */
+int nk__view_page_to_deferred(const nk_profile *pr, const nk__view_insights *ins, const char *notes_json,
+                              const nk_profile *cmp, const char *path, uint64_t *bytes, char *why, size_t whylen);
 /* A per-row busy-fraction chart `width` characters wide (>= 40). */
 int nk__view_timeline(const nk_profile *pr, int width, nk_text *out);
 

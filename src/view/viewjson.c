@@ -530,7 +530,15 @@ void nk__view_regions_json(const nk_timeline *tl, nk_text *t)
     nk__vb_chr(t, ']');
 }
 
+static const char *given_insights(void *ctx) { return ctx; }
+
 int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
+{
+    nk__view_insights ins = {given_insights, (void *)insights_json};
+    return nk__view_json_deferred(pr, &ins, t);
+}
+
+int nk__view_json_deferred(const nk_profile *pr, const nk__view_insights *ins, nk_text *t)
 {
     if (!pr || !pr->prog || !pr->tl)
         return NK_EINVAL;
@@ -577,6 +585,7 @@ int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
     if (rc)
         goto out;
     nk__vb_str(t, ",\"insights\":");
+    const char *insights_json = ins && ins->get ? ins->get(ins->ctx) : NULL;
     put_json_escaped(t, insights_json && *insights_json ? insights_json : "[]");
     nk__vb_chr(t, '}');
     rc = t->oom ? NK_ENOMEM : NK_OK;
