@@ -310,12 +310,26 @@ static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
     for (uint32_t i = 1; i < p->ninstr; i++)
         if (tl->instr_end[i] >= tl->instr_end[last])
             last = i;
-    uint32_t n = 0;
-    for (uint32_t c = last; c != NONE; c = releaser(p, tl, a, c))
-        n++;
-    a->path = malloc(n * sizeof *a->path);
-    if (!a->path)
+    /* the chain from the last instruction back, each releaser found once */
+    uint32_t n = 0, cap = 1024, *chain = malloc(cap * sizeof *chain);
+    for (uint32_t c = last; chain && c != NONE; c = releaser(p, tl, a, c)) {
+        if (n == cap) {
+            uint32_t *g = cap <= UINT32_MAX / 2 ? realloc(chain, 2 * (size_t)cap * sizeof *g) : NULL;
+            if (!g) {
+                free(chain);
+                chain = NULL;
+                break;
+            }
+            chain = g;
+            cap *= 2;
+        }
+        chain[n++] = c;
+    }
+    a->path = chain ? malloc((n ? n : 1) * sizeof *a->path) : NULL;
+    if (!a->path) {
+        free(chain);
         return NK_ENOMEM;
+    }
     a->npath = n;
     uint32_t k = n;
     double t0 = INFINITY; /* the path starts when the kernel's (first) start-up ends */
@@ -324,8 +338,8 @@ static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
             t0 = fmin(t0, tl->regions[g].end);
     if (t0 == INFINITY)
         t0 = 0;
-    for (uint32_t c = last; c != NONE;) {
-        uint32_t r = releaser(p, tl, a, c);
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t c = chain[j], r = j + 1 < n ? chain[j + 1] : NONE;
         const nk_instr *in = &p->instrs[c];
         double s = tl->instr_start[c], e = tl->instr_end[c];
         double rend = r == NONE ? t0 : tl->instr_end[r];
@@ -339,8 +353,8 @@ static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
         if (in->engine < NK_INS_ROWS)
             a->path_busy_ns[in->engine] += e - seg;
         a->path_wait_ns += wait;
-        c = r;
     }
+    free(chain);
     return 0;
 }
 
@@ -360,36 +374,33 @@ static double latest_dep(const nk_program *p, const nk_timeline *tl, uint32_t i,
     return best;
 }
 
-/* Was some later instruction of the same engine ready at time t? Looks at
- * the next few only: an in-order engine cannot see further either. */
-static int later_ready(const nk_program *p, const nk_timeline *tl, const uint32_t *list, uint32_t pos,
-                       uint32_t n, double t)
+/* Was some later instruction of the same engine ready at time t (all its
+ * dependencies done: the latest of them, dep_end)? Looks at the next few
+ * only: an in-order engine cannot see further either. */
+static int later_ready(const double *dep_end, const uint32_t *list, uint32_t pos, uint32_t n, double t)
 {
     enum { LOOKAHEAD = 8 };
-    for (uint32_t j = pos + 1; j < n && j <= pos + LOOKAHEAD; j++) {
-        const nk_instr *in = &p->instrs[list[j]];
-        int ready = 1;
-        for (uint32_t k = 0; k < in->ndep && ready; k++)
-            ready = tl->instr_end[p->deps[in->dep_off + k]] <= t + EPS_NS;
-        if (ready)
+    for (uint32_t j = pos + 1; j < n && j <= pos + LOOKAHEAD; j++)
+        if (dep_end[list[j]] <= t + EPS_NS)
             return 1;
-    }
     return 0;
 }
 
-static void engine_gaps(const nk_program *p, const nk_timeline *tl, nk_ins_analysis *a, int e,
-                        const uint32_t *list, uint32_t n)
+/* dep_end[i], dep_eng[i]: latest_dep of every instruction, in one pass over
+ * the records (the gaps would otherwise read them out of order). */
+static void engine_gaps(const nk_timeline *tl, nk_ins_analysis *a, int e, const uint32_t *list, uint32_t n,
+                        const double *dep_end, const uint8_t *dep_eng)
 {
     double prev_end = 0;
     for (uint32_t pos = 0; pos < n; pos++) {
         uint32_t i = list[pos];
         double s = tl->instr_start[i], gap = s - prev_end;
         if (gap > EPS_NS) {
-            int de = 0;
-            double d = latest_dep(p, tl, i, &de);
+            int de = dep_eng[i];
+            double d = dep_end[i];
             if (d < 0) {
                 a->idle_ns[e][NK_CAUSE_START] += gap;
-            } else if (later_ready(p, tl, list, pos, n, prev_end)) {
+            } else if (later_ready(dep_end, list, pos, n, prev_end)) {
                 a->idle_ns[e][NK_CAUSE_INORDER] += gap;
             } else {
                 double waited = fmin(fmax(fmin(d, s) - prev_end, 0), gap);
@@ -407,9 +418,21 @@ static void engine_gaps(const nk_program *p, const nk_timeline *tl, nk_ins_analy
 static int idle_causes(const nk_program *p, const nk_timeline *tl, nk_ins_analysis *a)
 {
     /* each compute engine's instructions in program order, from one pass */
-    uint32_t *list = malloc((p->ninstr ? p->ninstr : 1) * sizeof *list);
-    if (!list)
+    size_t n = p->ninstr ? p->ninstr : 1;
+    uint32_t *list = malloc(n * sizeof *list);
+    double *dep_end = malloc(n * sizeof *dep_end);
+    uint8_t *dep_eng = malloc(n);
+    if (!list || !dep_end || !dep_eng) {
+        free(list);
+        free(dep_end);
+        free(dep_eng);
         return NK_ENOMEM;
+    }
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        int de = 0;
+        dep_end[i] = latest_dep(p, tl, i, &de); /* -1: none */
+        dep_eng[i] = (uint8_t)de;
+    }
     uint32_t off[NK_ENGINE_SYNC + 2] = {0}, cur[NK_ENGINE_SYNC + 1];
     for (uint32_t i = 0; i < p->ninstr; i++)
         if (p->instrs[i].engine <= NK_ENGINE_SYNC)
@@ -422,8 +445,10 @@ static int idle_causes(const nk_program *p, const nk_timeline *tl, nk_ins_analys
         if (p->instrs[i].engine <= NK_ENGINE_SYNC)
             list[cur[p->instrs[i].engine]++] = i;
     for (int e = 0; e <= NK_ENGINE_SYNC; e++)
-        engine_gaps(p, tl, a, e, list + off[e], off[e + 1] - off[e]);
+        engine_gaps(tl, a, e, list + off[e], off[e + 1] - off[e], dep_end, dep_eng);
     free(list);
+    free(dep_end);
+    free(dep_eng);
     return 0;
 }
 
