@@ -542,9 +542,9 @@ ACT_LOOP(act_sigmoid, 1.0 / (1.0 + exp(-d)))
 ACT_LOOP(act_relu, x > 0.0f ? x : x != x ? x : 0.0f)
 ACT_LOOP(act_gelu, d == -INFINITY ? -0.0 : 0.5 * d * erfc(-d * 0.70710678118654752440))
 /* 0.5 * (1 + tanh(z)) written as 1 / (1 + exp(-2z)): no cancellation for x < 0.
- * (gelu_apprx_tanh, silu and softplus run here only without vmath's vector
- * code, which gives these functions' special values and, in double, the
- * same bound.) */
+ * (gelu, gelu_apprx_tanh, silu, softplus, erf and mish run here only without
+ * vmath's vector code, which gives these functions' special values and, in
+ * double, the same bound.) */
 ACT_LOOP(act_gelu_tanh, d == -INFINITY ? -0.0
                         : d / (1.0 + exp(-2.0 * 0.79788456080286535588 * (d + 0.044715 * d * d * d))))
 ACT_LOOP(act_silu, d == -INFINITY ? -0.0 : d / (1.0 + exp(-d)))

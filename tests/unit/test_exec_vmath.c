@@ -1,9 +1,10 @@
 /*
  * test_exec_vmath.c - the executor's vectorised fp32 functions (exec/vmath.c)
  * stay within their bounds of the exact value (SLEEF's u10 functions 1.0
- * ulp, sigmoid 0.5, tanh 1.5): a sweep
- * over fp32 bit patterns of every sign and exponent, against libm's double
- * functions rounded to the nearest fp32 ulp measure, plus the special values.
+ * ulp, tanh 1.5, the double-precision ones 0.5: sigmoid, silu,
+ * gelu_apprx_tanh, softplus, erf, gelu, mish): a sweep over fp32 bit
+ * patterns of every sign and exponent, against libm's double functions
+ * rounded to the nearest fp32 ulp measure, plus the special values.
  */
 #include "test.h"
 
@@ -78,10 +79,13 @@ static double gelu_tanh(double x)
 {
     return x == -INFINITY ? -0.0 : x / (1.0 + exp(-2.0 * 0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
+/* gelu and mish as the executor's scalar functions give them */
+static double gelu(double x) { return x == -INFINITY ? -0.0 : 0.5 * x * erfc(-x * 0.70710678118654752440); }
+static double mish(double x) { return x == -INFINITY ? -0.0 : x * tanh(softplus(x)); }
 
 /* SLEEF's functions within 1.0 ulp; sigmoid, evaluated in double and
  * rounded once, within 0.5 ulp and the double evaluation's hair (silu,
- * gelu_apprx_tanh and softplus too, the same way); tanh, in
+ * gelu_apprx_tanh, softplus, erf, gelu and mish too, the same way); tanh, in
  * fp32 (exec/vmath.c), within 1.5 ulp (every fp32 input, swept once outside
  * the suite, gives 1.16 at most) */
 static const struct {
@@ -96,6 +100,8 @@ static const struct {
     {NK_ACT_ARCTAN, "arctan", atan, 1.0},
     {NK_ACT_SILU, "silu", silu, 0.5},    {NK_ACT_GELU_APPRX_TANH, "gelu_tanh", gelu_tanh, 0.5},
     {NK_ACT_SOFTPLUS, "softplus", softplus, 0.5},
+    {NK_ACT_ERF, "erf", erf, 0.5},       {NK_ACT_GELU, "gelu", gelu, 0.5},
+    {NK_ACT_MISH, "mish", mish, 0.5},
 };
 
 TEST(exec_vmath_within_stated_ulp)
@@ -184,12 +190,70 @@ TEST(exec_vmath_special_values_and_tails)
     for (int i = 0; i < 9; i++)
         CHECK(py[i] == (float)softplus(px[i]));
     CHECK(py[4] > 0 && py[5] == 0.0f && py[7] == 1e30f);
-    CHECK(nk__vmath_f32(NK_ACT_GELU) == NULL); /* gelu, erf, mish stay in double */
-    CHECK(nk__vmath_f32(NK_ACT_ERF) == NULL);
+    /* erf: the sign of +-0, +-1 at the infinities, NaN; tiny inputs
+     * (subnormal ones included: 2 x / sqrt(pi)); both sides of the switch
+     * from the polynomial to exp(-x^2) F(x) at 0.75 and of every boundary
+     * of F's intervals; 1 from 3.92 on, to the clamp (11.5) and beyond */
+    nk__vfn ef = nk__vmath_f32(NK_ACT_ERF);
+    ef(y, x, 7, ID);
+    CHECK(y[0] == 0.0f && !signbit(y[0]) && y[1] == 0.0f && signbit(y[1]));
+    CHECK(y[2] == 1.0f && y[3] == -1.0f && isnan(y[4]) && y[5] == (float)erf(1.0) && y[6] == -1.0f);
+    static const float eb[] = {0.75f, 0.875f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 8.0f, 10.0f, 11.5f};
+    enum { NB = sizeof eb / sizeof eb[0] };
+    float ex[4 * NB + 6], ey[4 * NB + 6];
+    for (int i = 0; i < NB; i++) {
+        ex[4 * i] = eb[i];
+        ex[4 * i + 1] = nextafterf(eb[i], 0.0f);
+        ex[4 * i + 2] = -eb[i];
+        ex[4 * i + 3] = -nextafterf(eb[i], 0.0f);
+    }
+    float et[6] = {FLT_TRUE_MIN, -0x1p-140f, FLT_MIN, -1e-20f, 3.9f, 1e30f};
+    memcpy(ex + 4 * NB, et, sizeof et);
+    ef(ey, ex, 4 * NB + 6, ID);
+    for (int i = 0; i < 4 * NB + 6; i++)
+        if (ey[i] != (float)erf(ex[i]))
+            nk_test_fail(__FILE__, __LINE__, "erf(%a) = %a, libm %a", (double)ex[i], (double)ey[i], (double)(float)erf(ex[i]));
+    CHECK(ey[4 * NB] > 0 && ey[4 * NB + 1] < 0 && ey[4 * NB + 4] < 1.0f && ey[4 * NB + 5] == 1.0f);
+    /* gelu: +-0, +inf, -inf giving -0, NaN; next to the switches (erf's
+     * points times sqrt2, where -x / sqrt2 is near them); results below
+     * FLT_MIN near -14; the clamp at -16 and the huge ones (x, or -0) */
+    nk__vfn ge = nk__vmath_f32(NK_ACT_GELU);
+    ge(y, x, 7, ID);
+    CHECK(y[0] == 0.0f && !signbit(y[0]) && y[1] == 0.0f && signbit(y[1]));
+    CHECK(y[2] == INFINITY && y[3] == 0.0f && signbit(y[3]) && isnan(y[4]));
+    CHECK(y[5] == (float)gelu(1.0) && y[6] == 0.0f && signbit(y[6]));
+    for (int i = 0; i < 4 * NB; i++)
+        ex[i] *= (float)M_SQRT2;
+    float gt[6] = {-13.5f, -14.1f, -15.9f, -16.5f, 1e30f, -FLT_MAX};
+    memcpy(ex + 4 * NB, gt, sizeof gt);
+    ge(ey, ex, 4 * NB + 6, ID);
+    for (int i = 0; i < 4 * NB + 6; i++)
+        if (ey[i] != (float)gelu(ex[i]))
+            nk_test_fail(__FILE__, __LINE__, "gelu(%a) = %a, formula %a", (double)ex[i], (double)ey[i],
+                         (double)(float)gelu(ex[i]));
+    CHECK(ey[4 * NB] < 0 && ey[4 * NB] > -FLT_MIN && ey[4 * NB + 3] == 0.0f && signbit(ey[4 * NB + 3]));
+    CHECK(ey[4 * NB + 4] == 1e30f && ey[4 * NB + 5] == 0.0f && signbit(ey[4 * NB + 5]));
+    /* mish: +-0, +inf, -inf giving -0, NaN; results below FLT_MIN near -100;
+     * the clamps (x at -110, exp's argument at 40) and the huge ones */
+    nk__vfn mi = nk__vmath_f32(NK_ACT_MISH);
+    mi(y, x, 7, ID);
+    CHECK(y[0] == 0.0f && !signbit(y[0]) && y[1] == 0.0f && signbit(y[1]));
+    CHECK(y[2] == INFINITY && y[3] == 0.0f && signbit(y[3]) && isnan(y[4]));
+    CHECK(y[5] == (float)mish(1.0) && y[6] == (float)mish(-88.0) && y[6] < 0);
+    float mx[10] = {-0.5f, 3.0f, -20.0f, -95.0f, -100.0f, -109.0f, -111.0f, 39.0f, 41.0f, -FLT_MAX}, my[10];
+    mi(my, mx, 10, ID);
+    for (int i = 0; i < 10; i++)
+        if (my[i] != (float)mish(mx[i]))
+            nk_test_fail(__FILE__, __LINE__, "mish(%a) = %a, formula %a", (double)mx[i], (double)my[i],
+                         (double)(float)mish(mx[i]));
+    CHECK(my[4] < 0 && my[4] > -FLT_MIN && my[6] == 0.0f && signbit(my[6]) && my[8] == 41.0f);
+    CHECK(my[9] == 0.0f && signbit(my[9]));
 }
 
-/* tanh, sigmoid, silu, gelu_apprx_tanh and softplus give the same bits on every tier the processor has (the
- * same operations in the same order), tails and in-place calls included. */
+/* tanh and the double-precision functions (sigmoid, silu, gelu_apprx_tanh,
+ * softplus, erf, gelu, mish) give the same bits on every tier the processor
+ * has (the same operations in the same order), tails and in-place calls
+ * included. */
 TEST(exec_vmath_tiers_agree)
 {
     if (!strcmp(nk__vmath_isa(), "none"))
@@ -197,10 +261,11 @@ TEST(exec_vmath_tiers_agree)
     enum { N = 4099 };
     static float x[N], y0[N], y1[N];
     static const char *isas[] = {"avx512f", "avx2", "sse2"};
-    static const int funcs2[] = {NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH, NK_ACT_SOFTPLUS};
-    static const char *names2[] = {"tanh", "sigmoid", "silu", "gelu_tanh", "softplus"};
+    static const int funcs2[] = {NK_ACT_TANH,     NK_ACT_SIGMOID, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH,
+                                 NK_ACT_SOFTPLUS, NK_ACT_ERF,     NK_ACT_GELU, NK_ACT_MISH};
+    static const char *names2[] = {"tanh", "sigmoid", "silu", "gelu_tanh", "softplus", "erf", "gelu", "mish"};
     int compared = 0;
-    for (int f = 0; f < 5; f++) {
+    for (int f = 0; f < (int)(sizeof funcs2 / sizeof funcs2[0]); f++) {
         nk__vfn ref = nk__vmath_f32_on(funcs2[f], "sse2");
         CHECK(ref != NULL && nk__vmath_f32_on(funcs2[f], "none") == NULL);
         if (!ref)
@@ -240,8 +305,9 @@ TEST(exec_vmath_affine_step)
     enum { N = 1001 };
     static float x[N], t[N], y0[N], y1[N];
     static const char *isas[] = {"avx512f", "avx2", "sse2"};
-    const int fs[] = {NK_ACT_EXP, NK_ACT_LOG, NK_ACT_TANH, NK_ACT_SIGMOID, NK_ACT_SIN,
-                      NK_ACT_COS, NK_ACT_ARCTAN, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH, NK_ACT_SOFTPLUS};
+    const int fs[] = {NK_ACT_EXP,  NK_ACT_LOG,    NK_ACT_TANH, NK_ACT_SIGMOID,         NK_ACT_SIN,
+                      NK_ACT_COS,  NK_ACT_ARCTAN, NK_ACT_SILU, NK_ACT_GELU_APPRX_TANH, NK_ACT_SOFTPLUS,
+                      NK_ACT_ERF,  NK_ACT_GELU,   NK_ACT_MISH};
     const float sb[][2] = {{-0.7f, 0.25f}, {1.0f, 0.0f}, {3.0f, -0.0f}, {0x1.8p-3f, 1e-3f}};
     uint32_t r = 12345;
     for (int i = 0; i < N; i++) {
