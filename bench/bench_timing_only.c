@@ -48,7 +48,7 @@ static const char *stage_name[S_COUNT] = {
 
 typedef struct sizes {
     size_t file_bytes;
-    uint32_t ninstr, nevents, nxfers;
+    uint32_t ninstr, nevents, ndspans;
     double device_us;
 } sizes;
 
@@ -101,7 +101,7 @@ static int one_run(const nk_array *args, const char *path, double *t, sizes *sz)
     double t9 = now();
     double d[S_COUNT] = {t1 - t0, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6, t8 - t7, t9 - t8};
     memcpy(t, d, sizeof d);
-    *sz = (sizes){w.n, p->ninstr, pr->tl->nevents, pr->tl->nxfers, pr->tl->total_ns * 1e-3};
+    *sz = (sizes){w.n, p->ninstr, pr->tl->nevents, pr->tl->ndspans, pr->tl->total_ns * 1e-3};
 out:
     nk_profile_free(back);
     nk__wr_free(&w);
@@ -153,8 +153,8 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("timing-only profile of matmul_tiled: lhsT[%ld, %ld] rhs[%ld, %ld] bfloat16 on trn1\n", K, M, K, N);
-    printf("%u instructions, %u events, %u DMA transfers, device time %.1f us, file %.1f MB\n", sz.ninstr,
-           sz.nevents, sz.nxfers, sz.device_us, (double)sz.file_bytes / 1e6);
+    printf("%u instructions, %u events, %u DMA spans, device time %.1f us, file %.1f MB\n", sz.ninstr,
+           sz.nevents, sz.ndspans, sz.device_us, (double)sz.file_bytes / 1e6);
     printf("best of %d runs; share = stage / pipeline (compile + capture + write = %.3f s, %.2f M instructions/s)\n\n",
            RUNS, pipeline, sz.ninstr / pipeline * 1e-6);
     printf("%-42s %10s %8s\n", "stage", "seconds", "share");

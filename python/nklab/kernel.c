@@ -1931,8 +1931,8 @@ static PyObject *timing_of(const nk_program *p)
     if (rc)
         return PyErr_Format(pynk_KernelError, "timing the program failed: %s", nk_strerror(rc));
     double bytes = 0;
-    for (uint32_t x = 0; x < tl->nxfers; x++)
-        bytes += (double)tl->xfers[x].bytes;
+    for (uint32_t x = 0; x < tl->ndspans; x++)
+        bytes += (double)tl->dspans[x].bytes;
     PyObject *ret = Py_BuildValue("{sdsdsdsdsdsn}", "device_ns", tl->total_ns, "launch_ns", nk__timeline_launch_ns(tl),
                                   "host_in_ns", tl->host_in_ns, "host_out_ns", tl->host_out_ns, "dma_bytes", bytes,
                                   "instructions", (Py_ssize_t)nk_program_num_instructions(p));

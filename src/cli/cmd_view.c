@@ -83,20 +83,21 @@ static char *read_notes(const char *profile, const nk_profile *pr)
 
 /* nklab view KERNEL ...: profiled in memory, its insights with a re-trace. */
 /* Writes the page of pr (insights JSON, notes and a compared profile as
- * given) to out and says so; what names the profile in an error. */
+ * given) to out as it is made (a large page is never held whole) and says
+ * so; what names the profile in an error. */
 static int write_page(const char *what, const nk_profile *pr, const char *insights, const char *notes,
                       const nk_profile *cmp, const char *out)
 {
-    nk_text page = {0};
-    int code, rc = nk__view_page(pr, insights, notes, cmp, &page);
+    uint64_t bytes = 0;
+    char why[384];
+    int rc = nk__view_page_to(pr, insights, notes, cmp, nk_cli_is_stdout(out) ? NULL : out, &bytes, why, sizeof why);
+    if (rc == NK_EIO)
+        return nk_cli_write_failed("view", out, rc, why);
     if (rc)
-        code = nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", what, nk_strerror(rc));
-    else
-        code = nk_cli_write_text("view", out, page.s, page.len);
-    if (!code && !nk_cli_is_stdout(out))
-        fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)page.len / 1e6);
-    nk__text_free(&page);
-    return code;
+        return nk_cli_error(NK_EXIT_FAIL, "view: %s: %s", what, nk_strerror(rc));
+    if (!nk_cli_is_stdout(out))
+        fprintf(stderr, "wrote %s (%.1f MB)\n", out, (double)bytes / 1e6);
+    return NK_EXIT_OK;
 }
 
 static int view_kernel(int argc, char **argv)

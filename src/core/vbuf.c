@@ -8,12 +8,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+static _Thread_local struct {
+    nk_text *t;
+    nk__vb_sink sink;
+    void *ctx;
+    int rc;
+} stream;
+
+void nk__vb_stream(nk_text *t, nk__vb_sink sink, void *ctx)
+{
+    stream.t = sink ? t : NULL;
+    stream.sink = sink;
+    stream.ctx = ctx;
+    stream.rc = 0;
+}
+
+int nk__vb_stream_status(void) { return stream.rc; }
+
 int nk__vb_reserve(nk_text *t, size_t n)
 {
     if (t->oom)
         return NK_ENOMEM;
     if (t->len + n + 1 <= t->cap)
         return NK_OK;
+    if (t == stream.t && t->len && t->len + n + 1 > NK_VB_STREAM_CHUNK) {
+        if (!stream.rc)
+            stream.rc = stream.sink(stream.ctx, t->s, t->len);
+        t->len = 0;
+        t->s[0] = 0;
+        if (n + 1 <= t->cap)
+            return NK_OK;
+    }
     size_t cap = t->cap ? t->cap : 4096;
     while (cap < t->len + n + 1)
         cap *= 2;

@@ -13,6 +13,19 @@
 
 /* Makes room for n more bytes (and a terminator); 0 or NK_ENOMEM. */
 int nk__vb_reserve(nk_text *t, size_t n);
+
+/* Streaming (this thread's, one text at a time): while t is the stream's
+ * text, a reserve that would grow it past NK_VB_STREAM_CHUNK bytes first
+ * hands the text so far to sink (which returns 0 or a negative status: the
+ * first failure is kept, later text is dropped) and starts it again empty,
+ * so the writers above never hold more than a chunk of it. The writers only
+ * append, so what the sink receives is the text they would have made.
+ * nk__vb_stream(t, NULL, NULL) ends it; the caller hands the rest over. */
+#define NK_VB_STREAM_CHUNK ((size_t)1 << 20)
+typedef int (*nk__vb_sink)(void *ctx, const char *s, size_t n);
+void nk__vb_stream(nk_text *t, nk__vb_sink sink, void *ctx);
+/* The first failure of the stream's sink, 0 if none. */
+int nk__vb_stream_status(void);
 void nk__vb_mem(nk_text *t, const char *s, size_t n);
 void nk__vb_str(nk_text *t, const char *s);
 void nk__vb_chr(nk_text *t, char c);

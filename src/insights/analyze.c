@@ -195,16 +195,16 @@ static int transfers(const nk_program *p, const nk_timeline *tl, nk_ins_analysis
 {
     for (uint32_t i = 0; i < p->ninstr; i++)
         a->xfer_first[i] = -1;
-    if (!tl->nxfers)
+    if (!tl->ndspans)
         return 0;
-    ivlist x = {malloc(tl->nxfers * sizeof(ival)), 0};
+    ivlist x = {malloc(tl->ndspans * sizeof(ival)), 0};
     ivlist lat = {malloc((p->ninstr ? p->ninstr : 1) * sizeof(ival)), 0};
-    ivlist gaps = {malloc((tl->nxfers + 1) * sizeof(ival)), 0};
+    ivlist gaps = {malloc((tl->ndspans + 1) * sizeof(ival)), 0};
     int rc = NK_ENOMEM;
     if (!x.v || !lat.v || !gaps.v)
         goto out;
-    for (uint32_t k = 0; k < tl->nxfers; k++) {
-        const nk_dma_xfer *t = &tl->xfers[k];
+    for (uint32_t k = 0; k < tl->ndspans; k++) {
+        const nk_dma_span *t = &tl->dspans[k];
         if (t->instr < p->ninstr && (a->xfer_first[t->instr] < 0 || t->start < a->xfer_first[t->instr]))
             a->xfer_first[t->instr] = t->start;
         if (t->end > t->start)

@@ -229,18 +229,18 @@ static double union_ns(const nk_timeline *tl, const uint32_t *idx, uint32_t n)
     return t;
 }
 
-/* Union of the data-moving intervals of the instructions' DMA transfers
- * (sorted list of instruction ids); without transfers, of the instructions. */
+/* Union of the data-moving intervals of the instructions' DMA spans
+ * (sorted list of instruction ids); without spans, of the instructions. */
 static double xfer_union_ns(const nk_profile *pr, const uint32_t *idx, uint32_t n)
 {
     const nk_timeline *tl = pr->tl;
-    if (!tl->nxfers)
+    if (!tl->ndspans)
         return union_ns(tl, idx, n);
-    nk_ins_ivlist l = {malloc(tl->nxfers * sizeof(nk_ins_ival)), 0};
+    nk_ins_ivlist l = {malloc(tl->ndspans * sizeof(nk_ins_ival)), 0};
     if (!l.v)
         return 0;
-    for (uint32_t k = 0; k < tl->nxfers; k++) {
-        const nk_dma_xfer *x = &tl->xfers[k];
+    for (uint32_t k = 0; k < tl->ndspans; k++) {
+        const nk_dma_span *x = &tl->dspans[k];
         uint32_t lo = 0, hi = n; /* binary search: idx is ascending */
         while (lo < hi) {
             uint32_t mid = (lo + hi) / 2;
@@ -1707,7 +1707,11 @@ static void simulate(nk_insights *ins)
     double base = pr->tl->total_ns, l = -1;
     ins->sim_ns = base;
     ins->sim_bufs = 0;
-    int rc = nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &l);
+    /* a program list-scheduled for the table it was timed on has the list
+     * schedule already: scheduling it again can only shuffle ties, which is
+     * nothing to suggest (and at a million instructions half the analysis) */
+    int listed = pr->prog->sched == NK_SCHED_LIST && !strcmp(pr->tl->target, pr->prog->target);
+    int rc = listed ? NK_EINVAL : nk__schedule_total(pr->prog, NK_SCHED_LIST, &pr->arch, &l);
     if (rc == NK_ENOMEM) {
         ins->sim_rc = rc;
         return;

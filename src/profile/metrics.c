@@ -125,9 +125,9 @@ static void measure_activity(const nk_timeline *tl, activity *a)
     span row[NK_ENGINE_COUNT], dma_ev = {0}, any = {0};
     memset(row, 0, sizeof row);
     uint32_t i = 0, k = 0;
-    /* events and transfers are each sorted by start: merge them */
-    while (i < tl->nevents || k < tl->nxfers) {
-        int take_event = k >= tl->nxfers || (i < tl->nevents && tl->events[i].start <= tl->xfers[k].start);
+    /* events and DMA spans are each sorted by start: merge them */
+    while (i < tl->nevents || k < tl->ndspans) {
+        int take_event = k >= tl->ndspans || (i < tl->nevents && tl->events[i].start <= tl->dspans[k].start);
         if (take_event) {
             const nk_event *e = &tl->events[i++];
             if (e->engine == NK_ENGINE_DMA) {
@@ -138,7 +138,7 @@ static void measure_activity(const nk_timeline *tl, activity *a)
             }
             span_add(&any, e->start, e->end);
         } else {
-            const nk_dma_xfer *x = &tl->xfers[k++];
+            const nk_dma_span *x = &tl->dspans[k++];
             span_add(&row[NK_ENGINE_DMA], x->start, x->end);
             span_add(&any, x->start, x->end);
             a->queues |= 1ull << (x->queue & 63);
@@ -147,7 +147,7 @@ static void measure_activity(const nk_timeline *tl, activity *a)
     for (int e = 0; e < NK_ENGINE_COUNT; e++)
         a->active_ns[e] = span_total(&row[e]);
     a->queue_busy_ns = span_total(&dma_ev);
-    if (!tl->nxfers)
+    if (!tl->ndspans)
         a->active_ns[NK_ENGINE_DMA] = a->queue_busy_ns;
     a->any_ns = span_total(&any);
 }
@@ -251,10 +251,14 @@ int nk_profile_metrics(const nk_profile *pr, nk_metrics *m)
     m->dma_active_time_percent = pct(act.active_ns[NK_ENGINE_DMA], T);
     m->dma_queue_busy_time = act.queue_busy_ns * 1e-9;
     m->dma_queue_busy_time_percent = pct(act.queue_busy_ns, T);
-    m->dma_transfer_count = tl->nxfers;
-    for (uint32_t k = 0; k < tl->nxfers; k++)
-        m->dma_transfer_total_bytes += (double)tl->xfers[k].bytes;
-    m->dma_transfer_average_bytes = tl->nxfers ? m->dma_transfer_total_bytes / tl->nxfers : 0;
+    uint64_t ndesc = 0, bytes = 0;
+    for (uint32_t k = 0; k < tl->ndspans; k++) {
+        ndesc += tl->dspans[k].descriptors;
+        bytes += tl->dspans[k].bytes;
+    }
+    m->dma_transfer_count = ndesc;
+    m->dma_transfer_total_bytes = (double)bytes;
+    m->dma_transfer_average_bytes = ndesc ? m->dma_transfer_total_bytes / (double)ndesc : 0;
     m->dma_queue_count = __builtin_popcountll(act.queues);
 
     work w;

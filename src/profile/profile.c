@@ -271,22 +271,24 @@ static void put_events(tout *o, const nk_timeline *tl)
     }
 }
 
-static void put_xfers(tout *o, const nk_timeline *tl)
+/* Version 7: the DMA spans (before: every descriptor's transfer). */
+static void put_dspans(tout *o, const nk_timeline *tl)
 {
-    nk__wr_u32(o->w, tl->nxfers);
+    nk__wr_u32(o->w, tl->ndspans);
     int64_t instr = 0;
     double start = 0;
-    for (uint32_t i = 0; i < tl->nxfers; i++) {
-        const nk_dma_xfer *x = &tl->xfers[i];
+    for (uint32_t i = 0; i < tl->ndspans; i++) {
+        const nk_dma_span *x = &tl->dspans[i];
         uint8_t *b = trec(o);
         if (!b)
             return;
         b = put_sv(b, (int64_t)x->instr - instr);
         b = put_uv(b, x->queue);
-        *b++ = x->dma_engine;
         *b++ = x->to_hbm;
+        b = put_uv(b, x->descriptors);
         b = put_uv(b, x->partitions);
         b = put_uv(b, x->bytes);
+        b = put_uv(b, x->engines);
         b = put_fx(b, x->start, start);
         b = put_fx(b, x->end, x->start);
         tdone(o, b);
@@ -306,7 +308,7 @@ static void put_timeline(tout *o, const nk_timeline *tl, uint32_t ninstr)
     for (int e = 0; e < NK_ENGINE_COUNT; e++)
         nk__wr_f64(w, tl->active_ns[e]);
     put_events(o, tl);
-    put_xfers(o, tl);
+    put_dspans(o, tl);
     nk__wr_u32(w, ninstr);
     double prev = 0;
     for (uint32_t i = 0; i < ninstr; i++) {
@@ -364,10 +366,11 @@ static uint64_t timeline_bytes(const nk_timeline *tl, uint32_t ninstr)
     n += 4;
     instr = 0;
     start = 0;
-    for (uint32_t i = 0; i < tl->nxfers; i++) {
-        const nk_dma_xfer *x = &tl->xfers[i];
-        n += uv_len(zigzag((int64_t)x->instr - instr)) + uv_len(x->queue) + 2 + uv_len(x->partitions) +
-             uv_len(x->bytes) + uv_len(fxbits(x->start, start)) + uv_len(fxbits(x->end, x->start));
+    for (uint32_t i = 0; i < tl->ndspans; i++) {
+        const nk_dma_span *x = &tl->dspans[i];
+        n += uv_len(zigzag((int64_t)x->instr - instr)) + uv_len(x->queue) + 1 + uv_len(x->descriptors) +
+             uv_len(x->partitions) + uv_len(x->bytes) + uv_len(x->engines) + uv_len(fxbits(x->start, start)) +
+             uv_len(fxbits(x->end, x->start));
         instr = x->instr;
         start = x->start;
     }
@@ -401,7 +404,7 @@ static size_t encoded_estimate(const nk_profile *pr)
     const nk_program *p = pr->prog;
     const nk_timeline *tl = pr->tl;
     size_t n = 64 * 1024 + (size_t)p->ninstr * 80 + (size_t)p->nbufs * 24 + (size_t)p->ndeps * 3 +
-               (size_t)tl->nevents * 16 + (size_t)tl->nxfers * 20;
+               (size_t)tl->nevents * 16 + (size_t)tl->ndspans * 24;
     for (uint32_t i = 0; i < tl->ncounters; i++)
         n += (size_t)tl->counters[i].n * 12;
     for (uint32_t i = 0; pr->sources && i < p->nfiles; i++)
@@ -703,7 +706,7 @@ static int get_prog(nk_rd *r, nk_profile *pr)
  * fixed widths second), for the counts-versus-bytes checks: an event, a DMA
  * transfer, an instruction's span, a counter sample. */
 enum {
-    MIN_EVENT = 6, MIN_EVENT_V1 = 24, MIN_XFER = 8, MIN_XFER_V1 = 36,
+    MIN_EVENT = 6, MIN_EVENT_V1 = 24, MIN_XFER = 8, MIN_XFER_V1 = 36, MIN_DSPAN = 9,
     MIN_SPAN = 2, MIN_SPAN_V1 = 16, MIN_SAMPLE = 2, MIN_SAMPLE_V1 = 16
 };
 
@@ -784,6 +787,7 @@ static void get_events(nk_rd *s, nk_timeline *tl)
     double start = 0;
     for (uint32_t i = 0; i < tl->nevents && !s->rc; i++) {
         nk_event *e = &tl->events[i];
+        nk__rd_release(s);
         if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
             const uint8_t *b = s->p + s->pos;
             uint64_t d, q, st, en;
@@ -816,6 +820,7 @@ static void get_events(nk_rd *s, nk_timeline *tl)
     }
 }
 
+/* Versions before 7: every descriptor's transfer (made into DMA spans once checked). */
 static void get_xfers(nk_rd *s, nk_timeline *tl)
 {
     tl->nxfers = nk__rd_count(s, nk__rd_vmin(s, MIN_XFER_V1, MIN_XFER), "DMA transfers");
@@ -828,6 +833,7 @@ static void get_xfers(nk_rd *s, nk_timeline *tl)
     double start = 0;
     for (uint32_t i = 0; i < tl->nxfers && !s->rc; i++) {
         nk_dma_xfer *x = &tl->xfers[i];
+        nk__rd_release(s);
         if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
             const uint8_t *b = s->p + s->pos;
             uint64_t d, q, parts, bytes, st, en;
@@ -866,6 +872,56 @@ static void get_xfers(nk_rd *s, nk_timeline *tl)
     }
 }
 
+/* Version 7: the DMA spans. */
+static void get_dspans(nk_rd *s, nk_timeline *tl)
+{
+    tl->ndspans = nk__rd_count(s, MIN_DSPAN, "DMA spans");
+    if (s->rc || !(tl->dspans = calloc(tl->ndspans ? tl->ndspans : 1, sizeof *tl->dspans))) {
+        tl->ndspans = 0;
+        nk__rd_fail(s, NK_ENOMEM, "out of memory");
+        return;
+    }
+    int64_t instr = 0;
+    double start = 0;
+    for (uint32_t i = 0; i < tl->ndspans && !s->rc; i++) {
+        nk_dma_span *x = &tl->dspans[i];
+        nk__rd_release(s);
+        if (s->n - s->pos >= FAST_AT) {
+            const uint8_t *b = s->p + s->pos;
+            uint64_t d, q, nd, parts, bytes, eng, st, en;
+            FAST_UV(d);
+            int64_t id = instr + unzig(d);
+            FAST_UV(q);
+            uint8_t to_hbm = *b++;
+            FAST_UV(nd);
+            FAST_UV(parts);
+            FAST_UV(bytes);
+            FAST_UV(eng);
+            FAST_UV(st);
+            FAST_UV(en);
+            if (id < 0 || id > UINT32_MAX || q > UINT16_MAX || nd > UINT32_MAX || parts > UINT32_MAX)
+                goto slow;
+            *x = (nk_dma_span){(uint32_t)id, (uint16_t)q, to_hbm, 0, (uint32_t)nd, (uint32_t)parts, bytes, eng,
+                               0, 0};
+            x->start = start = fast_fx(st, start);
+            x->end = fast_fx(en, x->start);
+            instr = id;
+            s->pos = (size_t)(b - s->p);
+            continue;
+        }
+    slow:
+        x->instr = get_instr_id(s, &instr, "DMA span", i);
+        x->queue = nk__rd_vu16(s);
+        x->to_hbm = nk__rd_u8(s);
+        x->descriptors = nk__rd_vu32(s);
+        x->partitions = nk__rd_vu32(s);
+        x->bytes = nk__rd_vu64(s);
+        x->engines = nk__rd_vu64(s);
+        x->start = start = nk__rd_vfx(s, start);
+        x->end = nk__rd_vfx(s, x->start);
+    }
+}
+
 static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
 {
     uint32_t n = nk__rd_count(s, nk__rd_vmin(s, MIN_SPAN_V1, MIN_SPAN), "instruction spans");
@@ -881,6 +937,7 @@ static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
     }
     double prev = 0;
     for (uint32_t i = 0; i < n && !s->rc; i++) {
+        nk__rd_release(s);
         if (!nk__rd_v1(s) && s->n - s->pos >= FAST_AT) {
             const uint8_t *b = s->p + s->pos;
             uint64_t st, en;
@@ -969,8 +1026,10 @@ static int get_time(nk_rd *r, nk_profile *pr)
         tl->active_ns[e] = nk__rd_f64(&s);
     if (!s.rc)
         get_events(&s, tl);
-    if (!s.rc)
+    if (!s.rc && s.version < 7)
         get_xfers(&s, tl);
+    else if (!s.rc)
+        get_dspans(&s, tl);
     if (!s.rc)
         get_spans(&s, tl, pr->prog->ninstr);
     if (!s.rc)
@@ -983,6 +1042,13 @@ static int get_time(nk_rd *r, nk_profile *pr)
     int rc = nk__timeline_check(tl, pr->prog, &pr->arch, msg, sizeof msg);
     if (rc)
         nk__rd_fail(&s, rc, "%s", msg);
+    if (!s.rc && tl->xfers) { /* an earlier version's transfers, checked: its DMA spans */
+        if ((rc = nk__dma_spans_of(tl->xfers, tl->nxfers, pr->prog->ninstr, &tl->dspans, &tl->ndspans)))
+            nk__rd_fail(&s, rc, "DMA transfers: %s", nk_strerror(rc));
+        free(tl->xfers);
+        tl->xfers = NULL;
+        tl->nxfers = 0;
+    }
     return r->rc = s.rc;
 }
 
@@ -1042,8 +1108,14 @@ int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen
     if (!path)
         return NK_EINVAL;
     int rc = nk__file_read_all(path, &data, &n, err, errlen);
+    nk_rd r;
+    nk_rd_owned own;
     if (!rc)
-        rc = nk__profile_decode(data, n, out, err, errlen);
+        rc = nk__file_open(data, n, NK_MAGIC_PROFILE, "profile", &r, err, errlen);
+    if (!rc) { /* read once, front to back: the pages behind go back as it decodes */
+        nk__rd_own(&r, &own, data, n);
+        rc = nk__profile_decode_content(&r, out);
+    }
     free(data);
     return rc;
 }
@@ -1115,6 +1187,36 @@ static int check_xfers(const nk_timeline *tl, const nk_program *p, const nk_arch
     return 0;
 }
 
+/* DMA spans of instructions that run on the DMA engines of target a. */
+static int check_dspans(const nk_timeline *tl, const nk_program *p, const nk_arch *a, char *err, size_t errlen)
+{
+    uint64_t engines = a->dma_engines >= 64 ? ~0ull : (1ull << a->dma_engines) - 1;
+    for (uint32_t i = 0; i < tl->ndspans; i++) {
+        const nk_dma_span *x = &tl->dspans[i];
+        if (x->instr >= p->ninstr)
+            return tbad(err, errlen, "DMA span %u: instruction %u out of range", i, x->instr);
+        const nk_instr *in = &p->instrs[x->instr];
+        if (in->engine != NK_ENGINE_DMA || x->to_hbm != (in->dst.mem == NK_SHARED_HBM))
+            return tbad(err, errlen, "DMA span %u: instruction %u is a %s, direction %u", i, x->instr,
+                        nk__op_name(in->op), x->to_hbm);
+        if (x->queue >= NK_ARCH_MAX_DMA_QUEUES || x->descriptors < 1 || !x->engines || (x->engines & ~engines) ||
+            (uint32_t)__builtin_popcountll(x->engines) > x->descriptors || x->partitions < x->descriptors ||
+            x->partitions / x->descriptors > (uint32_t)p->arch->partitions ||
+            x->bytes > (uint64_t)NK_IO_MAX_HBM_BYTES)
+            return tbad(err, errlen,
+                        "DMA span %u: queue %u, %u descriptors on engines 0x%llx, partitions %u or bytes %llu "
+                        "out of range",
+                        i, x->queue, x->descriptors, (unsigned long long)x->engines, x->partitions,
+                        (unsigned long long)x->bytes);
+        if (!in_kernel(x->start, tl->total_ns) || !in_kernel(x->end, tl->total_ns) || x->end < x->start)
+            return tbad(err, errlen, "DMA span %u: times %g..%g outside 0..%g ns", i, x->start, x->end,
+                        tl->total_ns);
+        if (i && x->start < tl->dspans[i - 1].start)
+            return tbad(err, errlen, "DMA span %u: not sorted by start", i);
+    }
+    return 0;
+}
+
 /* Launch regions of the program's cores, by start, inside the kernel. */
 static int check_regions(const nk_timeline *tl, const nk_program *p, char *err, size_t errlen)
 {
@@ -1167,6 +1269,8 @@ int nk__timeline_check(const nk_timeline *tl, const nk_program *p, const nk_arch
     int rc = check_events(tl, p, err, errlen);
     if (!rc)
         rc = check_xfers(tl, p, a, err, errlen);
+    if (!rc)
+        rc = check_dspans(tl, p, a, err, errlen);
     for (uint32_t i = 0; !rc && i < p->ninstr; i++)
         if (!in_kernel(tl->instr_start[i], T) || !in_kernel(tl->instr_end[i], T) ||
             tl->instr_end[i] < tl->instr_start[i])

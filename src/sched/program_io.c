@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +100,31 @@ void nk__rd_init(nk_rd *r, const void *p, size_t n, char *err, size_t errlen)
     r->errlen = errlen;
     if (err && errlen)
         err[0] = 0;
+}
+
+size_t nk__rd_own_min = (size_t)16 << 20, nk__rd_own_step = (size_t)8 << 20, nk__rd_own_slack = (size_t)1 << 20;
+_Atomic size_t nk__rd_own_given;
+
+void nk__rd_own(nk_rd *r, nk_rd_owned *o, const uint8_t *data, size_t n)
+{
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)data;
+    o->done = (lo + pg - 1) / pg * pg;
+    o->end = lo + n;
+    r->owned = n >= nk__rd_own_min && pg ? o : NULL;
+}
+
+/* Pages wholly behind the reader, less the slack, go back to the system:
+ * the buffer's memory reads as zeros afterwards, which nothing reads. */
+void nk__rd_release_slow(nk_rd *r)
+{
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)(r->p + r->pos);
+    if (!pg || at > r->owned->end || at < r->owned->done + nk__rd_own_slack)
+        return;
+    at = (at - nk__rd_own_slack) / pg * pg;
+    if (at > r->owned->done && !madvise((void *)r->owned->done, at - r->owned->done, MADV_DONTNEED)) {
+        nk__rd_own_given += at - r->owned->done;
+        r->owned->done = at;
+    }
 }
 
 int nk__rd_fail(nk_rd *r, int rc, const char *fmt, ...)
@@ -255,7 +281,9 @@ int nk__rd_section(nk_rd *r, const char tag[4], nk_rd *sub)
     if (len > r->n - r->pos)
         return nk__rd_fail(r, NK_EFORMAT, "section %.4s: length %llu exceeds the %zu bytes left", tag,
                            (unsigned long long)len, r->n - r->pos);
+    nk__rd_release(r);
     nk__rd_init(sub, r->p + r->pos, (size_t)len, r->err, r->errlen);
+    sub->owned = r->owned;
     size_t k = strnlen(r->ctx, sizeof r->ctx - 6);
     memcpy(sub->ctx, r->ctx, k);
     if (k)
@@ -883,6 +911,7 @@ static int get_instrs(nk_rd *r, nk_program *p)
         nk__rd_fail(&s, NK_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < n && !s.rc; i++) {
         nk_instr *in = &p->instrs[i];
+        nk__rd_release(&s);
         in->op = nk__rd_u8(&s);
         in->engine = nk__rd_u8(&s);
         in->func = nk__rd_u8(&s);

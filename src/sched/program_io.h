@@ -16,7 +16,7 @@
 
 /* Version of the container and of every section layout. Any change to a
  * layout bumps it; readers reject versions they do not know. */
-#define NK_FORMAT_VERSION 6
+#define NK_FORMAT_VERSION 7
 #define NK_MAGIC_PROGRAM "NKLABPRG"
 #define NK_MAGIC_PROFILE "NKLABPRF"
 #define NK_FILE_HEADER_BYTES 32
@@ -163,9 +163,18 @@ void nk__wr_free(nk_wr *w);
 /* ---- reader: every get checks the remaining length; the first failure is
  * recorded (rc and a message prefixed by the reader's context) and later
  * gets return zeros, so callers check rc once per block. */
+/* A buffer the reader owns and reads once, front to back (a file read
+ * whole): the pages behind the reader are given back to the system as it
+ * goes (nk__rd_release), so a large file is not held beside what it
+ * decodes to. */
+typedef struct nk_rd_owned {
+    uintptr_t done, end; /* given back: [page after the start, done); the buffer ends at end */
+} nk_rd_owned;
+
 typedef struct nk_rd {
     const uint8_t *p;
     size_t n, pos;
+    nk_rd_owned *owned; /* NULL: the bytes are the caller's (sections inherit it) */
     int rc;
     char *err;
     size_t errlen;
@@ -174,6 +183,23 @@ typedef struct nk_rd {
 } nk_rd;
 
 void nk__rd_init(nk_rd *r, const void *p, size_t n, char *err, size_t errlen);
+/* Marks r's bytes, data[0..n) (r reads all of them), as owned by the reader. */
+void nk__rd_own(nk_rd *r, nk_rd_owned *o, const uint8_t *data, size_t n);
+void nk__rd_release_slow(nk_rd *r);
+/* When pages go back: buffers of at least nk__rd_own_min bytes, every
+ * nk__rd_own_step bytes read, all but the last nk__rd_own_slack bytes
+ * behind the reader (a record read the checked way starts again from its
+ * own start). 16 MiB, 8 MiB and 1 MiB; the tests make them small. */
+extern size_t nk__rd_own_min, nk__rd_own_step, nk__rd_own_slack;
+/* Bytes given back so far, by every reader of the process (for the tests). */
+extern _Atomic size_t nk__rd_own_given;
+/* Gives back the owned pages well behind the reader (none when not owned);
+ * cheap enough to call per record. */
+static inline void nk__rd_release(nk_rd *r)
+{
+    if (r->owned && (uintptr_t)(r->p + r->pos) > r->owned->done + nk__rd_own_step)
+        nk__rd_release_slow(r);
+}
 int nk__rd_fail(nk_rd *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The slow paths: a read past the end (records the failure, returns 0) and
  * a variable-length integer near the end or malformed. */

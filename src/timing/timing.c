@@ -36,6 +36,7 @@
  */
 #include "timing/timing.h"
 #include "timing/model.h"
+#include "core/nkassert.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -89,6 +90,244 @@ enum {
     EDGE_SEM,       /* another engine: done[j] plus the semaphore latency */
     EDGE_SEM_LS     /* the same, and i's LoadStationary waits for it too */
 };
+
+/* A counter filled sample by sample: grows as it goes, trimmed at the end. */
+typedef struct cbuild {
+    nk_counter *c;
+    uint32_t cap;
+    int oom;
+} cbuild;
+
+static int cb_init(cbuild *b, nk_counter *c, const char *name, const char *unit, uint32_t cap)
+{
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->unit, sizeof c->unit, "%s", unit);
+    b->c = c;
+    b->cap = cap ? cap : 1;
+    b->oom = 0;
+    c->n = 0;
+    c->t = malloc(b->cap * sizeof *c->t);
+    c->value = malloc(b->cap * sizeof *c->value);
+    if (!c->t || !c->value)
+        return NK_ENOMEM;
+    c->t[0] = c->value[0] = 0;
+    c->n = 1;
+    return 0;
+}
+
+/* The value from time t on: the last sample's when t is its time, else a new one. */
+static inline void cb_put(cbuild *b, double t, double v)
+{
+    nk_counter *c = b->c;
+    if (c->t[c->n - 1] == t) {
+        c->value[c->n - 1] = v;
+        return;
+    }
+    if (c->n == b->cap) {
+        uint32_t cap = b->cap > UINT32_MAX / 2 ? UINT32_MAX : b->cap * 2;
+        double *nt = cap > b->cap ? realloc(c->t, cap * sizeof *nt) : NULL;
+        if (nt)
+            c->t = nt;
+        double *nv = nt ? realloc(c->value, cap * sizeof *nv) : NULL;
+        if (!nv) {
+            b->oom = 1;
+            return;
+        }
+        c->value = nv;
+        b->cap = cap;
+    }
+    c->t[c->n] = t;
+    c->value[c->n++] = v;
+}
+
+static int cb_finish(cbuild *b)
+{
+    nk_counter *c = b->c;
+    if (b->oom)
+        return NK_ENOMEM;
+    if (c->n < b->cap) { /* the counter keeps what it holds, not its guess */
+        double *nt = realloc(c->t, c->n * sizeof *nt);
+        if (nt)
+            c->t = nt;
+        double *nv = realloc(c->value, c->n * sizeof *nv);
+        if (nv)
+            c->value = nv;
+    }
+    return 0;
+}
+
+typedef struct mpoint {
+    double t, delta;
+} mpoint;
+
+/* By time, then frees first (the smaller delta). Points with equal keys are
+ * equal values, so the sums below do not depend on how ties fall. */
+static inline int mpoint_less(const mpoint *a, const mpoint *b)
+{
+    return a->t < b->t || (a->t == b->t && a->delta < b->delta);
+}
+NK__DEFINE_SORT(sort_mpoints, mpoint, mpoint_less)
+
+/* One step of the throughput's sweep: the change pt, next_t the time of the
+ * change after it (NAN for none). */
+typedef struct tsweep {
+    double v;
+    long active; /* transfers in flight */
+} tsweep;
+
+static inline void tsweep_step(tsweep *w, cbuild *b, const mpoint *pt, int more, double next_t)
+{
+    w->v += pt->delta;
+    w->active += pt->delta > 0 ? 1 : -1;
+    if (!w->active)
+        w->v = 0; /* nothing in flight: exactly zero, whatever the rounding */
+    if (more && next_t == pt->t)
+        return; /* the value after every change at this time */
+    nk_counter *c = b->c;
+    if (fabs(c->value[c->n - 1] - w->v) <= 1e-12 * w->v)
+        return; /* the same rate, summed in another order */
+    cb_put(b, pt->t, w->v);
+}
+
+/* The ends of the transfers in flight, earliest (then largest rate) first. */
+typedef struct endheap {
+    mpoint *h;
+    uint32_t n, cap;
+} endheap;
+
+static int eh_push(endheap *e, mpoint x)
+{
+    if (e->n == e->cap) {
+        uint32_t cap = e->cap ? e->cap * 2 : 64;
+        mpoint *h = realloc(e->h, cap * sizeof *h);
+        if (!h)
+            return NK_ENOMEM;
+        e->h = h;
+        e->cap = cap;
+    }
+    uint32_t i = e->n++;
+    while (i > 0 && mpoint_less(&x, &e->h[(i - 1) / 2])) {
+        e->h[i] = e->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    e->h[i] = x;
+    return 0;
+}
+
+static mpoint eh_pop(endheap *e)
+{
+    mpoint top = e->h[0], x = e->h[--e->n];
+    uint32_t i = 0, n = e->n;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && mpoint_less(&e->h[c + 1], &e->h[c]))
+            c++;
+        if (!mpoint_less(&e->h[c], &x))
+            break;
+        e->h[i] = e->h[c];
+        i = c;
+    }
+    if (n)
+        e->h[i] = x;
+    return top;
+}
+
+/* DMA throughput as a step function that changes exactly where transfers
+ * start and end: the sum of the rates (bytes / duration) of the transfers in
+ * flight, so its integral is the bytes moved. At most 2 samples per transfer
+ * plus the first; equal neighbouring values (to 1e-12, as one transfer
+ * hands over to another of the same rate) are one sample.
+ *
+ * It is swept while the simulation runs, so that no descriptor has to be
+ * kept: descriptors start in time order (the simulation's events are taken
+ * in time order), the starts at one time wait in a small group by rate
+ * until a later start (or the end) closes it, and the ends wait in a heap of
+ * the transfers in flight (a DMA engine moves one descriptor at a time: a
+ * few dozen). The changes are taken in order of time, frees first, then
+ * starts by rate; a descriptor of no bytes or no duration changes nothing. */
+typedef struct gstart {
+    double t, rate, end;
+} gstart;
+
+typedef struct tstream {
+    cbuild b;
+    endheap eh;
+    gstart *g;          /* the starts at time g[0].t, by rate */
+    uint32_t ng, gcap;
+    tsweep w;
+    int rc;
+} tstream;
+
+/* Takes every change up to the starts at time next (have_next 0: all of them). */
+static void ts_drain(tstream *z, int have_next, double next)
+{
+    uint32_t gi = 0;
+    while (!z->rc) {
+        int have_s = gi < z->ng;
+        mpoint cur;
+        if (z->eh.n && (have_s ? mpoint_less(&z->eh.h[0], &(mpoint){z->g[gi].t, z->g[gi].rate})
+                               : !have_next || z->eh.h[0].t <= next))
+            cur = eh_pop(&z->eh);
+        else if (have_s) {
+            cur = (mpoint){z->g[gi].t, z->g[gi].rate};
+            if ((z->rc = eh_push(&z->eh, (mpoint){z->g[gi].end, -z->g[gi].rate})))
+                break;
+            gi++;
+        } else
+            break;
+        /* the time of the change after this one */
+        int more = 0;
+        double next_t = 0;
+        if (gi < z->ng) {
+            more = 1;
+            next_t = z->g[gi].t;
+        } else if (have_next) {
+            more = 1;
+            next_t = next;
+        }
+        if (z->eh.n && (!more || z->eh.h[0].t < next_t)) {
+            more = 1;
+            next_t = z->eh.h[0].t;
+        }
+        tsweep_step(&z->w, &z->b, &cur, more, next_t);
+    }
+    z->ng = 0;
+}
+
+/* A descriptor moving bytes from start to end (starts come in time order). */
+static void ts_add(tstream *z, double start, double end, uint64_t bytes)
+{
+    if (!(end > start) || !bytes || z->rc)
+        return;
+    NK_ASSERT(!z->ng || start >= z->g[0].t);
+    if (z->ng && start != z->g[0].t)
+        ts_drain(z, 1, start);
+    if (z->ng == z->gcap) {
+        uint32_t cap = z->gcap ? 2 * z->gcap : 64;
+        gstart *g = realloc(z->g, cap * sizeof *g);
+        if (!g) {
+            z->rc = NK_ENOMEM;
+            return;
+        }
+        z->g = g;
+        z->gcap = cap;
+    }
+    gstart x = {start, (double)bytes / (end - start), end};
+    uint32_t j = z->ng++;
+    for (; j > 0 && x.rate < z->g[j - 1].rate; j--)
+        z->g[j] = z->g[j - 1];
+    z->g[j] = x;
+}
+
+static void ts_free(tstream *z)
+{
+    free(z->eh.h);
+    free(z->g);
+    z->eh.h = NULL;
+    z->g = NULL;
+}
 
 typedef struct sim {
     const nk_program *p;
@@ -145,6 +384,9 @@ typedef struct sim {
      * come in time order, so finish merges them rather than sorting */
     uint32_t *ev_cur, *ev_off; /* per stream (core * EV_STREAMS + EVS_*): next slot, first slot */
     uint32_t *ev_at;           /* DMA instructions: the slot of their issue event (its end comes later) */
+    uint32_t *dspan_at;        /* DMA instructions: their latest DMA span's slot + 1 (0: none yet) */
+    unsigned flags;            /* NK_TL_* */
+    tstream tput;              /* the DMA throughput counter, swept as descriptors start */
     hent *heap;
     uint32_t nheap, cap_heap;
     uint32_t committed;
@@ -476,8 +718,24 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
     if (s->tl) {
         nk_timeline *tl = s->tl;
         uint32_t parts = m->per + big;
-        tl->xfers[tl->nxfers++] =
-            (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, (uint64_t)parts * m->part_bytes, t, end};
+        uint64_t bytes = (uint64_t)parts * m->part_bytes;
+        if (tl->xfers)
+            tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
+        ts_add(&s->tput, t, end, bytes);
+        /* i's DMA span: the one open while its transfers overlap or touch
+         * (descriptors start in time order), else a new one, in the slot
+         * its start gives it among all spans */
+        nk_dma_span *sp = s->dspan_at[i] ? &tl->dspans[s->dspan_at[i] - 1] : NULL;
+        if (!sp || t > sp->end) {
+            sp = &tl->dspans[tl->ndspans++];
+            *sp = (nk_dma_span){i, m->queue, m->store, 0, 0, 0, 0, 0, t, end};
+            s->dspan_at[i] = tl->ndspans;
+        }
+        sp->descriptors++;
+        sp->partitions += parts;
+        sp->bytes += bytes;
+        sp->engines |= 1ull << e;
+        sp->end = dmax(sp->end, end);
     }
     s->d[g].busy = end;
     s->done[i] = dmax(s->done[i], end);
@@ -763,7 +1021,12 @@ static int plan_all(sim *s)
     s->fifo = malloc((total ? total : 1) * sizeof *s->fifo);
     if (!s->fifo)
         return NK_ENOMEM;
-    if (s->tl && !(s->tl->xfers = malloc((total ? total : 1) * sizeof *s->tl->xfers)))
+    /* at most a span per descriptor: the pages past the spans made are never touched */
+    if (s->tl && !(s->tl->dspans = malloc((total ? total : 1) * sizeof *s->tl->dspans)))
+        return NK_ENOMEM;
+    if (s->tl && (s->flags & NK_TL_DESCRIPTORS) && !(s->tl->xfers = malloc((total ? total : 1) * sizeof *s->tl->xfers)))
+        return NK_ENOMEM;
+    if (s->tl && cb_init(&s->tput.b, &s->tl->counters[0], "dma_throughput", "GB/s", (uint32_t)(total / 8 + 16)))
         return NK_ENOMEM;
     for (size_t k = 0; k < nslot; k++)
         s->fifo_off[k + 1] += s->fifo_off[k];
@@ -920,8 +1183,8 @@ static void active_times(nk_timeline *tl)
         }
         e0[e] = dmax(e0[e], ev->end);
     }
-    for (uint32_t k = 0; k < tl->nxfers; k++) {
-        const nk_dma_xfer *x = &tl->xfers[k];
+    for (uint32_t k = 0; k < tl->ndspans; k++) {
+        const nk_dma_span *x = &tl->dspans[k];
         int e = NK_ENGINE_DMA;
         if (x->start > e0[e]) {
             tl->active_ns[e] += e0[e] - s0[e];
@@ -931,282 +1194,6 @@ static void active_times(nk_timeline *tl)
     }
     for (int e = 0; e < NK_ENGINE_COUNT; e++)
         tl->active_ns[e] += e0[e] - s0[e];
-}
-
-/* A counter filled sample by sample: grows as it goes, trimmed at the end. */
-typedef struct cbuild {
-    nk_counter *c;
-    uint32_t cap;
-    int oom;
-} cbuild;
-
-static int cb_init(cbuild *b, nk_counter *c, const char *name, const char *unit, uint32_t cap)
-{
-    snprintf(c->name, sizeof c->name, "%s", name);
-    snprintf(c->unit, sizeof c->unit, "%s", unit);
-    b->c = c;
-    b->cap = cap ? cap : 1;
-    b->oom = 0;
-    c->n = 0;
-    c->t = malloc(b->cap * sizeof *c->t);
-    c->value = malloc(b->cap * sizeof *c->value);
-    if (!c->t || !c->value)
-        return NK_ENOMEM;
-    c->t[0] = c->value[0] = 0;
-    c->n = 1;
-    return 0;
-}
-
-/* The value from time t on: the last sample's when t is its time, else a new one. */
-static inline void cb_put(cbuild *b, double t, double v)
-{
-    nk_counter *c = b->c;
-    if (c->t[c->n - 1] == t) {
-        c->value[c->n - 1] = v;
-        return;
-    }
-    if (c->n == b->cap) {
-        uint32_t cap = b->cap > UINT32_MAX / 2 ? UINT32_MAX : b->cap * 2;
-        double *nt = cap > b->cap ? realloc(c->t, cap * sizeof *nt) : NULL;
-        if (nt)
-            c->t = nt;
-        double *nv = nt ? realloc(c->value, cap * sizeof *nv) : NULL;
-        if (!nv) {
-            b->oom = 1;
-            return;
-        }
-        c->value = nv;
-        b->cap = cap;
-    }
-    c->t[c->n] = t;
-    c->value[c->n++] = v;
-}
-
-static int cb_finish(cbuild *b)
-{
-    nk_counter *c = b->c;
-    if (b->oom)
-        return NK_ENOMEM;
-    if (c->n < b->cap) { /* the counter keeps what it holds, not its guess */
-        double *nt = realloc(c->t, c->n * sizeof *nt);
-        if (nt)
-            c->t = nt;
-        double *nv = realloc(c->value, c->n * sizeof *nv);
-        if (nv)
-            c->value = nv;
-    }
-    return 0;
-}
-
-typedef struct mpoint {
-    double t, delta;
-} mpoint;
-
-/* By time, then frees first (the smaller delta). Points with equal keys are
- * equal values, so the sums below do not depend on how ties fall. */
-static inline int mpoint_less(const mpoint *a, const mpoint *b)
-{
-    return a->t < b->t || (a->t == b->t && a->delta < b->delta);
-}
-NK__DEFINE_SORT(sort_mpoints, mpoint, mpoint_less)
-
-/* One step of the throughput's sweep: the change pt, next_t the time of the
- * change after it (NAN for none). */
-typedef struct tsweep {
-    double v;
-    long active; /* transfers in flight */
-} tsweep;
-
-static inline void tsweep_step(tsweep *w, cbuild *b, const mpoint *pt, int more, double next_t)
-{
-    w->v += pt->delta;
-    w->active += pt->delta > 0 ? 1 : -1;
-    if (!w->active)
-        w->v = 0; /* nothing in flight: exactly zero, whatever the rounding */
-    if (more && next_t == pt->t)
-        return; /* the value after every change at this time */
-    nk_counter *c = b->c;
-    if (fabs(c->value[c->n - 1] - w->v) <= 1e-12 * w->v)
-        return; /* the same rate, summed in another order */
-    cb_put(b, pt->t, w->v);
-}
-
-/* Every transfer's start and end, sorted (the general way). */
-static int throughput_sorted(const nk_timeline *tl, cbuild *b)
-{
-    size_t np = 0;
-    mpoint *pt = malloc(((size_t)tl->nxfers * 2 + 1) * sizeof *pt);
-    mpoint *tmp = malloc(((size_t)tl->nxfers * 2 + 1) * sizeof *tmp);
-    if (!pt || !tmp) {
-        free(pt);
-        free(tmp);
-        return NK_ENOMEM;
-    }
-    for (uint32_t k = 0; k < tl->nxfers; k++) {
-        const nk_dma_xfer *x = &tl->xfers[k];
-        if (!(x->end > x->start))
-            continue;
-        double rate = (double)x->bytes / (x->end - x->start); /* bytes per ns = GB/s */
-        pt[np++] = (mpoint){x->start, rate};
-        pt[np++] = (mpoint){x->end, -rate};
-    }
-    sort_mpoints(pt, np, tmp);
-    free(tmp);
-    tsweep w = {0, 0};
-    for (size_t k = 0; k < np; k++)
-        tsweep_step(&w, b, &pt[k], k + 1 < np, k + 1 < np ? pt[k + 1].t : 0);
-    free(pt);
-    return 0;
-}
-
-/* The ends of the transfers in flight, earliest (then largest rate) first. */
-typedef struct endheap {
-    mpoint *h;
-    uint32_t n, cap;
-} endheap;
-
-static int eh_push(endheap *e, mpoint x)
-{
-    if (e->n == e->cap) {
-        uint32_t cap = e->cap ? e->cap * 2 : 64;
-        mpoint *h = realloc(e->h, cap * sizeof *h);
-        if (!h)
-            return NK_ENOMEM;
-        e->h = h;
-        e->cap = cap;
-    }
-    uint32_t i = e->n++;
-    while (i > 0 && mpoint_less(&x, &e->h[(i - 1) / 2])) {
-        e->h[i] = e->h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    e->h[i] = x;
-    return 0;
-}
-
-static mpoint eh_pop(endheap *e)
-{
-    mpoint top = e->h[0], x = e->h[--e->n];
-    uint32_t i = 0, n = e->n;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && mpoint_less(&e->h[c + 1], &e->h[c]))
-            c++;
-        if (!mpoint_less(&e->h[c], &x))
-            break;
-        e->h[i] = e->h[c];
-        i = c;
-    }
-    if (n)
-        e->h[i] = x;
-    return top;
-}
-
-/* DMA throughput as a step function that changes exactly where transfers
- * start and end: the sum of the rates (bytes / duration) of the transfers in
- * flight, so its integral is the bytes moved. At most 2 samples per transfer
- * plus the first; equal neighbouring values (to 1e-12, as one transfer
- * hands over to another of the same rate) are one sample.
- *
- * The changes are taken in order of time, frees first: the transfers come
- * sorted by start, so the starts need ordering only among equal times, and
- * the ends wait in a heap of the transfers in flight (a DMA engine moves one
- * descriptor at a time: a few dozen), so the sweep is about linear. Transfers
- * out of order, or with a rate that is not positive and finite, take the
- * general way (every point sorted); both give the same samples. */
-typedef struct gstart {
-    double t, rate, end;
-} gstart;
-
-static int dma_throughput(const nk_timeline *tl, nk_counter *c)
-{
-    cbuild b;
-    int rc = cb_init(&b, c, "dma_throughput", "GB/s", tl->nxfers / 8 + 16);
-    if (rc)
-        return rc;
-    int simple = 1;
-    for (uint32_t k = 0; k < tl->nxfers && simple; k++) {
-        const nk_dma_xfer *x = &tl->xfers[k];
-        if (k && !(x->start >= tl->xfers[k - 1].start))
-            simple = 0;
-        else if (x->end > x->start) {
-            double rate = (double)x->bytes / (x->end - x->start);
-            simple = rate > 0 && isfinite(rate);
-        }
-    }
-    if (!simple) {
-        rc = throughput_sorted(tl, &b);
-        return rc ? rc : cb_finish(&b);
-    }
-    const nk_dma_xfer *xs = tl->xfers;
-    uint32_t nx = tl->nxfers, k = 0, ng = 0, gi = 0, gcap = 0;
-    endheap eh = {0};
-    gstart *g = NULL;
-    tsweep w = {0, 0};
-    for (;;) {
-        if (gi == ng) { /* the next time transfers start: those starts, by rate */
-            ng = gi = 0;
-            while (k < nx && !(xs[k].end > xs[k].start))
-                k++;
-            for (double t0 = k < nx ? xs[k].start : 0; k < nx && xs[k].start == t0; k++) {
-                if (!(xs[k].end > xs[k].start))
-                    continue;
-                if (ng == gcap) {
-                    uint32_t cap = gcap ? 2 * gcap : 64;
-                    gstart *ng2 = realloc(g, cap * sizeof *ng2);
-                    if (!ng2) {
-                        rc = NK_ENOMEM;
-                        goto out;
-                    }
-                    g = ng2;
-                    gcap = cap;
-                }
-                gstart x = {xs[k].start, (double)xs[k].bytes / (xs[k].end - xs[k].start), xs[k].end};
-                uint32_t j = ng++;
-                for (; j > 0 && x.rate < g[j - 1].rate; j--)
-                    g[j] = g[j - 1];
-                g[j] = x;
-            }
-        }
-        int have_s = gi < ng;
-        if (!have_s && !eh.n)
-            break;
-        mpoint cur;
-        if (eh.n && (!have_s || mpoint_less(&eh.h[0], &(mpoint){g[gi].t, g[gi].rate})))
-            cur = eh_pop(&eh);
-        else {
-            cur = (mpoint){g[gi].t, g[gi].rate};
-            if ((rc = eh_push(&eh, (mpoint){g[gi].end, -g[gi].rate})))
-                goto out;
-            gi++;
-        }
-        /* the time of the change after this one */
-        int more = 0;
-        double next_t = 0;
-        if (gi < ng) {
-            more = 1;
-            next_t = g[gi].t;
-        } else {
-            while (k < nx && !(xs[k].end > xs[k].start))
-                k++;
-            if (k < nx) {
-                more = 1;
-                next_t = xs[k].start;
-            }
-        }
-        if (eh.n && (!more || eh.h[0].t < next_t)) {
-            more = 1;
-            next_t = eh.h[0].t;
-        }
-        tsweep_step(&w, &b, &cur, more, next_t);
-    }
-    rc = cb_finish(&b);
-out:
-    free(eh.h);
-    free(g);
-    return rc;
 }
 
 /* Bytes of tiles alive over time, from first write to last use: the
@@ -1368,8 +1355,8 @@ int nk__threads(int requested)
     return n < 1 ? 1 : n > 4 ? 4 : (int)n;
 }
 
-/* The DMA throughput counter, from the transfers (on a thread of its own
- * while the events are sorted and the tile counters made). */
+/* The tile counters (on a thread of their own while the events are merged:
+ * they need the instructions' spans only). */
 typedef struct counters_job {
     const nk_program *p;
     nk_timeline *tl;
@@ -1379,7 +1366,7 @@ typedef struct counters_job {
 static void *counters_work(void *arg)
 {
     counters_job *j = arg;
-    j->rc = dma_throughput(j->tl, &j->tl->counters[0]);
+    j->rc = tile_bytes(j->p, j->tl, &j->tl->counters[1]);
     return NULL;
 }
 
@@ -1387,14 +1374,20 @@ static int finish(sim *s)
 {
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
-    tl->counters = calloc(3, sizeof *tl->counters);
-    if (!tl->counters)
-        return NK_ENOMEM;
-    tl->ncounters = 3;
+    ts_drain(&s->tput, 0, 0);
+    int rc = s->tput.rc ? s->tput.rc : s->tput.b.oom ? NK_ENOMEM : cb_finish(&s->tput.b);
+    ts_free(&s->tput);
+    if (rc)
+        return rc;
+    if (tl->ndspans) { /* the spans keep what they hold, not the bound */
+        nk_dma_span *v = realloc(tl->dspans, tl->ndspans * sizeof *v);
+        if (v)
+            tl->dspans = v;
+    }
     counters_job cj = {p, tl, 0};
     pthread_t th;
     int threaded = nk__threads(p->threads) > 1 && !pthread_create(&th, NULL, counters_work, &cj);
-    int rc = order_events(s);
+    rc = order_events(s);
     if (!rc)
         rc = launch_regions(s, tl, &tl->total_ns);
     if (!rc) {
@@ -1402,8 +1395,6 @@ static int finish(sim *s)
         tl->host_out_ns = host_ns(p, p->output_buf, p->noutputs, s->a->host_gbps);
         active_times(tl);
     }
-    if (!rc)
-        rc = tile_bytes(p, tl, &tl->counters[1]);
     if (threaded)
         pthread_join(th, NULL);
     else
@@ -1499,8 +1490,11 @@ static int alloc_sim(sim *s)
         s->ev_cur = calloc(nst, sizeof *s->ev_cur);
         s->ev_off = calloc(nst + 1, sizeof *s->ev_off);
         s->ev_at = malloc(n * sizeof *s->ev_at);
-        if (!s->ev_cur || !s->ev_off || !s->ev_at)
+        s->dspan_at = calloc(n, sizeof *s->dspan_at);
+        tl->counters = calloc(3, sizeof *tl->counters);
+        if (!s->ev_cur || !s->ev_off || !s->ev_at || !s->dspan_at || !tl->counters)
             return NK_ENOMEM;
+        tl->ncounters = 3;
         for (uint32_t i = 0; i < s->n; i++) {
             uint32_t c = s->core[i] * EV_STREAMS;
             if (s->eng[i] == NK_ENGINE_DMA) {
@@ -1530,7 +1524,7 @@ static void free_run(sim *s)
                    (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->info, (void **)&s->left,
                    (void **)&s->fifo, (void **)&s->fifo_off, (void **)&s->fifo_cur, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
-                   (void **)&s->ev_at, (void **)&s->dma_after, (void **)&s->parked};
+                   (void **)&s->ev_at, (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked};
     for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
         free(*ps[k]);
         *ps[k] = NULL;
@@ -1540,6 +1534,7 @@ static void free_run(sim *s)
 static void free_sim(sim *s)
 {
     free_run(s);
+    ts_free(&s->tput);
     free(s->ev_cur);
     free(s->ev_off);
     free(s->inst_off);
@@ -1552,8 +1547,8 @@ static void free_sim(sim *s)
 
 /* The simulation of p (in the order v gives, when not NULL) on arch: into a
  * new timeline at *out, or only the device time into *total (out NULL). */
-static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch *arch, nk_timeline **out,
-                    double *total)
+static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch *arch, unsigned flags,
+                    nk_timeline **out, double *total)
 {
     if (!p)
         return NK_EINVAL;
@@ -1572,6 +1567,7 @@ static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch 
     s.p = p;
     s.a = arch;
     s.n = p->ninstr;
+    s.flags = flags;
     if (v) {
         s.ord = v->order;
         s.vdep_off = v->dep_off;
@@ -1619,13 +1615,21 @@ int nk__time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out
     if (!out)
         return NK_EINVAL;
     *out = NULL;
-    return simulate(p, NULL, arch, out, NULL);
+    return simulate(p, NULL, arch, 0, out, NULL);
+}
+
+int nk__time_program_detail(const nk_program *p, const nk_arch *arch, unsigned flags, nk_timeline **out)
+{
+    if (!out)
+        return NK_EINVAL;
+    *out = NULL;
+    return simulate(p, NULL, arch, flags, out, NULL);
 }
 
 int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *arch, double *total_ns)
 {
     *total_ns = -1;
-    return simulate(p, v, arch, NULL, total_ns);
+    return simulate(p, v, arch, 0, NULL, total_ns);
 }
 
 void nk__timeline_free(nk_timeline *tl)
@@ -1638,9 +1642,45 @@ void nk__timeline_free(nk_timeline *tl)
     }
     free(tl->counters);
     free(tl->events);
+    free(tl->dspans);
     free(tl->xfers);
     free(tl->instr_start);
     free(tl->instr_end);
     free(tl->regions);
     free(tl);
+}
+
+int nk__dma_spans_of(const nk_dma_xfer *x, uint32_t n, uint32_t ninstr, nk_dma_span **out, uint32_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    nk_dma_span *v = malloc((n ? n : 1) * sizeof *v);
+    uint32_t *at = calloc(ninstr ? ninstr : 1, sizeof *at), nv = 0;
+    if (!v || !at) {
+        free(v);
+        free(at);
+        return NK_ENOMEM;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        if (x[k].instr >= ninstr || x[k].dma_engine >= 64 || (k && x[k].start < x[k - 1].start)) {
+            free(v);
+            free(at);
+            return NK_EINVAL;
+        }
+        nk_dma_span *sp = at[x[k].instr] ? &v[at[x[k].instr] - 1] : NULL;
+        if (!sp || x[k].start > sp->end) {
+            sp = &v[nv++];
+            *sp = (nk_dma_span){x[k].instr, x[k].queue, x[k].to_hbm, 0, 0, 0, 0, 0, x[k].start, x[k].end};
+            at[x[k].instr] = nv;
+        }
+        sp->descriptors++;
+        sp->partitions += x[k].partitions;
+        sp->bytes += x[k].bytes;
+        sp->engines |= 1ull << x[k].dma_engine;
+        sp->end = dmax(sp->end, x[k].end);
+    }
+    free(at);
+    *out = v;
+    *nout = nv;
+    return 0;
 }

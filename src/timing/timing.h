@@ -49,7 +49,27 @@ typedef struct nk_event {
     double start, end;
 } nk_event;
 
-/* One DMA descriptor transfer on one of the DMA engines. */
+/* When one load/store moved data: a maximal interval in which at least one
+ * of its descriptors was being transferred, with the descriptors that
+ * started in it. The timeline keeps these, not each descriptor (a matmul
+ * has about ten descriptors per instruction; the spans, mostly one per DMA
+ * instruction): their union is the DMA engines' active time exactly, and
+ * the first span's start is when the instruction's first byte moved. */
+typedef struct nk_dma_span {
+    uint32_t instr;       /* the load/store it belongs to */
+    uint16_t queue;       /* DMA queue id */
+    uint8_t to_hbm;       /* 1 = SBUF -> HBM (store), 0 = HBM -> SBUF (load) */
+    uint8_t pad;
+    uint32_t descriptors; /* descriptors started in the span (>= 1) */
+    uint32_t partitions;  /* partitions they cover */
+    uint64_t bytes;       /* bytes they move */
+    uint64_t engines;     /* bit e: DMA engine e (0 .. the target's dma_engines - 1) moved one */
+    double start, end;
+} nk_dma_span;
+
+/* One DMA descriptor transfer on one of the DMA engines: kept only when
+ * asked for (nk__time_program_detail, NK_TL_DESCRIPTORS), to examine the
+ * model's mechanics; profiles hold the spans. */
 typedef struct nk_dma_xfer {
     uint32_t instr;      /* the load/store it belongs to */
     uint16_t queue;      /* DMA queue id */
@@ -75,8 +95,8 @@ typedef struct nk_timeline {
     double host_out_ns;     /* modelled device->host copy of the outputs */
     nk_event *events;       /* sorted by start */
     uint32_t nevents;
-    nk_dma_xfer *xfers;     /* sorted by start */
-    uint32_t nxfers;
+    nk_dma_span *dspans;    /* DMA spans, sorted by start */
+    uint32_t ndspans;
     double *instr_start;    /* per instruction: earliest start of its events */
     double *instr_end;      /* per instruction: latest end of its events */
     nk_counter *counters;
@@ -84,10 +104,13 @@ typedef struct nk_timeline {
     /* added after the first version of this contract */
     char target[16];        /* the target table it was timed on */
     double active_ns[NK_ENGINE_COUNT]; /* per engine: union of its event intervals;
-                                          NK_ENGINE_DMA: union of the xfers */
+                                          NK_ENGINE_DMA: union of the DMA spans */
     /* format version 5 */
     nk_region *regions;     /* launch regions: a start-up and a tear-down per core, by start */
     uint32_t nregions;      /* 0 in profiles of earlier versions */
+    /* only with NK_TL_DESCRIPTORS: every descriptor, sorted by start (NULL otherwise) */
+    nk_dma_xfer *xfers;
+    uint32_t nxfers;
 } nk_timeline;
 
 /* Launch time within the device time: the start-up and tear-down of the
@@ -96,6 +119,17 @@ double nk__timeline_launch_ns(const nk_timeline *tl);
 
 /* Times program p on target arch (NULL: the program's own target). */
 int nk__time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out);
+
+/* The same, with more detail: flags NK_TL_DESCRIPTORS also keeps every DMA
+ * descriptor's transfer in tl->xfers (the timeline is otherwise the same). */
+enum { NK_TL_DESCRIPTORS = 1 };
+int nk__time_program_detail(const nk_program *p, const nk_arch *arch, unsigned flags, nk_timeline **out);
+
+/* DMA spans from descriptor transfers sorted by start (profiles of format
+ * versions before 7 hold the transfers): each instruction's transfers
+ * merged where they overlap or touch, in the order the spans start. The
+ * instructions are below ninstr (NK_EINVAL otherwise). */
+int nk__dma_spans_of(const nk_dma_xfer *x, uint32_t n, uint32_t ninstr, nk_dma_span **out, uint32_t *nout);
 void nk__timeline_free(nk_timeline *tl);
 
 #endif

@@ -4,9 +4,14 @@
  * page needs nothing but itself.
  */
 #include "view/view.h"
+#include "core/atomicfile.h"
 #include "core/vbuf.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Appends s with HTML's special characters escaped (for the <title>). */
 static void put_html_text(nk_text *t, const char *s)
@@ -93,4 +98,71 @@ int nk__view_page(const nk_profile *pr, const char *insights_json, const char *n
         }
     }
     return rc ? rc : t->oom ? NK_ENOMEM : NK_OK;
+}
+
+/* ---- the page written as it is made */
+
+typedef struct page_sink {
+    nk__afile f;
+    int to_file;
+    uint64_t bytes;
+    char why[384];
+} page_sink;
+
+static int page_write(void *ctx, const char *s, size_t n)
+{
+    page_sink *k = ctx;
+    int rc = k->to_file ? nk__afile_write(&k->f, s, n) : nk__fd_write_all(STDOUT_FILENO, s, n);
+    if (rc)
+        snprintf(k->why, sizeof k->why, "%s", k->to_file ? k->f.msg : strerror(errno));
+    else
+        k->bytes += n;
+    return rc;
+}
+
+int nk__view_page_to(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
+                     const char *path, uint64_t *bytes, char *why, size_t whylen)
+{
+    *bytes = 0;
+    if (why && whylen)
+        why[0] = 0;
+    page_sink *k = calloc(1, sizeof *k);
+    if (!k)
+        return NK_ENOMEM;
+    int rc = 0;
+    k->to_file = path && strcmp(path, "-");
+    if (!k->to_file) {
+        if (fflush(stdout)) { /* what printf already buffered goes first */
+            snprintf(k->why, sizeof k->why, "%s", strerror(errno));
+            rc = NK_EIO;
+        }
+    } else if (nk__afile_open(&k->f, path)) {
+        snprintf(k->why, sizeof k->why, "%s", k->f.msg);
+        rc = NK_EIO;
+    }
+    nk_text t = {0};
+    if (!rc) {
+        nk__vb_stream(&t, page_write, k);
+        rc = nk__view_page(pr, insights_json, notes_json, cmp, &t);
+        int st = nk__vb_stream_status();
+        nk__vb_stream(NULL, NULL, NULL);
+        if (!rc && !st && t.len)
+            st = page_write(k, t.s, t.len);
+        if (!rc && st)
+            rc = NK_EIO;
+        if (k->to_file) {
+            if (rc)
+                nk__afile_abort(&k->f);
+            else if (nk__afile_commit(&k->f)) {
+                snprintf(k->why, sizeof k->why, "%s", k->f.msg);
+                rc = NK_EIO;
+            }
+        }
+    }
+    nk__text_free(&t);
+    if (rc == NK_EIO && why && whylen)
+        snprintf(why, whylen, "%s", k->why);
+    *bytes = k->bytes;
+    free(k);
+    return rc;
 }

@@ -89,6 +89,12 @@ int nk__view_html(const nk_profile *pr, const char *insights_json, nk_text *out)
  * on the same time axis with its instructions matched by source line. */
 int nk__view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                  nk_text *out);
+/* nk__view_page written to path (NULL or "-": standard output) as it is
+ * made, a chunk at a time, never held whole: the file is replaced only when
+ * the whole page is written (core/atomicfile.h). *bytes: what was written.
+ * NK_EIO: writing failed, why says how (as nk__export_to). */
+int nk__view_page_to(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
+                     const char *path, uint64_t *bytes, char *why, size_t whylen);
 /* A per-row busy-fraction chart `width` characters wide (>= 40). */
 int nk__view_timeline(const nk_profile *pr, int width, nk_text *out);
 

@@ -248,22 +248,20 @@ static void put_dma_engines(const nk_profile *pr, nk_text *t)
 {
     const nk_program *p = pr->prog;
     const nk_timeline *tl = pr->tl;
-    uint8_t *e0 = malloc(p->ninstr ? p->ninstr : 1), *ne = calloc(p->ninstr ? p->ninstr : 1, 1);
+    uint8_t *e0 = calloc(p->ninstr ? p->ninstr : 1, 1), *ne = calloc(p->ninstr ? p->ninstr : 1, 1);
     uint64_t *seen = calloc(p->ninstr ? p->ninstr : 1, sizeof *seen); /* engines used, bit e (< 64) */
     if (!e0 || !ne || !seen) {
         t->oom = 1;
         goto out;
     }
-    memset(e0, 0, p->ninstr);
-    for (uint32_t k = 0; k < tl->nxfers; k++) {
-        const nk_dma_xfer *x = &tl->xfers[k];
-        if (x->instr >= p->ninstr || x->dma_engine >= 64 || (seen[x->instr] >> x->dma_engine & 1))
-            continue;
-        if (!seen[x->instr] || x->dma_engine < e0[x->instr])
-            e0[x->instr] = x->dma_engine;
-        seen[x->instr] |= 1ull << x->dma_engine;
-        ne[x->instr]++;
-    }
+    for (uint32_t k = 0; k < tl->ndspans; k++)
+        if (tl->dspans[k].instr < p->ninstr)
+            seen[tl->dspans[k].instr] |= tl->dspans[k].engines;
+    for (uint32_t i = 0; i < p->ninstr; i++)
+        if (seen[i]) {
+            e0[i] = (uint8_t)__builtin_ctzll(seen[i]);
+            ne[i] = (uint8_t)__builtin_popcountll(seen[i]);
+        }
     nk__vb_str(t, ",\"dma_engine\":[");
     for (uint32_t i = 0; i < p->ninstr; i++) {
         if (i)

@@ -106,6 +106,15 @@ static inline nk_profile *fx_profile(const nk_program *p, const fx_ev *ev, int n
                                      (uint8_t)xf[i].to_hbm, (uint32_t)xf[i].partitions, xf[i].bytes,
                                      xf[i].start, xf[i].end};
     tl->nxfers = (uint32_t)nx;
+    /* the descriptors as a timeline keeps them: DMA spans */
+    int bad = nk__dma_spans_of(tl->xfers, tl->nxfers, p->ninstr, &tl->dspans, &tl->ndspans);
+    free(tl->xfers);
+    tl->xfers = NULL;
+    tl->nxfers = 0;
+    if (bad) {
+        nk_profile_free(pr);
+        return NULL;
+    }
     if (nk__profile_read_sources(pr)) {
         nk_profile_free(pr);
         return NULL;

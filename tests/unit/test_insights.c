@@ -185,6 +185,12 @@ static nk_profile *hand_profile(void)
     /* a timeline's events and transfers are sorted by start (the metrics rely on it) */
     qsort(tl->events, tl->nevents, sizeof *tl->events, cmp_event_start);
     qsort(tl->xfers, tl->nxfers, sizeof *tl->xfers, cmp_xfer_start);
+    /* the descriptors as a timeline keeps them: DMA spans */
+    if (nk__dma_spans_of(tl->xfers, tl->nxfers, pr->prog->ninstr, &tl->dspans, &tl->ndspans))
+        tl->ndspans = 0;
+    free(tl->xfers);
+    tl->xfers = NULL;
+    tl->nxfers = 0;
     tl->total_ns = 5700;
     nk__timeline_free(pr->tl);
     pr->tl = tl;

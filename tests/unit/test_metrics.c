@@ -46,20 +46,20 @@ static double union_length(const double *s, const double *e, int n)
 }
 
 /* Union of the timeline's intervals on one row: engine e's events, or for
- * e == -1 everything (events and transfers), for e == -2 the transfers. */
+ * e == -1 everything (events and DMA spans), for e == -2 the DMA spans. */
 static double row_union(const nk_timeline *tl, int e)
 {
-    int n = 0, cap = (int)(tl->nevents + tl->nxfers) + 1;
+    int n = 0, cap = (int)(tl->nevents + tl->ndspans) + 1;
     double *s = malloc((size_t)cap * sizeof *s), *f = malloc((size_t)cap * sizeof *f);
     for (uint32_t i = 0; i < tl->nevents; i++)
         if (e == -1 || tl->events[i].engine == e) {
             s[n] = tl->events[i].start;
             f[n++] = tl->events[i].end;
         }
-    for (uint32_t i = 0; i < tl->nxfers; i++)
+    for (uint32_t i = 0; i < tl->ndspans; i++)
         if (e == -1 || e == -2) {
-            s[n] = tl->xfers[i].start;
-            f[n++] = tl->xfers[i].end;
+            s[n] = tl->dspans[i].start;
+            f[n++] = tl->dspans[i].end;
         }
     double u = union_length(s, f, n);
     free(s);
@@ -213,13 +213,14 @@ TEST(metrics_traffic_is_the_kernels_tensor_traffic)
     CHECK_INT(m.psum_read_bytes, 0);
     CHECK_INT(m.psum_write_bytes, 0);
     /* the model's transfers move exactly the kernel's HBM traffic */
-    if (pr->tl->nxfers) {
+    CHECK(pr->tl->ndspans > 0);
+    if (pr->tl->ndspans) {
         CHECK_INT(m.dma_transfer_total_bytes, 2 * bytes);
         CHECK_NEAR(m.dma_active_time_percent, 100.0 * row_union(pr->tl, -2) / pr->tl->total_ns, 1e-12, 0);
     }
     /* the union measured here agrees with the timing model's own */
     for (int e = 0; e < NK_ENGINE_COUNT; e++) {
-        double u = row_union(pr->tl, e == NK_ENGINE_DMA && pr->tl->nxfers ? -2 : e);
+        double u = row_union(pr->tl, e == NK_ENGINE_DMA && pr->tl->ndspans ? -2 : e);
         CHECK_NEAR(pr->tl->active_ns[e], u, 1e-9, 1e-6);
     }
     CHECK_INT(m.event_count, pr->tl->nevents);
@@ -360,8 +361,8 @@ TEST(metrics_of_a_captured_matmul_are_consistent)
     CHECK_NEAR(m.tensor_engine_active_time, row_union(pr->tl, NK_ENGINE_TENSOR) * 1e-9, 1e-12, 0);
     /* the PE cannot beat its peak: its busy time covers the FLOPs at peak */
     CHECK(m.tensor_engine_active_time * 1e9 >= flops / (2.0 * 128 * 128 * 2.8) * (1 - 1e-9));
-    if (pr->tl->nxfers)
-        CHECK_INT(m.dma_transfer_total_bytes, m.hbm_read_bytes + m.hbm_write_bytes);
+    CHECK(pr->tl->ndspans > 0);
+    CHECK_INT(m.dma_transfer_total_bytes, m.hbm_read_bytes + m.hbm_write_bytes);
     nk_profile_free(pr);
     nk_kernel_free(k);
 }

@@ -2,6 +2,7 @@
  * test_ops_util.c - helpers for the tests of single ops (test_ops_util.h).
  */
 #include "test_ops_util.h"
+#include "timing_detail.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +38,7 @@ int timed_run_at(const char *file, int line, timed *t, nk_kernel_fn fn, const nk
         nk_test_fail(file, line, "compile on %s: %s", target, nk_kernel_error(t->k));
         return rc;
     }
-    rc = nk__time_program(t->p, NULL, &t->tl);
+    rc = time_detail(t->p, NULL, &t->tl);
     if (rc)
         nk_test_fail(file, line, "timing on %s: %d (%s)", target, rc, nk_strerror(rc));
     return rc;

@@ -5,6 +5,7 @@
  * the target table, and DMA queues taken from the target's table.
  */
 #include "test.h"
+#include "timing_detail.h"
 #include "kernels.h"
 #include "isa/optable.h"
 #include "profile/profile.h"
@@ -413,8 +414,8 @@ static void queues_used(const nk_program *p, const nk_timeline *tl, int nq, int 
             if (q < nq && !seen[q]++)
                 (*in_prog)++;
         }
-    for (uint32_t i = 0; tl && i < tl->nxfers; i++) {
-        int q = tl->xfers[i].queue;
+    for (uint32_t i = 0; tl && i < tl->ndspans; i++) {
+        int q = tl->dspans[i].queue;
         CHECK(q < nq);
         if (q < nq && !seen_tl[q]++)
             (*in_tl)++;
@@ -440,7 +441,7 @@ TEST(optable_dma_queues_come_from_the_target_table)
             int nq = nk_program_target_table(p)->dma_queues, np, nt;
             CHECK_INT(nq, t == 1 ? 32 : t == 2 ? 4 : 16);
             CHECK_INT(nk__program_check(p, err, sizeof err), 0);
-            CHECK_INT(nk__time_program(p, NULL, &tl), 0);
+            CHECK_INT(time_detail(p, NULL, &tl), 0);
             queues_used(p, tl, nq, &np, &nt);
             CHECK_INT(np, want[t]);
             CHECK_INT(nt, want[t]);
@@ -494,9 +495,11 @@ TEST(optable_dma_engines_come_from_the_target_table)
         if (p)
             CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
         if (pr) {
-            uint32_t n0 = 0, maxe = 0;
-            for (uint32_t i = 0; i < pr->tl->nxfers; i++) {
-                const nk_dma_xfer *d = &pr->tl->xfers[i];
+            uint32_t n0 = 0, maxe = 0, spans0 = 0;
+            nk_timeline *tl = NULL;
+            CHECK_INT(time_detail(p, NULL, &tl), 0);
+            for (uint32_t i = 0; tl && i < tl->nxfers; i++) {
+                const nk_dma_xfer *d = &tl->xfers[i];
                 if (d->instr != 0)
                     continue;
                 n0++;
@@ -504,8 +507,18 @@ TEST(optable_dma_engines_come_from_the_target_table)
                 if (d->dma_engine > maxe)
                     maxe = d->dma_engine;
             }
+            nk__timeline_free(tl);
             CHECK_INT(n0, engines[t]);
             CHECK_INT(maxe, engines[t] - 1);
+            /* the profile's span of that load: every engine, every descriptor */
+            for (uint32_t i = 0; i < pr->tl->ndspans; i++)
+                if (pr->tl->dspans[i].instr == 0) {
+                    spans0++;
+                    CHECK_INT(pr->tl->dspans[i].descriptors, engines[t]);
+                    CHECK_INT(pr->tl->dspans[i].partitions, 128);
+                    CHECK(pr->tl->dspans[i].engines == (1ull << engines[t]) - 1);
+                }
+            CHECK_INT(spans0, 1);
             CHECK_INT(nk__timeline_check(pr->tl, pr->prog, &pr->arch, err, sizeof err), 0);
             if (engines[t] > 4) { /* read against a table with fewer engines: out of range */
                 nk_arch fewer = pr->arch;

@@ -12,7 +12,7 @@
 static int same_timeline(const nk_timeline *a, const nk_timeline *b, uint32_t ninstr)
 {
     if (strcmp(a->target, b->target) || a->total_ns != b->total_ns || a->host_in_ns != b->host_in_ns ||
-        a->host_out_ns != b->host_out_ns || a->nevents != b->nevents || a->nxfers != b->nxfers ||
+        a->host_out_ns != b->host_out_ns || a->nevents != b->nevents || a->ndspans != b->ndspans ||
         a->ncounters != b->ncounters || a->nregions != b->nregions)
         return 0;
     for (uint32_t i = 0; i < a->nregions; i++) {
@@ -29,11 +29,11 @@ static int same_timeline(const nk_timeline *a, const nk_timeline *b, uint32_t ni
             x->start != y->start || x->end != y->end)
             return 0;
     }
-    for (uint32_t i = 0; i < a->nxfers; i++) {
-        const nk_dma_xfer *x = &a->xfers[i], *y = &b->xfers[i];
-        if (x->instr != y->instr || x->queue != y->queue || x->dma_engine != y->dma_engine ||
-            x->to_hbm != y->to_hbm || x->partitions != y->partitions || x->bytes != y->bytes ||
-            x->start != y->start || x->end != y->end)
+    for (uint32_t i = 0; i < a->ndspans; i++) {
+        const nk_dma_span *x = &a->dspans[i], *y = &b->dspans[i];
+        if (x->instr != y->instr || x->queue != y->queue || x->to_hbm != y->to_hbm ||
+            x->descriptors != y->descriptors || x->partitions != y->partitions || x->bytes != y->bytes ||
+            x->engines != y->engines || x->start != y->start || x->end != y->end)
             return 0;
     }
     for (uint32_t i = 0; i < ninstr; i++)
@@ -152,6 +152,49 @@ TEST(profile_every_builtin_kernel_captures_on_both_targets)
                 nk_array_free(&in[a]);
         }
     unlink(fx_tmp("k.nkp"));
+    fx_tmp_done();
+}
+
+/* A file read whole is given back to the system page by page behind the
+ * reader (nk__rd_release): with the thresholds made small, every built-in
+ * kernel's profile reads the same as with them off (no page given back),
+ * bytes of the re-encoded profiles compared, and pages were given back. */
+TEST(profile_reader_gives_back_pages_behind_it)
+{
+    size_t min = nk__rd_own_min, step = nk__rd_own_step, slack = nk__rd_own_slack;
+    size_t given0 = nk__rd_own_given;
+    int kernels = 0;
+    for (int i = 0; i < nk_builtin_kernel_count; i++) {
+        nk_kernel *k = NULL;
+        nk_profile *pr = fx_builtin_profile(&nk_builtin_kernels[i], "trn1", &k);
+        nk_profile *q[2] = {NULL, NULL};
+        char err[256] = "";
+        if (pr && !nk_profile_write(pr, fx_tmp("g.nkp"))) {
+            for (int v = 0; v < 2; v++) {
+                nk__rd_own_min = v ? 0 : SIZE_MAX; /* v = 1: give back every page it can */
+                nk__rd_own_step = v ? 4096 : step;
+                nk__rd_own_slack = v ? 4096 : slack;
+                CHECK_INT(nk_profile_read(fx_tmp("g.nkp"), &q[v], err, sizeof err), 0);
+            }
+            nk__rd_own_min = min;
+            nk__rd_own_step = step;
+            nk__rd_own_slack = slack;
+            nk_wr a = {0}, b = {0};
+            if (q[0] && q[1] && !nk__profile_encode(q[0], &a) && !nk__profile_encode(q[1], &b)) {
+                CHECK(a.n == b.n && !memcmp(a.p, b.p, a.n));
+                kernels++;
+            }
+            nk__wr_free(&a);
+            nk__wr_free(&b);
+        }
+        nk_profile_free(q[0]);
+        nk_profile_free(q[1]);
+        nk_profile_free(pr);
+        nk_kernel_free(k);
+    }
+    CHECK_INT(kernels, nk_builtin_kernel_count);
+    CHECK(nk__rd_own_given > given0);
+    unlink(fx_tmp("g.nkp"));
     fx_tmp_done();
 }
 
@@ -507,16 +550,16 @@ TEST(profile_reader_rejects_foreign_and_future_files)
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "not an nklab profile: this is an nklab program file");
     memcpy(b, w.p, w.n);
-    b[8] = 7;
+    b[8] = 8;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 7 is newer than this nklab reads (6); use a newer nklab");
+    CHECK_STR(err, "format version 8 is newer than this nklab reads (7); use a newer nklab");
     b[8] = 1; /* version 1 is read, with its own checksum (FNV-1a), which this content fails */
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
     CHECK_STR(err, "checksum mismatch: the content is corrupt");
     b[8] = 0;
     b[11] = 1; /* 2^24 */
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (6); use a newer nklab");
+    CHECK_STR(err, "format version 16777216 is newer than this nklab reads (7); use a newer nklab");
     memcpy(b, w.p, w.n);
     b[12] = 1;
     CHECK_INT(decode(b, w.n, err, sizeof err), NK_EFORMAT);
@@ -546,15 +589,16 @@ TEST(profile_reader_rejects_foreign_and_future_files)
 static void t_instr(nk_timeline *tl) { tl->events[2].instr = 6; }
 static void t_order(nk_timeline *tl) { tl->events[1].start = -1; }
 static void t_sort(nk_timeline *tl) { tl->events[3].start = 2000; }
-static void t_xfer(nk_timeline *tl) { tl->xfers[0].instr = 1; }
-static void t_dir(nk_timeline *tl) { tl->xfers[0].to_hbm = 1; }
-static void t_parts(nk_timeline *tl) { tl->xfers[2].partitions = 129; }
+static void t_xfer(nk_timeline *tl) { tl->dspans[0].instr = 1; }
+static void t_dir(nk_timeline *tl) { tl->dspans[0].to_hbm = 1; }
+static void t_parts(nk_timeline *tl) { tl->dspans[1].partitions = 2 * 129; } /* 2 descriptors */
+static void t_engines(nk_timeline *tl) { tl->dspans[2].engines = 7; }      /* 3 engines, 2 descriptors */
 static void t_end(nk_timeline *tl) { tl->events[5].end = 6001; }
 static void t_nan(nk_timeline *tl) { tl->total_ns = NAN; }
 static void t_span(nk_timeline *tl) { tl->instr_end[4] = tl->instr_start[4] - 1; }
 static void t_active(nk_timeline *tl) { tl->active_ns[NK_ENGINE_DMA] = 7000; }
 static void t_kind(nk_timeline *tl) { tl->events[0].kind = NK_EV_KIND_COUNT; }
-static void t_xsort(nk_timeline *tl) { tl->xfers[5].start = 3800; }
+static void t_xsort(nk_timeline *tl) { tl->dspans[3].start = 3800; }
 static void t_region(nk_timeline *tl, nk_region g)
 {
     free(tl->regions);
@@ -576,9 +620,10 @@ TEST(profile_timeline_checks_name_the_problem)
         {t_instr, "event 2: instruction 6, engine 2, kind 0 or queue 0 out of range"},
         {t_order, "event 1: times -1..2100 outside 0..6000 ns"},
         {t_sort, "event 3: not sorted by start"},
-        {t_xfer, "DMA transfer 0: instruction 1 is a activation, direction 0"},
-        {t_dir, "DMA transfer 0: instruction 0 is a load, direction 1"},
-        {t_parts, "DMA transfer 2: queue 0, engine 2, partitions 129 or bytes 131072 out of range"},
+        {t_xfer, "DMA span 0: instruction 1 is a activation, direction 0"},
+        {t_dir, "DMA span 0: instruction 0 is a load, direction 1"},
+        {t_parts, "DMA span 1: queue 0, 2 descriptors on engines 0xc, partitions 258 or bytes 249856 out of range"},
+        {t_engines, "DMA span 2: queue 1, 2 descriptors on engines 0x7, partitions 128 or bytes 262144 out of range"},
         {t_end, "event 5: times 3000..6001 outside 0..6000 ns"},
         {t_nan, "total nan ns or host copies 1000/2000 ns not finite and non-negative"},
         {t_span, "instruction 4: span 2500..2499 outside 0..6000 ns"},
@@ -586,7 +631,7 @@ TEST(profile_timeline_checks_name_the_problem)
         {t_kind, "event 0: instruction 0, engine 5, kind 5 or queue 0 out of range"},
         {t_rcore, "launch region 0: kind 1 or core 1 out of range"},
         {t_rtime, "launch region 0: times 0..6500 outside 0..6000 ns"},
-        {t_xsort, "DMA transfer 5: not sorted by start"},
+        {t_xsort, "DMA span 3: not sorted by start"},
     };
     for (size_t i = 0; p && i < sizeof cases / sizeof cases[0]; i++) {
         nk_profile *pr = fx_exp_profile(p), *q = NULL;

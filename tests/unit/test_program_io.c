@@ -471,7 +471,7 @@ TEST(program_io_file_is_little_endian_with_header)
     CHECK(n > 64);
     if (d && n > 64) {
         CHECK(!memcmp(d, "NKLABPRG", 8));
-        CHECK(d[8] == 6 && d[9] == 0 && d[10] == 0 && d[11] == 0); /* format version 5, little-endian */
+        CHECK(d[8] == 7 && d[9] == 0 && d[10] == 0 && d[11] == 0); /* format version 7, little-endian */
         uint64_t len = 0, sum = 0;
         for (int i = 7; i >= 0; i--) {
             len = len << 8 | d[16 + i];
@@ -681,10 +681,10 @@ TEST(program_io_load_rejects_corrupt_foreign_and_future_files)
     CHECK_STR(err, "not an nklab program file: this is an nklab profile");
 
     memcpy(b, d, n);
-    b[8] = 7;
+    b[8] = 8;
     write_bytes(path, b, n);
     CHECK_INT(load_status(path, err, sizeof err), NK_EVERSION);
-    CHECK_STR(err, "format version 7 is newer than this nklab reads (6); use a newer nklab");
+    CHECK_STR(err, "format version 8 is newer than this nklab reads (7); use a newer nklab");
 
     memcpy(b, d, n); /* version 1 is read, with its own checksum (FNV-1a), which this content fails */
     b[8] = 1;

@@ -48,16 +48,16 @@ static nk_profile *profile_exp(int in_order, nk_arch *a)
     return pr;
 }
 
-/* Time some DMA transfer and some compute instruction run together. */
+/* Time some DMA transfer (a DMA span) and some compute instruction run together. */
 static double dma_compute_overlap(const nk_timeline *tl)
 {
     double t = 0;
-    for (uint32_t x = 0; x < tl->nxfers; x++)
+    for (uint32_t x = 0; x < tl->ndspans; x++)
         for (uint32_t k = 0; k < tl->nevents; k++) {
             const nk_event *e = &tl->events[k];
             if (e->engine > NK_ENGINE_GPSIMD)
                 continue;
-            double lo = fmax(tl->xfers[x].start, e->start), hi = fmin(tl->xfers[x].end, e->end);
+            double lo = fmax(tl->dspans[x].start, e->start), hi = fmin(tl->dspans[x].end, e->end);
             if (hi > lo)
                 t += hi - lo;
         }

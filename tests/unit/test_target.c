@@ -5,6 +5,7 @@
  * them through their files. Also compiling from shapes alone (no data).
  */
 #include "test.h"
+#include "timing_detail.h"
 #include "kernels.h"
 #include "profile/profile.h"
 
@@ -199,19 +200,32 @@ TEST(target_doubled_dma_and_hbm_make_a_dma_bound_kernel_faster)
         /* the first descriptor starts after the kernel's start-up (1300 ns, assumed) and the
            DMA latency (1300 ns [DMAbw]) and lasts its bytes over the engine's rate: 17 GB/s
            on trn1, 34 here */
-        CHECK_NEAR(a->tl->xfers[0].start, 1300 + 1300, 0, 1e-9);
-        CHECK_NEAR(a->tl->xfers[0].end - a->tl->xfers[0].start, desc_ns(17), 1e-12, 0);
-        CHECK_NEAR(b->tl->xfers[0].start, 1300 + 1300, 0, 1e-9);
-        CHECK_NEAR(b->tl->xfers[0].end - b->tl->xfers[0].start, desc_ns(34), 1e-12, 0);
-        CHECK_INT(b->tl->xfers[0].bytes, 8 * 8192);
-        /* 16 engines of 34 GB/s (528 GB/s at this efficiency) stay under HBM's 820:
-           every descriptor runs at the engine rate */
-        for (uint32_t i = 0; i < b->tl->nxfers; i++)
-            if (b->tl->xfers[i].bytes == 8 * 8192)
-                CHECK_NEAR(b->tl->xfers[i].end - b->tl->xfers[i].start, desc_ns(34), 1e-9, 0);
+        double ta = a->tl->total_ns, tb = b->tl->total_ns;
+        nk_timeline *da = NULL, *db = NULL; /* the same timings, every descriptor kept */
+        CHECK_INT(time_detail(base, NULL, &da), 0);
+        CHECK_INT(time_detail(quick, NULL, &db), 0);
+        if (da && db && da->nxfers && db->nxfers) {
+            CHECK(da->total_ns == ta && db->total_ns == tb);
+            CHECK_NEAR(da->xfers[0].start, 1300 + 1300, 0, 1e-9);
+            CHECK_NEAR(da->xfers[0].end - da->xfers[0].start, desc_ns(17), 1e-12, 0);
+            CHECK_NEAR(db->xfers[0].start, 1300 + 1300, 0, 1e-9);
+            CHECK_NEAR(db->xfers[0].end - db->xfers[0].start, desc_ns(34), 1e-12, 0);
+            CHECK_INT(db->xfers[0].bytes, 8 * 8192);
+            /* 16 engines of 34 GB/s (528 GB/s at this efficiency) stay under HBM's 820:
+               every descriptor runs at the engine rate */
+            for (uint32_t i = 0; i < db->nxfers; i++)
+                if (db->xfers[i].bytes == 8 * 8192)
+                    CHECK_NEAR(db->xfers[i].end - db->xfers[i].start, desc_ns(34), 1e-9, 0);
+        } else
+            CHECK(!"descriptor transfers kept");
+        nk__timeline_free(da);
+        nk__timeline_free(db);
+        /* the profile's first DMA span starts with the first descriptor */
+        CHECK(a->tl->ndspans > 0 && b->tl->ndspans > 0);
+        if (a->tl->ndspans && b->tl->ndspans)
+            CHECK(a->tl->dspans[0].start == 1300 + 1300 && b->tl->dspans[0].start == 1300 + 1300);
         /* DMA-bound: the transfers are most of the time, so doubling both
            bandwidths nearly halves it (the fixed latencies stay) */
-        double ta = a->tl->total_ns, tb = b->tl->total_ns;
         CHECK(tb < ta * 0.6 && tb > ta * 0.5);
         printf("  copy of 16 x [128, 2048] fp32: %.1f us on trn1, %.1f us with 2x DMA and HBM\n", ta * 1e-3,
                tb * 1e-3);
@@ -319,8 +333,8 @@ TEST(target_program_and_profile_files_keep_a_modified_table)
         CHECK_INT(q->arch->sbuf_partition_bytes, 393216);
         CHECK_INT(q->sbuf_peak, p->sbuf_peak);
         nk_timeline *ta = NULL, *tb = NULL;
-        CHECK_INT(nk__time_program(p, NULL, &ta), 0);
-        CHECK_INT(nk__time_program(q, NULL, &tb), 0);
+        CHECK_INT(time_detail(p, NULL, &ta), 0);
+        CHECK_INT(time_detail(q, NULL, &tb), 0);
         if (ta && tb)
             CHECK(ta->total_ns == tb->total_ns);
         nk__timeline_free(ta);
@@ -337,10 +351,10 @@ TEST(target_program_and_profile_files_keep_a_modified_table)
         CHECK_STR(back->prog->target, "wide");
         CHECK(back->prog->arch->pe_ghz == 3.1 && back->prog->arch == &back->prog->table);
         CHECK(back->tl->total_ns == pr->tl->total_ns);
-        CHECK_INT(back->tl->nxfers, pr->tl->nxfers);
-        for (uint32_t i = 0; i < back->tl->nxfers && i < pr->tl->nxfers; i++)
-            if (back->tl->xfers[i].start != pr->tl->xfers[i].start || back->tl->xfers[i].end != pr->tl->xfers[i].end) {
-                CHECK(!"transfer times round trip exactly");
+        CHECK_INT(back->tl->ndspans, pr->tl->ndspans);
+        for (uint32_t i = 0; i < back->tl->ndspans && i < pr->tl->ndspans; i++)
+            if (back->tl->dspans[i].start != pr->tl->dspans[i].start || back->tl->dspans[i].end != pr->tl->dspans[i].end) {
+                CHECK(!"DMA span times round trip exactly");
                 break;
             }
     }
@@ -500,7 +514,13 @@ TEST(target_version_1_profile_reads_with_its_values)
     /* the values the version-1 writer printed when it made the file */
     CHECK(pr->tl->total_ns == 3192.8405797101445);
     CHECK_INT(pr->tl->nevents, 3);
-    CHECK_INT(pr->tl->nxfers, 32);
+    /* its 32 descriptor transfers, read as the DMA spans they make: the load's and the store's */
+    CHECK_INT(pr->tl->nxfers, 0);
+    CHECK_INT(pr->tl->ndspans, 2);
+    uint32_t ndesc = 0;
+    for (uint32_t i = 0; i < pr->tl->ndspans; i++)
+        ndesc += pr->tl->dspans[i].descriptors;
+    CHECK_INT(ndesc, 32);
     CHECK_INT(pr->tl->ncounters, 3);
     CHECK_INT(pr->tl->counters[0].n, 8);
     CHECK_STR(pr->arch.name, "trn2");
@@ -518,9 +538,9 @@ TEST(target_version_1_profile_reads_with_its_values)
     CHECK_INT(nk_profile_read(path, &back, err, sizeof err), 0);
     if (back) {
         const nk_timeline *a = pr->tl, *b = back->tl;
-        CHECK(a->total_ns == b->total_ns && a->nevents == b->nevents && a->nxfers == b->nxfers);
+        CHECK(a->total_ns == b->total_ns && a->nevents == b->nevents && a->ndspans == b->ndspans);
         CHECK(!memcmp(a->events, b->events, a->nevents * sizeof *a->events));
-        CHECK(!memcmp(a->xfers, b->xfers, a->nxfers * sizeof *a->xfers));
+        CHECK(!memcmp(a->dspans, b->dspans, a->ndspans * sizeof *a->dspans));
         CHECK(!memcmp(a->instr_start, b->instr_start, pr->prog->ninstr * sizeof(double)));
         CHECK(!memcmp(a->instr_end, b->instr_end, pr->prog->ninstr * sizeof(double)));
         for (uint32_t c = 0; c < a->ncounters && c < b->ncounters; c++) {

@@ -16,6 +16,7 @@
 #include "nkint.h"
 #include "kernels.h"
 #include "timing/timing.h"
+#include "timing_detail.h"
 
 #include <stdlib.h>
 
@@ -65,7 +66,7 @@ static int run_case(tcase *c, const char *name, nk_kernel_fn fn, const nk_array 
         printf("  compile %s: %s\n", name, nk_kernel_error(c->k));
         return rc;
     }
-    return nk__time_program(c->p, NULL, &c->tl);
+    return time_detail(c->p, NULL, &c->tl);
 }
 
 static void end_case(tcase *c)
@@ -521,7 +522,7 @@ TEST(timing_hbm_bandwidth_caps_all_dma_engines)
     /* 16 engines x 16 B/ns = 256 GB/s stays under trn1's 410: the engines bound it */
     CHECK_NEAR(end_fast, STARTUP + DMA_LAT + 2048.0, 1e-12, 0);
     nk_timeline *tl;
-    CHECK_INT(nk__time_program(c.p, &slow, &tl), 0);
+    CHECK_INT(time_detail(c.p, &slow, &tl), 0);
     if (tl) {
         /* 512 KiB through 50 GB/s */
         CHECK_NEAR(tl->instr_end[ld], STARTUP + DMA_LAT + 128.0 * 4096 / 50, 1e-12, 0);
@@ -930,7 +931,7 @@ TEST(timing_dma_throughput_steps_at_transfer_edges)
         nk_timeline *tl = NULL;
         CHECK_INT(nk_kernel_compile(k, args, ki->nargs, &o, &p), 0);
         if (p)
-            CHECK_INT(nk__time_program(p, NULL, &tl), 0);
+            CHECK_INT(time_detail(p, NULL, &tl), 0);
         if (tl) {
             check_throughput(tl, ki->name);
             samples += tl->counters[0].n;
@@ -952,7 +953,7 @@ TEST(timing_never_depends_on_input_values)
     const nk_program *p;
     CHECK_INT(nk_kernel_compile(k, &in, 1, NULL, &p), 0);
     nk_timeline *ref;
-    CHECK_INT(nk__time_program(p, NULL, &ref), 0);
+    CHECK_INT(time_detail(p, NULL, &ref), 0);
     float *x = in.data;
     for (int round = 0; round < 2 && ref; round++) {
         for (int i = 0; i < 250 * 512; i++)
@@ -963,7 +964,7 @@ TEST(timing_never_depends_on_input_values)
         if (nouts)
             nk_array_free(&out[0]);
         nk_timeline *tl;
-        CHECK_INT(nk__time_program(p, NULL, &tl), 0);
+        CHECK_INT(time_detail(p, NULL, &tl), 0);
         if (!tl)
             continue;
         CHECK_INT(tl->nevents, ref->nevents);
@@ -1188,7 +1189,7 @@ TEST(timing_rejects_malformed_programs)
     nk_arch a = *nk__arch_get("trn1");
     a.dma_engines = 0;
     CHECK_INT(nk__time_program(p, &a, &tl), NK_EINVAL);
-    CHECK_INT(nk__time_program(p, NULL, &tl), 0);
+    CHECK_INT(time_detail(p, NULL, &tl), 0);
     nk__timeline_free(tl);
     CHECK_INT(nk__time_program(p, NULL, NULL), NK_EINVAL);
     nk__program_destroy(p);
@@ -1281,7 +1282,7 @@ TEST(timing_hardware_dge_triggers_serialize_on_the_sync_engine)
         snprintf(text, sizeof text, "base = trn1\ndma_trigger_ns = %g\n", cost[v]);
         CHECK_INT(nk__arch_load_text(text, "dge", &a, err, sizeof err), 0);
         nk_timeline *tl = NULL;
-        CHECK_INT(nk__time_program(c.p, &a, &tl), 0);
+        CHECK_INT(time_detail(c.p, &a, &tl), 0);
         for (int k = 0; tl && k < 4; k++) {
             int ld = nth_instr(c.p, NK_OP_LOAD, k);
             double ts = start_of(tl, ld, NK_EV_DMA_TRIGGER);
@@ -1336,7 +1337,7 @@ TEST(timing_launch_is_its_own_region)
     CHECK_INT(nk__arch_load_text("base = trn1\nlaunch_startup_ns = 0\nlaunch_teardown_ns = 0\n", "nolaunch", &a, err,
                                 sizeof err), 0);
     nk_timeline *bare = NULL;
-    CHECK_INT(nk__time_program(c.p, &a, &bare), 0);
+    CHECK_INT(time_detail(c.p, &a, &bare), 0);
     if (bare) {
         CHECK_NEAR(bare->total_ns, tl->total_ns - STARTUP - TEARDOWN, 1e-9, 0);
         for (uint32_t i = 0; i < c.p->ninstr; i++)
@@ -1382,7 +1383,7 @@ TEST(timing_spmd_launch_regions_per_core)
         CHECK_INT(nk_kernel_compile(k, args, 2, &o, &p), 0);
         nk_timeline *tl = NULL;
         if (p)
-            CHECK_INT(nk__time_program(p, NULL, &tl), 0);
+            CHECK_INT(time_detail(p, NULL, &tl), 0);
         if (!tl)
             continue;
         uint32_t ncores = t ? 2 : 1;
@@ -1406,4 +1407,38 @@ TEST(timing_spmd_launch_regions_per_core)
         nk__timeline_free(tl);
     }
     nk_kernel_free(k);
+}
+
+/* DMA spans from transfers by hand: an instruction's transfers merge where
+ * they overlap or touch, a gap starts another span, spans of different
+ * instructions interleave in the order they start; unsorted transfers or an
+ * instruction out of range are refused. */
+TEST(timing_dma_spans_of_transfers_by_hand)
+{
+    static const nk_dma_xfer x[] = {
+        {0, 3, 0, 0, 8, 100, 10, 20}, {1, 4, 1, 1, 8, 200, 12, 30}, {0, 3, 2, 0, 8, 100, 15, 25},
+        {0, 3, 1, 0, 4, 50, 25, 26},  /* touches: the same span */
+        {1, 4, 0, 1, 8, 200, 31, 40}, /* after a gap: a second span of instruction 1 */
+        {2, 5, 5, 0, 16, 300, 31, 35},
+    };
+    nk_dma_span *v = NULL;
+    uint32_t n = 0;
+    CHECK_INT(nk__dma_spans_of(x, 6, 3, &v, &n), 0);
+    CHECK_INT(n, 4);
+    if (v && n == 4) {
+        CHECK(v[0].instr == 0 && v[0].queue == 3 && v[0].to_hbm == 0 && v[0].start == 10 && v[0].end == 26);
+        CHECK(v[0].descriptors == 3 && v[0].partitions == 20 && v[0].bytes == 250 && v[0].engines == 0x7);
+        CHECK(v[1].instr == 1 && v[1].to_hbm == 1 && v[1].start == 12 && v[1].end == 30 && v[1].descriptors == 1 &&
+              v[1].engines == 0x2);
+        CHECK(v[2].instr == 1 && v[2].start == 31 && v[2].end == 40 && v[2].engines == 0x1 && v[2].bytes == 200);
+        CHECK(v[3].instr == 2 && v[3].start == 31 && v[3].end == 35 && v[3].engines == 0x20);
+    }
+    free(v);
+    nk_dma_xfer bad[2] = {x[1], x[0]}; /* 12 then 10: not sorted */
+    CHECK_INT(nk__dma_spans_of(bad, 2, 3, &v, &n), NK_EINVAL);
+    CHECK(v == NULL && n == 0);
+    CHECK_INT(nk__dma_spans_of(x, 6, 2, &v, &n), NK_EINVAL); /* instruction 2 of 2 */
+    CHECK_INT(nk__dma_spans_of(x, 0, 0, &v, &n), 0);
+    CHECK_INT(n, 0);
+    free(v);
 }
