@@ -59,7 +59,11 @@ enum {
     NK_IF_SPILL = 1u << 7       /* load/store: spill or reload the compile step inserted */
 };
 
-/* One instruction. Operands are access patterns in nk_tensor form. */
+/* One instruction. Operands are access patterns in nk_tensor form. The
+ * record holds dst, src[0] and src[1]; the third source and the reduce
+ * output, which few instructions have, live in the program's side table
+ * p->xop (read them with nk__src and nk__dst2), so that a program of a
+ * million instructions does not carry 144 unused bytes in each. */
 typedef struct nk_instr {
     uint8_t op;      /* nk_op */
     uint8_t engine;  /* nk_engine */
@@ -78,12 +82,19 @@ typedef struct nk_instr {
     uint32_t iter;   /* iteration of that loop */
     uint32_t dep_off, ndep; /* into program deps: instructions this one waits for */
     uint16_t call;          /* the API call that produced it: p->calls[call - 1]; 0 = not recorded
-                               (fits the padding before imm0: the record does not grow) */
+                               (fits the padding before xsrc2) */
+    uint32_t xsrc2;         /* the third source: p->xop[xsrc2 - 1]; 0 = none */
+    uint32_t xdst2;         /* the second output (activation, tensor_scalar_reduce: the
+                               reduction): p->xop[xdst2 - 1]; 0 = none */
     double imm0, imm1;      /* scalar operands, memset value, scale, on_false */
     nk_affine aff;          /* IOTA / AFFINE_SELECT expression */
-    nk_tensor dst, dst2;    /* dst2: activation reduce output */
-    nk_tensor src[3];
+    nk_tensor dst;
+    nk_tensor src[2];       /* src[2] is nk__src(p, in, 2) */
 } nk_instr;
+/* Every pass over a program (scheduling, timing, encoding) reads the whole
+ * record once per instruction: keep it from growing unnoticed (the size on
+ * 64-bit targets). */
+_Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 304, "nk_instr is 304 bytes");
 
 /* What an HBM buffer is to the kernel. */
 enum { NK_ROLE_INPUT = 0, NK_ROLE_OUTPUT, NK_ROLE_SCRATCH, NK_ROLE_TILE,
@@ -141,6 +152,9 @@ struct nk_program {
     uint32_t nloops;
     uint32_t *deps;
     uint32_t ndeps;
+    nk_tensor *xop;       /* the operands outside the records (nk_instr xsrc2, xdst2), in no
+                             particular order: entries of removed instructions may stay */
+    uint32_t nxop, cap_xop;
     int ninputs, noutputs;
     uint32_t *input_buf;  /* buffer id per input */
     uint32_t *output_buf; /* buffer id per output */
@@ -181,6 +195,58 @@ struct nk_program {
                              built-in or a modified one), so it never depends
                              on memory its caller may free */
 };
+
+/* ---- operands: src[k] and dst2 wherever they are held */
+
+/* An absent operand: all zero (buf 0), as a record's unused slot reads. */
+extern const nk_tensor nk__no_tensor;
+/* Source k (0..2) of in; absent: nk__no_tensor. */
+static inline const nk_tensor *nk__src(const nk_program *p, const nk_instr *in, int k)
+{
+    if (k < 2)
+        return &in->src[k];
+    return in->xsrc2 ? &p->xop[in->xsrc2 - 1] : &nk__no_tensor;
+}
+/* The second output; absent: nk__no_tensor. */
+static inline const nk_tensor *nk__dst2(const nk_program *p, const nk_instr *in)
+{
+    return in->xdst2 ? &p->xop[in->xdst2 - 1] : &nk__no_tensor;
+}
+/* The same, to modify in place: NULL when absent (an absent operand has no
+ * storage; give it one with nk__set_src2 / nk__set_dst2). */
+static inline nk_tensor *nk__src_w(nk_program *p, nk_instr *in, int k)
+{
+    if (k < 2)
+        return &in->src[k];
+    return in->xsrc2 ? &p->xop[in->xsrc2 - 1] : NULL;
+}
+static inline nk_tensor *nk__dst2_w(nk_program *p, nk_instr *in)
+{
+    return in->xdst2 ? &p->xop[in->xdst2 - 1] : NULL;
+}
+/* Every operand in slot order (dst, dst2, src[0..2], as NK_OPND_* numbers
+ * them); absent ones nk__no_tensor. */
+static inline void nk__operands(const nk_program *p, const nk_instr *in, const nk_tensor *ts[5])
+{
+    ts[0] = &in->dst;
+    ts[1] = nk__dst2(p, in);
+    ts[2] = &in->src[0];
+    ts[3] = &in->src[1];
+    ts[4] = nk__src(p, in, 2);
+}
+/* Writable, NULL for the absent ones. */
+static inline void nk__operands_w(nk_program *p, nk_instr *in, nk_tensor *ts[5])
+{
+    ts[0] = &in->dst;
+    ts[1] = nk__dst2_w(p, in);
+    ts[2] = &in->src[0];
+    ts[3] = &in->src[1];
+    ts[4] = nk__src_w(p, in, 2);
+}
+/* Sets in's third source / second output to *t (core/core.c), a new entry
+ * of p->xop unless it has one; NK_ENOMEM when p->xop cannot grow. */
+int nk__set_src2(nk_program *p, nk_instr *in, const nk_tensor *t);
+int nk__set_dst2(nk_program *p, nk_instr *in, const nk_tensor *t);
 
 /* The physical NeuronCore an instruction runs on, and a tile's core. */
 static inline uint32_t nk__inst_core(const nk_program *p, uint32_t inst)

@@ -226,19 +226,53 @@ int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t)
     nk__region r = nk__region_of(p, t), d = nk__region_of(p, &w->dst);
     if (nk__regions_overlap(&d, &r))
         return 1;
-    if (!w->dst2.buf)
+    const nk_tensor *d2 = nk__dst2(p, w);
+    if (!d2->buf)
         return 0;
-    d = nk__region_of(p, &w->dst2);
+    d = nk__region_of(p, d2);
     return nk__regions_overlap(&d, &r);
 }
 
 int nk__reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w)
 {
-    for (int k = 0; k < r->nsrc && k < 3; k++)
-        if (r->src[k].buf && nk__writes_into(p, w, &r->src[k]))
+    for (int k = 0; k < r->nsrc && k < 3; k++) {
+        const nk_tensor *s = nk__src(p, r, k);
+        if (s->buf && nk__writes_into(p, w, s))
             return 1;
+    }
     return 0;
 }
+
+/* ---- operands outside the record */
+
+const nk_tensor nk__no_tensor;
+
+/* Stores *t at *x (an index + 1 into p->xop), appending an entry when *x is
+ * 0. Doubling, as the tracer's arrays grow: a program traced with one such
+ * operand per instruction appends a million times. */
+static int set_xop(nk_program *p, uint32_t *x, const nk_tensor *t)
+{
+    if (*x) {
+        p->xop[*x - 1] = *t;
+        return 0;
+    }
+    if (p->nxop >= p->cap_xop) {
+        if (p->cap_xop >= UINT32_MAX / 2)
+            return NK_ENOMEM;
+        uint32_t c = p->cap_xop ? 2 * p->cap_xop : 16;
+        nk_tensor *v = realloc(p->xop, (size_t)c * sizeof *v);
+        if (!v)
+            return NK_ENOMEM;
+        p->xop = v;
+        p->cap_xop = c;
+    }
+    p->xop[p->nxop++] = *t;
+    *x = p->nxop;
+    return 0;
+}
+
+int nk__set_src2(nk_program *p, nk_instr *in, const nk_tensor *t) { return set_xop(p, &in->xsrc2, t); }
+int nk__set_dst2(nk_program *p, nk_instr *in, const nk_tensor *t) { return set_xop(p, &in->xdst2, t); }
 
 void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim)
 {
@@ -323,6 +357,7 @@ void nk__program_destroy(nk_program *p)
     if (!p)
         return;
     free(p->instrs);
+    free(p->xop);
     free(p->bufs);
     free(p->locs);
     for (uint32_t i = 0; i < p->nfiles; i++)

@@ -737,7 +737,7 @@ static int column(exec *x, int slot, const nk_instr *in, int k, int is_t, double
     if (!c)
         return NK_ENOMEM;
     if (is_t) {
-        bview v = view_of(x, &in->src[k]);
+        bview v = view_of(x, nk__src(x->p, in, k));
         gather(&v, c);
     } else {
         for (int64_t p = 0; p < P; p++)
@@ -754,7 +754,7 @@ static int column_i64(exec *x, int slot, const nk_instr *in, int k, int is_t, do
     if (!c)
         return NK_ENOMEM;
     if (is_t) {
-        bview v = view_of(x, &in->src[k]);
+        bview v = view_of(x, nk__src(x->p, in, k));
         gather_i64(&v, c);
     } else {
         for (int64_t p = 0; p < P; p++)
@@ -900,7 +900,7 @@ static int activation_f32(exec *x, const nk_instr *in, const bview *s, const bvi
             }
             red[p] = acc;
         }
-        bview rd = view_of(x, &in->dst2);
+        bview rd = view_of(x, nk__dst2(x->p, in));
         scatter(&rd, red);
     }
     return 0;
@@ -918,8 +918,9 @@ int nk__exec_activation(exec *x, const nk_instr *in)
     if (!f)
         return NK_EINVAL;
     nk__vfn vf = nk__vmath_f32(in->func);
+    const nk_tensor *d2 = nk__dst2(x->p, in);
     if (f32_rows(&s) && f32_rows(&d) && same_shape(&s, &d) && no_hazard(&d, &s) &&
-        (!(in->flags & NK_IF_REDUCE) || in->dst2.mem != in->dst.mem || in->dst2.buf != in->dst.buf))
+        (!(in->flags & NK_IF_REDUCE) || d2->mem != in->dst.mem || d2->buf != in->dst.buf))
         return activation_f32(x, in, &s, &d, P, f, vf, bias, scale);
     float *a = scratch(0, (size_t)(P * F));
     if (!a)
@@ -939,7 +940,7 @@ int nk__exec_activation(exec *x, const nk_instr *in)
                 acc += a[p * F + i];
             r[p] = acc;
         }
-        bview rd = view_of(x, &in->dst2);
+        bview rd = view_of(x, d2);
         scatter(&rd, r);
     }
     return 0;
@@ -1356,7 +1357,7 @@ int nk__exec_tensor_tensor_scan(exec *x, const nk_instr *in)
  * tensor like data; reverse0 / reverse1 swap the operators' operands. */
 int nk__exec_scalar_tensor_tensor(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), o = view_of(x, &in->src[2]), d = view_of(x, &in->dst);
+    bview s = view_of(x, &in->src[0]), o = view_of(x, nk__src(x->p, in, 2)), d = view_of(x, &in->dst);
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
     const float *o0;
@@ -1383,7 +1384,7 @@ int nk__exec_scalar_tensor_tensor(exec *x, const nk_instr *in)
  * index order from the operator's identity. */
 int nk__exec_tensor_scalar_reduce(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst), rd = view_of(x, &in->dst2);
+    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst), rd = view_of(x, nk__dst2(x->p, in));
     int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *r = scratch(3, (size_t)P);
     const float *o0;
@@ -1410,7 +1411,7 @@ int nk__exec_select(exec *x, const nk_instr *in)
 {
     bview pv = view_of(x, &in->src[0]), tv = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
     int tile_f = in->flags & NK_IF_OPND1_T;
-    bview fv = tile_f ? view_of(x, &in->src[2]) : d;
+    bview fv = tile_f ? view_of(x, nk__src(x->p, in, 2)) : d;
     size_t n = (size_t)vnumel(&pv);
     float *pr = scratch(0, n);
     if (!pr)
@@ -1499,7 +1500,7 @@ int nk__exec_dropout(exec *x, const nk_instr *in)
         return NK_ENOMEM;
     uint32_t seed = 0;
     if (in->flags & NK_IF_OPND1_T) { /* the seed's 32 bits as stored */
-        bview sv = view_of(x, &in->src[2]);
+        bview sv = view_of(x, nk__src(x->p, in, 2));
         gather_bytes(&sv, (uint8_t *)&seed);
     }
     gather_bytes(&s, a);
@@ -1634,9 +1635,9 @@ static void touch(exec *x, const nk_tensor *t, int write)
 static void touch_operands(exec *x, const nk_instr *in)
 {
     for (int k = 0; k < 3; k++) /* unused slots have no buffer */
-        touch(x, &in->src[k], 0);
+        touch(x, nk__src(x->p, in, k), 0);
     touch(x, &in->dst, !(in->flags & NK_IF_ACCUMULATE));
-    touch(x, &in->dst2, 1);
+    touch(x, nk__dst2(x->p, in), 1);
 }
 
 /* The host bytes between partitions: the peak rounded up to an odd number

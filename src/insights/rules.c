@@ -729,9 +729,11 @@ static int rule_static_overhead(nk_insights *ins)
         const nk_instr *in = &p->instrs[i];
         double ghz = engine_ghz(arch, in->engine);
         int64_t nfree = nk__free_size(&in->dst); /* elements streamed: the largest operand */
-        for (int k = 0; k < in->nsrc; k++)
-            if (in->src[k].buf && nk__free_size(&in->src[k]) > nfree)
-                nfree = nk__free_size(&in->src[k]);
+        for (int k = 0; k < in->nsrc; k++) {
+            const nk_tensor *t = nk__src(p, in, k);
+            if (t->buf && nk__free_size(t) > nfree)
+                nfree = nk__free_size(t);
+        }
         if (ghz <= 0 || nfree >= STATIC_FREE_MIN)
             continue;
         busy += a->busy[i];
@@ -960,9 +962,9 @@ static int touches(const nk_program *p, uint32_t j, const nk_bufinfo *B, int as_
 {
     const nk_instr *in = &p->instrs[j];
     if (as_write)
-        return same_memory(p, &in->dst, B) || same_memory(p, &in->dst2, B);
+        return same_memory(p, &in->dst, B) || same_memory(p, nk__dst2(p, in), B);
     for (int k = 0; k < in->nsrc; k++)
-        if (same_memory(p, &in->src[k], B))
+        if (same_memory(p, nk__src(p, in, k), B))
             return 1;
     return (in->flags & NK_IF_ACCUMULATE) && same_memory(p, &in->dst, B);
 }
@@ -1105,8 +1107,8 @@ static int rule_serialized_tile(nk_insights *ins)
         if (!in->loop || (in->flags & NK_IF_ACCUMULATE))
             continue;
         rc = scan_write(ins, i, &in->dst, &sites, &n, &cap);
-        if (!rc && in->dst2.buf)
-            rc = scan_write(ins, i, &in->dst2, &sites, &n, &cap);
+        if (!rc && nk__dst2(p, in)->buf)
+            rc = scan_write(ins, i, nk__dst2(p, in), &sites, &n, &cap);
     }
     for (uint32_t i = 0; !rc && n && i < p->ninstr; i++)
         if (p->instrs[i].loop)
@@ -1565,9 +1567,10 @@ static double handoff_saving(const nk_profile *pr, const uint32_t *st, const uin
         uint32_t from = l->dst.buf, to = s->src[0].buf;
         for (uint32_t i = ld[k] + 1; i < q->ninstr; i++) {
             nk_instr *in = &q->instrs[i];
-            nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+            nk_tensor *ts[5];
+            nk__operands_w(q, in, ts);
             for (int t = 0; t < 5; t++)
-                if (ts[t]->buf == from)
+                if (ts[t] && ts[t]->buf == from)
                     ts[t]->buf = to;
         }
         drop[st[k]] = drop[ld[k]] = 1;

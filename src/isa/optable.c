@@ -200,8 +200,9 @@ static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
 /* 2N from two SBUF inputs; N with an input in PSUM, or for bf16
  * add/multiply/subtract with both inputs contiguous along the free
  * dimension (stride 1 element) [ISA-old]. */
-static double work_tensor_tensor(const nk_instr *in, double n)
+static double work_tensor_tensor(const nk_program *p, const nk_instr *in, double n)
 {
+    (void)p;
     const nk_tensor *x = &in->src[0], *y = &in->src[1];
     int one_psum = x->mem == NK_PSUM || y->mem == NK_PSUM;
     int op = in->alu0;
@@ -212,45 +213,50 @@ static double work_tensor_tensor(const nk_instr *in, double n)
 }
 
 /* N, or N/2 for a bf16 add or max */
-static double work_tensor_reduce(const nk_instr *in, double n)
+static double work_tensor_reduce(const nk_program *p, const nk_instr *in, double n)
 {
+    (void)p;
     if (in->src[0].dtype == NK_BF16 && (in->alu0 == NK_ALU_ADD || in->alu0 == NK_ALU_MAX))
         return n / 2;
     return n;
 }
 
 /* N, or N/2 for zeros in a 16-bit float tile */
-static double work_memset(const nk_instr *in, double n)
+static double work_memset(const nk_program *p, const nk_instr *in, double n)
 {
+    (void)p;
     return in->imm0 == 0.0 && is16f(in->dst.dtype) ? n / 2 : n;
 }
 
 /* tensor_tensor_scan: 2N */
-static double work_twice(const nk_instr *in, double n)
+static double work_twice(const nk_program *p, const nk_instr *in, double n)
 {
+    (void)p;
     (void)in;
     return 2 * n;
 }
 
 /* scalar_tensor_tensor: N when data and operand1 are bf16, op0 subtract,
  * op1 multiply and N even; else 2N */
-static double work_stt(const nk_instr *in, double n)
+static double work_stt(const nk_program *p, const nk_instr *in, double n)
 {
-    int fast = in->src[0].dtype == NK_BF16 && in->src[2].dtype == NK_BF16 && in->alu0 == NK_ALU_SUBTRACT &&
+    int fast = in->src[0].dtype == NK_BF16 && nk__src(p, in, 2)->dtype == NK_BF16 && in->alu0 == NK_ALU_SUBTRACT &&
                in->alu1 == NK_ALU_MULTIPLY && (int64_t)n % 2 == 0;
     return fast ? n : 2 * n;
 }
 
 /* select, priced as tensor_copy_predicated: N when on_true and the
  * predicate are in different memories, else 2N */
-static double work_select(const nk_instr *in, double n)
+static double work_select(const nk_program *p, const nk_instr *in, double n)
 {
+    (void)p;
     return in->src[0].mem != in->src[1].mem ? n : 2 * n;
 }
 
 /* bn_aggr: 13 cycles per (count, mean, variance*count) tuple */
-static double work_bn_aggr(const nk_instr *in, double n)
+static double work_bn_aggr(const nk_program *p, const nk_instr *in, double n)
 {
+    (void)p;
     (void)in;
     return 13 * (n / 3);
 }
@@ -271,17 +277,21 @@ static int fail(char *msg, size_t len, const char *fmt, ...)
 
 enum { D = NK_OPND_DST, D2 = NK_OPND_DST2, S0 = NK_OPND_SRC0, S1, S2 };
 
-static int check_dma(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_dma(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                     size_t len)
 {
     (void)a;
+    (void)p;
     if (n[D] != n[S0] || nk_dtype_size((nk_dtype)in->dst.dtype) != nk_dtype_size((nk_dtype)in->src[0].dtype))
         return fail(msg, len, "%s of %lld elements into %lld, or element sizes differ", nk__op_name(in->op),
                     (long long)n[S0], (long long)n[D]);
     return 0;
 }
 
-static int check_matmul(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_matmul(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                        size_t len)
 {
+    (void)p;
     int64_t P = in->src[0].shape[0], M = n[S0] / P, N = n[S1] / in->src[1].shape[0];
     if (in->src[1].shape[0] != P || M > a->gemm_stationary_fmax || N > a->gemm_moving_fmax ||
         in->dst.shape[0] != M || n[D] != M * N)
@@ -290,8 +300,10 @@ static int check_matmul(const nk_arch *a, const nk_instr *in, const int64_t *n, 
     return 0;
 }
 
-static int check_transpose(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_transpose(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                           size_t len)
 {
+    (void)p;
     int64_t P = in->src[0].shape[0], F = n[S0] / P;
     int64_t lim = in->engine == NK_ENGINE_TENSOR ? a->pe_transpose_max : a->dve_transpose_max;
     if (P > lim || F > lim || in->dst.shape[0] != F || n[D] != P * F)
@@ -301,7 +313,8 @@ static int check_transpose(const nk_arch *a, const nk_instr *in, const int64_t *
 }
 
 /* activation, tensor_scalar: elementwise, with per-partition columns */
-static int check_columns(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_columns(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                         size_t len)
 {
     (void)a;
     const char *op = nk__op_name(in->op);
@@ -309,17 +322,19 @@ static int check_columns(const nk_arch *a, const nk_instr *in, const int64_t *n,
     if (n[D] != n[S0])
         return fail(msg, len, "%s writes %lld elements from %lld", op, (long long)n[D], (long long)n[S0]);
     for (int k = 1; k < 3; k++)
-        if (in->src[k].buf && n[S0 + k] != P)
+        if (nk__src(p, in, k)->buf && n[S0 + k] != P)
             return fail(msg, len, "%s: operand %d has %lld elements, not one per partition (%lld)", op, k,
                         (long long)n[S0 + k], (long long)P);
-    if (in->dst2.buf && n[D2] != P)
+    if (nk__dst2(p, in)->buf && n[D2] != P)
         return fail(msg, len, "%s: reduction output has %lld elements, not %lld", op, (long long)n[D2], (long long)P);
     return 0;
 }
 
-static int check_tensor_reduce(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_tensor_reduce(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                               size_t len)
 {
     (void)a;
+    (void)p;
     const nk_tensor *s = &in->src[0];
     int64_t P = s->shape[0], F = n[S0] / P;
     if (in->axis == 0 || in->axis >= s->ndim)
@@ -331,9 +346,11 @@ static int check_tensor_reduce(const nk_arch *a, const nk_instr *in, const int64
     return 0;
 }
 
-static int check_tensor_tensor(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_tensor_tensor(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                               size_t len)
 {
     (void)a;
+    (void)p;
     (void)in;
     if (n[S1] != n[S0] || n[D] != n[S0])
         return fail(msg, len, "tensor_tensor element counts %lld, %lld -> %lld differ", (long long)n[S0],
@@ -342,9 +359,11 @@ static int check_tensor_tensor(const nk_arch *a, const nk_instr *in, const int64
 }
 
 /* tensor_copy, affine_select: one element out per element in */
-static int check_same_count(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_same_count(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                            size_t len)
 {
     (void)a;
+    (void)p;
     if (n[D] != n[S0])
         return fail(msg, len, "%s element counts %lld -> %lld differ", nk__op_name(in->op), (long long)n[S0],
                     (long long)n[D]);
@@ -352,8 +371,10 @@ static int check_same_count(const nk_arch *a, const nk_instr *in, const int64_t 
 }
 
 /* bn_stats: at most bn_stats_fmax elements in, six values out per partition */
-static int check_bn_stats(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_bn_stats(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                          size_t len)
 {
+    (void)p;
     int64_t P = in->src[0].shape[0], F = n[S0] / P;
     if (F > a->bn_stats_fmax || in->dst.shape[0] != P || n[D] != 6 * P)
         return fail(msg, len, "bn_stats of [%lld, %lld] (at most %lld per partition) into %lld elements",
@@ -362,9 +383,11 @@ static int check_bn_stats(const nk_arch *a, const nk_instr *in, const int64_t *n
 }
 
 /* bn_aggr: whole (count, mean, variance*count) tuples in, mean and variance out */
-static int check_bn_aggr(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_bn_aggr(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                         size_t len)
 {
     (void)a;
+    (void)p;
     int64_t P = in->src[0].shape[0], F = n[S0] / P;
     if (F % 3 || in->dst.shape[0] != P || n[D] != 2 * P)
         return fail(msg, len, "bn_aggr of [%lld, %lld] (tuples of 3) into %lld elements", (long long)P,
@@ -374,19 +397,22 @@ static int check_bn_aggr(const nk_arch *a, const nk_instr *in, const int64_t *n,
 
 /* tensor_tensor_scan, scalar_tensor_tensor: src[0], src[1] or src[2] (the
  * second tensor), dst elementwise; a per-partition column where noted */
-static int check_scan(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_scan(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                      size_t len)
 {
     (void)a;
     int64_t P = in->src[0].shape[0];
-    if (n[S1] != n[S0] || n[D] != n[S0] || (in->src[2].buf && n[S2] != P))
+    if (n[S1] != n[S0] || n[D] != n[S0] || (nk__src(p, in, 2)->buf && n[S2] != P))
         return fail(msg, len, "tensor_tensor_scan element counts %lld, %lld -> %lld (initial %lld of %lld)",
                     (long long)n[S0], (long long)n[S1], (long long)n[D], (long long)n[S2], (long long)P);
     return 0;
 }
 
-static int check_stt(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_stt(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                     size_t len)
 {
     (void)a;
+    (void)p;
     int64_t P = in->src[0].shape[0];
     if (n[S2] != n[S0] || n[D] != n[S0] || (in->src[1].buf && n[S1] != P))
         return fail(msg, len, "scalar_tensor_tensor element counts %lld, %lld -> %lld (operand0 %lld of %lld)",
@@ -395,22 +421,25 @@ static int check_stt(const nk_arch *a, const nk_instr *in, const int64_t *n, cha
 }
 
 /* select: predicate, on_true, on_false (when a tile) and dst alike */
-static int check_select(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_select(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                        size_t len)
 {
     (void)a;
-    if (n[S1] != n[S0] || n[D] != n[S0] || (in->src[2].buf && n[S2] != n[S0]))
+    if (n[S1] != n[S0] || n[D] != n[S0] || (nk__src(p, in, 2)->buf && n[S2] != n[S0]))
         return fail(msg, len, "select element counts: predicate %lld, on_true %lld, on_false %lld -> %lld",
                     (long long)n[S0], (long long)n[S1], (long long)n[S2], (long long)n[D]);
     return 0;
 }
 
 /* dropout: dst like data, prob one per partition, the seed one element */
-static int check_dropout(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_dropout(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                         size_t len)
 {
     (void)a;
     int64_t P = in->src[0].shape[0];
+    const nk_tensor *seed = nk__src(p, in, 2);
     if (n[D] != n[S0] || in->dst.dtype != in->src[0].dtype || (in->src[1].buf && n[S1] != P) ||
-        (in->src[2].buf && (n[S2] != 1 || nk_dtype_size((nk_dtype)in->src[2].dtype) != 4)))
+        (seed->buf && (n[S2] != 1 || nk_dtype_size((nk_dtype)seed->dtype) != 4)))
         return fail(msg, len, "dropout of %lld elements into %lld (dtypes %s, %s), prob %lld, seed %lld",
                     (long long)n[S0], (long long)n[D], nk_dtype_name((nk_dtype)in->src[0].dtype),
                     nk_dtype_name((nk_dtype)in->dst.dtype), (long long)n[S1], (long long)n[S2]);
@@ -418,10 +447,11 @@ static int check_dropout(const nk_arch *a, const nk_instr *in, const int64_t *n,
 }
 
 /* load_transpose2d: HBM [F, P] into a tile [P, F] */
-static int check_load_transpose(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len)
+static int check_load_transpose(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
+                                size_t len)
 {
     const nk_tensor *s = &in->src[0], *d = &in->dst;
-    if (check_dma(a, in, n, msg, len))
+    if (check_dma(a, p, in, n, msg, len))
         return 1;
     if (s->ndim != 2 || d->shape[0] != s->shape[1] || n[D] != n[S0])
         return fail(msg, len, "load_transpose2d of a %u-dim [%d, ...] tensor into a tile of %d partitions", s->ndim,
@@ -642,9 +672,9 @@ const char *nk__op_operand_name(const nk_instr *in, int k)
     return d && k >= 0 && k < NK_OPND_COUNT && d->opnd[k].name ? d->opnd[k].name : "?";
 }
 
-const nk_tensor *nk__op_operand(const nk_instr *in, int k)
+const nk_tensor *nk__op_operand(const nk_program *p, const nk_instr *in, int k)
 {
-    return k == D ? &in->dst : k == D2 ? &in->dst2 : &in->src[k - S0];
+    return k == D ? &in->dst : k == D2 ? nk__dst2(p, in) : nk__src(p, in, k - S0);
 }
 
 size_t nk__op_attrs(const nk_instr *in, char *buf, size_t n)

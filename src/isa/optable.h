@@ -65,7 +65,7 @@ enum {
  * engine runs it. The timing model (src/timing/cost.c) adds clocks, the
  * static overhead, stride penalties and performance modes. */
 typedef struct nk_opcost {
-    double (*work)(const nk_instr *in, double n); /* NULL: N */
+    double (*work)(const nk_program *p, const nk_instr *in, double n); /* NULL: N */
     uint8_t min_ii_floor; /* 1: floor MIN_II; 0: none */
     uint8_t extra;        /* NK_COST_EXTRA_* */
     uint16_t extra_if;    /* NK_COST_EXTRA_MIN_II: the flag that adds it (0: always) */
@@ -92,7 +92,7 @@ typedef struct nk_opdef {
     /* Shape relations and limits on target a beyond the generic checks,
      * given each operand's element count n[slot] (0 when absent). On a
      * violation writes why to msg and returns nonzero. NULL: none. */
-    int (*check)(const nk_arch *a, const nk_instr *in, const int64_t *n, char *msg, size_t len);
+    int (*check)(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg, size_t len);
     /* The attributes, "func=exp bias=0 scale=1" (nothing for an op without). */
     void (*attrs)(nk_opbuf *b, const nk_instr *in);
     /* Runs one instruction (src/exec/exec.h). */
@@ -115,8 +115,8 @@ unsigned nk__op_operand_mems(const nk_instr *in, int k);
 unsigned nk__engine_mems(int engine, int write);
 /* The kernel API's name of operand slot k ("stationary"), or "?". */
 const char *nk__op_operand_name(const nk_instr *in, int k);
-/* The operand itself. */
-const nk_tensor *nk__op_operand(const nk_instr *in, int k);
+/* The operand itself (nk__no_tensor when absent). */
+const nk_tensor *nk__op_operand(const nk_program *p, const nk_instr *in, int k);
 /* "sbuf", "sbuf or psum" for a memory mask. */
 const char *nk__mem_names(unsigned mask);
 

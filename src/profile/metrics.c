@@ -163,16 +163,19 @@ typedef struct work {
 
 static double bytes_of(const nk_tensor *t) { return (double)nk__numel(t) * nk_dtype_size((nk_dtype)t->dtype); }
 
-static void count_traffic(const nk_instr *in, work *w)
+static void count_traffic(const nk_program *p, const nk_instr *in, work *w)
 {
-    for (int k = 0; k < in->nsrc && k < 3; k++)
-        if (in->src[k].buf)
-            w->read[in->src[k].mem % 3] += bytes_of(&in->src[k]);
+    for (int k = 0; k < in->nsrc && k < 3; k++) {
+        const nk_tensor *s = nk__src(p, in, k);
+        if (s->buf)
+            w->read[s->mem % 3] += bytes_of(s);
+    }
     if (in->flags & NK_IF_ACCUMULATE)
         w->read[in->dst.mem % 3] += bytes_of(&in->dst);
     w->written[in->dst.mem % 3] += bytes_of(&in->dst);
-    if (in->dst2.buf)
-        w->written[in->dst2.mem % 3] += bytes_of(&in->dst2);
+    const nk_tensor *d2 = nk__dst2(p, in);
+    if (d2->buf)
+        w->written[d2->mem % 3] += bytes_of(d2);
 }
 
 static void count_work(const nk_program *p, const nk_arch *a, work *w)
@@ -180,7 +183,7 @@ static void count_work(const nk_program *p, const nk_arch *a, work *w)
     double peak = 2.0 * a->partitions * a->partitions * a->pe_ghz; /* FLOP per ns, bf16 rate */
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        count_traffic(in, w);
+        count_traffic(p, in, w);
         if (in->engine != NK_ENGINE_TENSOR)
             continue;
         double K = in->src[0].shape[0], M = (double)nk__free_size(&in->src[0]), f, factor;

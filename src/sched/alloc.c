@@ -207,16 +207,16 @@ static void uses(ascan *a)
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         touch(a, &in->dst, i);
-        touch(a, &in->dst2, i);
+        touch(a, nk__dst2(p, in), i);
         for (int k = 0; k < 3; k++)
-            touch(a, &in->src[k], i);
+            touch(a, nk__src(p, in, k), i);
     }
 }
 
-static int uses_buf(const nk_instr *in, uint32_t b)
+static int uses_buf(const nk_program *p, const nk_instr *in, uint32_t b)
 {
-    return in->dst.buf == b || in->dst2.buf == b || in->src[0].buf == b || in->src[1].buf == b ||
-           in->src[2].buf == b;
+    return in->dst.buf == b || nk__dst2(p, in)->buf == b || in->src[0].buf == b || in->src[1].buf == b ||
+           nk__src(p, in, 2)->buf == b;
 }
 
 /* Room for one more buffer in the program and in the scan's arrays. */
@@ -297,16 +297,16 @@ static int spill_one(ascan *a)
     for (uint32_t k = 0; k < a->fail_nact; k++) {
         uint32_t id = a->active[k];
         const nk_bufinfo *b = &p->bufs[id];
-        if (b->mem != NK_SBUF || id == a->fail_id || uses_buf(&p->instrs[s], id) || a->first[id] >= s)
+        if (b->mem != NK_SBUF || id == a->fail_id || uses_buf(p, &p->instrs[s], id) || a->first[id] >= s)
             continue;
         uint32_t prev = UINT32_MAX, next = UINT32_MAX;
         for (uint32_t i = s; i-- > a->first[id];)
-            if (uses_buf(&p->instrs[i], id)) {
+            if (uses_buf(p, &p->instrs[i], id)) {
                 prev = i;
                 break;
             }
         for (uint32_t i = s + 1; i <= a->last[id] && i < p->ninstr; i++)
-            if (uses_buf(&p->instrs[i], id)) {
+            if (uses_buf(p, &p->instrs[i], id)) {
                 next = i;
                 break;
             }
@@ -371,9 +371,10 @@ static int spill_one(ascan *a)
     /* later uses read the reloaded tile */
     for (uint32_t i = vnext + 2; i < p->ninstr; i++) {
         nk_instr *in = &p->instrs[i];
-        nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        nk_tensor *ts[5];
+        nk__operands_w(p, in, ts);
         for (int k = 0; k < 5; k++)
-            if (ts[k]->buf == victim)
+            if (ts[k] && ts[k]->buf == victim)
                 ts[k]->buf = v2;
     }
     return 0;
@@ -387,7 +388,8 @@ static int infeasible(ascan *a, int64_t cap, char *err, size_t errlen)
     nk_program *p = a->p;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        const nk_tensor *ts[5];
+        nk__operands(p, in, ts);
         uint32_t ids[5];
         int n = 0;
         int64_t need = 0;

@@ -39,7 +39,7 @@
  * partitions over the DMA engines, which every queue shares: the estimate
  * treats the engines as one unit busy for the transfer, with the start
  * latency before it (which overlaps other transfers). */
-static double duration(const nk_arch *a, const nk_instr *in)
+static double duration(const nk_arch *a, const nk_program *p, const nk_instr *in)
 {
     if (in->engine == NK_ENGINE_DMA) {
         nk_dma_plan pl;
@@ -49,7 +49,7 @@ static double duration(const nk_arch *a, const nk_instr *in)
         return bytes / (pl.engines * a->dma_engine_gbps * pl.efficiency);
     }
     nk_cost c;
-    if (nk__time_cost(a, in, &c))
+    if (nk__time_cost(a, p, in, &c))
         return 0;
     return c.fixed_ns + c.ls_ns + c.stream_ns + c.write_ns;
 }
@@ -228,7 +228,7 @@ int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t
             chain[i] = lastseq[u];
             lastseq[u] = i;
         }
-        dur[i] = duration(p->arch, in);
+        dur[i] = duration(p->arch, p, in);
     }
     /* successor lists (CSR), counting chain edges as dependencies */
     for (uint32_t i = 0; i < n; i++) {

@@ -531,9 +531,9 @@ static void put_instr(nk_wr *w, const nk_program *p, uint32_t i)
         nk__wr_sv(w, in->aff.cf[k]);
     put_deps(w, p, i, in);
     put_tensor(w, &in->dst);
-    put_tensor(w, &in->dst2);
+    put_tensor(w, nk__dst2(p, in));
     for (int k = 0; k < 3; k++)
-        put_tensor(w, &in->src[k]);
+        put_tensor(w, nk__src(p, in, k));
 }
 
 static void put_buf(nk_wr *w, const nk_bufinfo *b)
@@ -952,9 +952,15 @@ static int get_instrs(nk_rd *r, nk_program *p)
             get_deps(&s, i, p->deps + p->ndeps, nd);
         p->ndeps += nd;
         get_tensor(&s, &in->dst);
-        get_tensor(&s, &in->dst2);
-        for (int k = 0; k < 3; k++)
+        nk_tensor x;
+        get_tensor(&s, &x);
+        if (x.buf && nk__set_dst2(p, in, &x))
+            nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+        for (int k = 0; k < 2; k++)
             get_tensor(&s, &in->src[k]);
+        get_tensor(&s, &x); /* a tensor without a buffer is all zero: the absent operand */
+        if (x.buf && nk__set_src2(p, in, &x))
+            nk__rd_fail(&s, NK_ENOMEM, "out of memory");
         if (!s.rc)
             p->ninstr = i + 1;
     }
@@ -1224,6 +1230,8 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     q->owned = 1;
     int bad = 0;
     q->instrs = dup_array(p->instrs, p->ninstr, sizeof *p->instrs, &bad);
+    q->xop = dup_array(p->xop, p->nxop, sizeof *p->xop, &bad);
+    q->cap_xop = p->nxop;
     q->bufs = dup_array(p->bufs, p->nbufs, sizeof *p->bufs, &bad);
     q->locs = dup_array(p->locs, p->nlocs, sizeof *p->locs, &bad);
     q->loops = dup_array(p->loops, p->nloops, sizeof *p->loops, &bad);
@@ -1517,6 +1525,9 @@ static int check_fields(chk *c, uint32_t i, const nk_instr *in)
     if (in->nsrc != nk__op_nsrc(in))
         return bad(c, "instruction %u: %u source operands, %s takes %d", i, in->nsrc, nk__op_name(in->op),
                    nk__op_nsrc(in));
+    if (in->xsrc2 > p->nxop || in->xdst2 > p->nxop || (p->nxop && !p->xop))
+        return bad(c, "instruction %u: operands %u, %u outside the side table of %u", i, in->xsrc2, in->xdst2,
+                   p->nxop);
     return 0;
 }
 
@@ -1526,7 +1537,7 @@ static int check_semantics(chk *c, uint32_t i, const nk_instr *in, const int64_t
 {
     const nk_opdef *od = nk__op_def(in->op);
     for (int k = 0; k < NK_OPND_COUNT; k++) {
-        const nk_tensor *t = nk__op_operand(in, k);
+        const nk_tensor *t = nk__op_operand(c->p, in, k);
         unsigned ok = nk__op_operand_mems(in, k);
         if (t->buf && !(ok & NK_MEM(t->mem)))
             return bad(c, "instruction %u: %s: %s in %s; on the %s engine it must be in %s", i, od->name,
@@ -1534,7 +1545,7 @@ static int check_semantics(chk *c, uint32_t i, const nk_instr *in, const int64_t
                        nk_engine_name((nk_engine)in->engine), nk__mem_names(ok));
     }
     char msg[192];
-    if (od->check && od->check(c->p->arch, in, n, msg, sizeof msg))
+    if (od->check && od->check(c->p->arch, c->p, in, n, msg, sizeof msg))
         return bad(c, "instruction %u: %s", i, msg);
     return 0;
 }
@@ -1548,12 +1559,12 @@ static int check_instr(chk *c, uint32_t i)
     if (!in->dst.buf)
         return bad(c, "instruction %u: no destination", i);
     int want2 = nk__op_operand_present(in, NK_OPND_DST2);
-    if (!!in->dst2.buf != want2)
+    if (!!nk__dst2(c->p, in)->buf != want2)
         return bad(c, "instruction %u: second destination %s", i, want2 ? "missing" : "unexpected");
     int64_t n[NK_OPND_COUNT] = {0, 0, 0, 0, 0}; /* dst, dst2, src[0..2] */
     static const char *names[NK_OPND_COUNT] = {"dst", "dst2", "src[0]", "src[1]", "src[2]"};
     for (int k = 0; k < NK_OPND_COUNT; k++) {
-        const nk_tensor *t = nk__op_operand(in, k);
+        const nk_tensor *t = nk__op_operand(c->p, in, k);
         if (!nk__op_operand_present(in, k)) {
             if (t->buf)
                 return bad(c, "instruction %u: %s present but unused", i, names[k]);
@@ -1583,7 +1594,8 @@ static int check_instances(chk *c)
         if (in->seg >= (p->nseg > 1 ? p->nseg : 1) || (i && in->seg < p->instrs[i - 1].seg))
             return bad(c, "instruction %u: kernel %u out of order or range (%u kernels)", i, in->seg,
                        p->nseg > 1 ? p->nseg : 1);
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        const nk_tensor *ts[5];
+        nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++)
             if (ts[k]->buf && ts[k]->mem != NK_SHARED_HBM && p->bufs[ts[k]->buf].inst != in->inst)
                 return bad(c, "instruction %u of instance %u uses tile %u of instance %u", i, in->inst, ts[k]->buf,
@@ -1672,15 +1684,17 @@ static void dump_operands(nk_text *t, const nk_program *p, const nk_instr *in)
     char b[160];
     nk__format_ap(b, sizeof b, p, &in->dst);
     nk__text_printf(t, "%s", b);
-    if (in->dst2.buf) {
-        nk__format_ap(b, sizeof b, p, &in->dst2);
+    const nk_tensor *d2 = nk__dst2(p, in);
+    if (d2->buf) {
+        nk__format_ap(b, sizeof b, p, d2);
         nk__text_printf(t, ", %s", b);
     }
     const char *sep = " <- ";
     for (int k = 0; k < in->nsrc && k < 3; k++) {
-        if (!in->src[k].buf)
+        const nk_tensor *s = nk__src(p, in, k);
+        if (!s->buf)
             continue;
-        nk__format_ap(b, sizeof b, p, &in->src[k]);
+        nk__format_ap(b, sizeof b, p, s);
         nk__text_printf(t, "%s%s", sep, b);
         sep = ", ";
     }

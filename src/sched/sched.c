@@ -184,14 +184,17 @@ static int derive(const nk_program *p, const uint32_t *order, int conservative, 
         const nk_instr *in = &p->instrs[order ? order[i] : i];
         region rd[5], wr[2];
         int nrd = 0, nwr = 0;
-        for (int k = 0; k < in->nsrc; k++)
-            if (in->src[k].buf)
-                rd[nrd++] = nk__region_of(p, &in->src[k]);
+        for (int k = 0; k < in->nsrc; k++) {
+            const nk_tensor *t = nk__src(p, in, k);
+            if (t->buf)
+                rd[nrd++] = nk__region_of(p, t);
+        }
         if (in->flags & NK_IF_ACCUMULATE)
             rd[nrd++] = nk__region_of(p, &in->dst);
         wr[nwr++] = nk__region_of(p, &in->dst);
-        if (in->dst2.buf)
-            wr[nwr++] = nk__region_of(p, &in->dst2);
+        const nk_tensor *d2 = nk__dst2(p, in);
+        if (d2->buf)
+            wr[nwr++] = nk__region_of(p, d2);
         s.ncur = 0;
         for (int k = 0; k < nrd; k++)
             find_deps(&s, &rd[k], 0);
@@ -442,6 +445,11 @@ static void trim(nk_program *p)
     nk_bufinfo *b = p->nbufs ? realloc(p->bufs, (size_t)p->nbufs * sizeof *b) : NULL;
     if (b)
         p->bufs = b;
+    nk_tensor *x = p->nxop ? realloc(p->xop, (size_t)p->nxop * sizeof *x) : NULL;
+    if (x) {
+        p->xop = x;
+        p->cap_xop = p->nxop;
+    }
 }
 
 /* The schedule nk__schedule would give p in list mode, p left as it is:

@@ -25,15 +25,15 @@ static int strided(const nk_arch *a, const nk_tensor *t)
 }
 
 /* The on-chip operands of an instruction. */
-static int operands(const nk_instr *in, const nk_tensor **ts)
+static int operands(const nk_program *p, const nk_instr *in, const nk_tensor **ts)
 {
     int n = 0;
     ts[n++] = &in->dst;
-    if (in->dst2.buf)
-        ts[n++] = &in->dst2;
+    if (nk__dst2(p, in)->buf)
+        ts[n++] = nk__dst2(p, in);
     for (int k = 0; k < in->nsrc && k < 3; k++)
-        if (in->src[k].buf)
-            ts[n++] = &in->src[k];
+        if (nk__src(p, in, k)->buf)
+            ts[n++] = nk__src(p, in, k);
     return n;
 }
 
@@ -43,7 +43,7 @@ typedef struct tcost {
 } tcost;
 
 /* The op's row of the legacy table, for this instruction. */
-static tcost table_entry(const nk_arch *a, const nk_instr *in)
+static tcost table_entry(const nk_arch *a, const nk_program *p, const nk_instr *in)
 {
     const nk_opdef *d = nk__op_def(in->op);
     if (!d)
@@ -51,7 +51,7 @@ static tcost table_entry(const nk_arch *a, const nk_instr *in)
     const nk_opcost *oc = &d->cost;
     double mii = a->min_ii_cycles;
     double n = (double)nk__free_size(in->nsrc ? &in->src[0] : &in->dst);
-    tcost t = {oc->work ? oc->work(in, n) : n, oc->min_ii_floor ? mii : 0, 0};
+    tcost t = {oc->work ? oc->work(p, in, n) : n, oc->min_ii_floor ? mii : 0, 0};
     if (oc->extra == NK_COST_EXTRA_MIN_II && (!oc->extra_if || (in->flags & oc->extra_if)))
         t.extra = mii;
     else if (oc->extra == NK_COST_EXTRA_POOL_FIXED)
@@ -59,9 +59,9 @@ static tcost table_entry(const nk_arch *a, const nk_instr *in)
     return t;
 }
 
-double nk__time_table_cycles(const nk_arch *a, const nk_instr *in)
+double nk__time_table_cycles(const nk_arch *a, const nk_program *p, const nk_instr *in)
 {
-    tcost t = table_entry(a, in);
+    tcost t = table_entry(a, p, in);
     return dmax(t.floor, t.work) + t.extra;
 }
 
@@ -135,12 +135,12 @@ static void pe_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
     c->write_ns = a->sram_access_cycles / a->pe_ghz;
 }
 
-int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
+int nk__time_cost(const nk_arch *a, const nk_program *p, const nk_instr *in, nk_cost *c)
 {
     if (in->engine >= NK_ENGINE_DMA || !engine_ok(in))
         return NK_EINVAL;
     const nk_tensor *ts[5];
-    int nt = operands(in, ts), str = 0;
+    int nt = operands(p, in, ts), str = 0;
     c->sbuf = c->psum = 0;
     for (int k = 0; k < nt; k++) {
         c->sbuf |= ts[k]->mem == NK_SBUF;
@@ -154,7 +154,7 @@ int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c)
         return 0;
     }
     double ghz = clock_ghz(a, in->engine);
-    tcost t = table_entry(a, in);
+    tcost t = table_entry(a, p, in);
     double work = t.work * (str ? a->stride_penalty_factor : 1) / dve_speedup(a, in);
     c->ls_ns = 0;
     c->stream_ns = (dmax(t.floor, work) + t.extra) / ghz;

@@ -24,11 +24,11 @@ typedef struct nk_cost {
 
 /* Cost of compute instruction in on target a; NK_EINVAL for an instruction
  * the model does not know (a DMA, or an op on an engine that cannot run it). */
-int nk__time_cost(const nk_arch *a, const nk_instr *in, nk_cost *c);
+int nk__time_cost(const nk_arch *a, const nk_program *p, const nk_instr *in, nk_cost *c);
 
 /* Legacy cost-table cycles of a Vector/Scalar/GpSimd instruction (the
  * streaming stage, before the stride penalty and performance modes). */
-double nk__time_table_cycles(const nk_arch *a, const nk_instr *in);
+double nk__time_table_cycles(const nk_arch *a, const nk_program *p, const nk_instr *in);
 
 /* How a DMA instruction splits into descriptors. */
 typedef struct nk_dma_plan {

@@ -809,7 +809,10 @@ static int check_program(const nk_program *p)
         for (uint32_t k = 0; k < in->ndep; k++)
             if (p->deps[in->dep_off + k] >= i) /* dependencies point backwards */
                 return NK_EINVAL;
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        if (in->xsrc2 > p->nxop || in->xdst2 > p->nxop)
+            return NK_EINVAL;
+        const nk_tensor *ts[5];
+        nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++)
             if (ts[k]->buf >= p->nbufs || (ts[k]->buf && ts[k]->mem != NK_SHARED_HBM && ts[k]->ndim < 1))
                 return NK_EINVAL;
@@ -840,9 +843,10 @@ static int writes_region(const nk_program *p, const nk_instr *w, const nk__regio
     nk__region d = nk__region_of(p, &w->dst);
     if (nk__regions_overlap(&d, r))
         return 1;
-    if (!w->dst2.buf)
+    const nk_tensor *d2 = nk__dst2(p, w);
+    if (!d2->buf)
         return 0;
-    d = nk__region_of(p, &w->dst2);
+    d = nk__region_of(p, d2);
     return nk__regions_overlap(&d, r);
 }
 
@@ -865,9 +869,11 @@ static void ensure_regions(const sim *s, iregions *r, uint32_t i)
     r->i = i;
     r->have = 1;
     r->nsrc = in->nsrc < 3 ? in->nsrc : 3;
-    for (int k = 0; k < r->nsrc; k++)
-        if ((r->used[k] = in->src[k].buf != 0))
-            r->src[k] = nk__region_of(s->p, &in->src[k]);
+    for (int k = 0; k < r->nsrc; k++) {
+        const nk_tensor *t = nk__src(s->p, in, k);
+        if ((r->used[k] = t->buf != 0))
+            r->src[k] = nk__region_of(s->p, t);
+    }
     r->st = nk__region_of(s->p, &in->src[0]);
 }
 
@@ -984,7 +990,7 @@ static int plan_all(sim *s)
         const nk_instr *in = instr_at(s, i);
         s->left[i] = 0;
         if (s->eng[i] != NK_ENGINE_DMA) {
-            int rc = nk__time_cost(s->a, in, &s->info[i].cost);
+            int rc = nk__time_cost(s->a, s->p, in, &s->info[i].cost);
             if (rc)
                 return rc;
             continue;
@@ -1211,18 +1217,20 @@ static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         double t0 = tl->instr_start[i], t1 = tl->instr_end[i];
-        const nk_tensor *w[2] = {&in->dst, &in->dst2};
+        const nk_tensor *w[2] = {&in->dst, nk__dst2(p, in)};
         for (int k = 0; k < 2; k++)
             if (w[k]->buf && (w[k]->mem == NK_SBUF || w[k]->mem == NK_PSUM)) {
                 size_t at = (size_t)(w[k]->mem == NK_PSUM) * nb + w[k]->buf;
                 first[at] = fmin(first[at], t0);
                 last[at] = dmax(last[at], t1);
             }
-        for (int k = 0; k < in->nsrc && k < 3; k++)
-            if (in->src[k].buf && (in->src[k].mem == NK_SBUF || in->src[k].mem == NK_PSUM)) {
-                size_t at = (size_t)(in->src[k].mem == NK_PSUM) * nb + in->src[k].buf;
+        for (int k = 0; k < in->nsrc && k < 3; k++) {
+            const nk_tensor *t = nk__src(p, in, k);
+            if (t->buf && (t->mem == NK_SBUF || t->mem == NK_PSUM)) {
+                size_t at = (size_t)(t->mem == NK_PSUM) * nb + t->buf;
                 last[at] = dmax(last[at], t1);
             }
+        }
     }
     for (int m = 0; m < 2; m++) {
         size_t np = 0;

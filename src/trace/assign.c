@@ -71,9 +71,9 @@ static int account(nk_ctx *nc)
             continue;
         const nk_instr *in = &p->instrs[i];
         clear_zero(nc, &in->dst, i);
-        clear_zero(nc, &in->dst2, i);
+        clear_zero(nc, nk__dst2(p, in), i);
         for (int k = 0; k < 3; k++)
-            clear_zero(nc, &in->src[k], i);
+            clear_zero(nc, nk__src(p, in, k), i);
         if (in->op == NK_OP_MEMSET && in->imm0 == 0.0 && in->dst.mem != NK_SHARED_HBM && in->dst.buf < nc->cap_bs) {
             if (nk__grow((void **)&nc->zpool, &nc->cap_z, nc->nz + 1, sizeof *nc->zpool))
                 return NK_ENOMEM;
@@ -124,9 +124,9 @@ static nk_instr *sole_writer(nk_ctx *nc, nk_tensor v)
         const nk_instr *in = &p->instrs[i];
         if (i < nc->cap_dead && nc->dead[i])
             continue;
-        int uses = in->dst2.buf == v.buf;
+        int uses = nk__dst2(p, in)->buf == v.buf;
         for (int k = 0; k < 3; k++)
-            uses |= in->src[k].buf == v.buf;
+            uses |= nk__src(p, in, k)->buf == v.buf;
         if (uses || (in->dst.buf == v.buf && i != last))
             return NULL;
     }

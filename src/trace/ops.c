@@ -415,14 +415,14 @@ static void activation(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk
         in->imm0 = bias.value;
     }
     if (scale.is_tensor) {
-        in->src[2] = scale.t;
+        nk__emit_src2(nc, loc, in, scale.t);
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     } else {
         in->imm1 = scale.value;
     }
     if (reduce_dst.buf) {
-        in->dst2 = reduce_dst;
+        nk__emit_dst2(nc, loc, in, reduce_dst);
         in->flags |= NK_IF_REDUCE;
         wrote(nc, reduce_dst);
     }
@@ -517,7 +517,7 @@ void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
         in->imm0 = o0.value;
     }
     if (o1.is_tensor) {
-        in->src[2] = o1.t;
+        nk__emit_src2(nc, loc, in, o1.t);
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     } else {
@@ -811,7 +811,7 @@ void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tens
     in->src[1] = data1;
     in->nsrc = 2;
     if (initial.is_tensor) {
-        in->src[2] = initial.t;
+        nk__emit_src2(nc, loc, in, initial.t);
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     } else {
@@ -836,7 +836,7 @@ void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
     in->flags = (uint16_t)((reverse0 ? NK_IF_REV0 : 0) | (reverse1 ? NK_IF_REV1 : 0));
     in->dst = dst;
     in->src[0] = data;
-    in->src[2] = operand1;
+    nk__emit_src2(nc, loc, in, operand1);
     in->nsrc = 3;
     if (operand0.is_tensor) {
         in->src[1] = operand0.t;
@@ -872,7 +872,7 @@ void nk_isa_tensor_scalar_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
     in->alu0 = (uint8_t)op0;
     in->alu1 = (uint8_t)reduce_op;
     in->dst = dst;
-    in->dst2 = reduce_res;
+    nk__emit_dst2(nc, loc, in, reduce_res);
     in->src[0] = data;
     in->nsrc = 1;
     if (operand0.is_tensor) {
@@ -1394,7 +1394,7 @@ static nk_tensor where(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor cond, n
         in->src[1] = x;
         in->nsrc = 2;
         if (y_tile) {
-            in->src[2] = y;
+            nk__emit_src2(nc, loc, in, y);
             in->flags = NK_IF_OPND1_T;
             in->nsrc = 3;
         } else {
@@ -1496,7 +1496,7 @@ static void dropout(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_te
         in->imm0 = prob.value;
     }
     if (nc->rng_seed.buf) {
-        in->src[2] = nc->rng_seed;
+        nk__emit_src2(nc, loc, in, nc->rng_seed);
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     }

@@ -149,7 +149,8 @@ static int within_budget(nk_ctx *nc, nk_loc loc, uint64_t more)
     uint64_t have = (uint64_t)nc->cap_instrs * sizeof(nk_instr) + (uint64_t)nc->cap_bufs * sizeof(nk_bufinfo) +
                     (uint64_t)nc->cap_bs * sizeof(nk_bufstate) + (uint64_t)nc->cap_locs * sizeof(nk_locinfo) +
                     (uint64_t)nc->lochash_cap * sizeof(struct lockey) + (uint64_t)nc->cap_loops * sizeof(nk_loopinfo) +
-                    (uint64_t)nc->cap_la * sizeof(nk_loopalloc) + nc->cap_dead;
+                    (uint64_t)nc->cap_la * sizeof(nk_loopalloc) + nc->cap_dead +
+                    (uint64_t)nc->p->cap_xop * sizeof(nk_tensor);
     if (have + more <= (uint64_t)nc->max_bytes)
         return 1;
     nk__fail(nc, loc, NK_ELIMIT, "the trace would take more than %lld bytes of memory (%u instructions and %u "
@@ -235,6 +236,22 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
     }
     return in;
 }
+
+/* nk__emit_src2 / nk__emit_dst2: the side table grows as the tracer's own
+ * arrays do, so it counts against nk_options.max_trace_bytes like them. */
+static int emit_xop(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t, int dst2)
+{
+    nk_program *p = nc->p;
+    if ((dst2 ? !in->xdst2 : !in->xsrc2) && p->nxop >= p->cap_xop &&
+        !within_budget(nc, loc, (grown(p->cap_xop, p->nxop + 1) - p->cap_xop) * sizeof(nk_tensor)))
+        return NK_ELIMIT;
+    int rc = dst2 ? nk__set_dst2(p, in, &t) : nk__set_src2(p, in, &t);
+    if (rc)
+        nk__fail(nc, loc, rc, "out of memory recording instruction %u", p->ninstr - 1);
+    return rc;
+}
+int nk__emit_src2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t) { return emit_xop(nc, loc, in, t, 0); }
+int nk__emit_dst2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t) { return emit_xop(nc, loc, in, t, 1); }
 
 static uint32_t new_buf(nk_ctx *nc, nk_loc loc)
 {
@@ -883,7 +900,8 @@ static void check_instances(nk_ctx *nc)
         return;
     for (uint32_t i = 0; i < p->ninstr && !nc->status; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        const nk_tensor *ts[5];
+        nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++) {
             if (!ts[k]->buf || ts[k]->buf >= p->nbufs || ts[k]->mem == NK_SHARED_HBM ||
                 p->bufs[ts[k]->buf].inst == in->inst)

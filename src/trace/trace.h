@@ -92,6 +92,11 @@ uint32_t nk__loc(nk_ctx *nc, nk_loc loc);
 nk_loc nk__last_loc(const nk_ctx *nc);
 /* A new instruction at loc (zeroed except loc and loop); NULL on OOM. */
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine);
+/* Sets the third source / second output of the instruction just emitted
+ * (held in the program's side table, within the trace's memory bound);
+ * nonzero after failing the trace at loc. */
+int nk__emit_src2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t);
+int nk__emit_dst2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t);
 /* Inside a launched kernel of a sequence (nk_launch)? */
 static inline int nk__in_launch(const nk_ctx *nc) { return nc->in_launch; }
 /* A new on-chip tile; returns an invalid tensor on error. */

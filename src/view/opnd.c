@@ -78,7 +78,7 @@ static void key_of(const nk_program *p, const nk_instr *in, okey *k)
     for (int o = 0; o < NK_OPND_COUNT; o++) {
         if (o >= NK_OPND_SRC0 && o - NK_OPND_SRC0 >= in->nsrc)
             continue;
-        const nk_tensor *t = nk__op_operand(in, o);
+        const nk_tensor *t = nk__op_operand(p, in, o);
         if (!t->buf)
             continue;
         okey_t *kt = &k->t[o];
@@ -112,7 +112,7 @@ static int key_numbers(const nk_program *p, const nk_instr *in, uint64_t *num)
     for (int o = 0; o < NK_OPND_COUNT && nn < NK_OPND_NUMS; o++) {
         if (o >= NK_OPND_SRC0 && o - NK_OPND_SRC0 >= in->nsrc)
             continue;
-        const nk_tensor *t = nk__op_operand(in, o);
+        const nk_tensor *t = nk__op_operand(p, in, o);
         if (t->buf && t->buf < p->nbufs && t->mem == NK_SHARED_HBM && t->off >= 0)
             num[nn++] = (uint64_t)t->off;
     }

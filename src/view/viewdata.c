@@ -116,7 +116,8 @@ int nk__view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last)
     memset(f, 0xff, (size_t)p->nbufs * sizeof *f);
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        const nk_tensor *ts[5];
+        nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++) {
             uint32_t b = ts[k]->buf;
             if (!b || b >= p->nbufs || p->bufs[b].mem == NK_SHARED_HBM)
@@ -183,7 +184,7 @@ void nk__view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
     c.k = nk__op_attrs(in, buf, n);
     for (int k = 0; k < NK_OPND_COUNT; k++)
         if (k < NK_OPND_SRC0 || k - NK_OPND_SRC0 < in->nsrc)
-            put_ap(&c, p, nk__op_operand_name(in, k), nk__op_operand(in, k));
+            put_ap(&c, p, nk__op_operand_name(in, k), nk__op_operand(p, in, k));
 }
 
 uint64_t nk__view_instr_bytes(const nk_program *p, uint32_t i)

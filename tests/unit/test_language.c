@@ -446,7 +446,8 @@ static int allocation_overlaps(const nk_program *p, char *why, size_t n)
     memset(first, 0xff, p->nbufs * sizeof *first);
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5] = {&in->dst, &in->dst2, &in->src[0], &in->src[1], &in->src[2]};
+        const nk_tensor *ts[5];
+        nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++) {
             uint32_t b = ts[k]->buf;
             if (!b || ts[k]->mem == NK_SHARED_HBM)
@@ -510,8 +511,9 @@ TEST(lang_allocation_never_overlaps_live_tiles_in_builtin_kernels)
 /* Does access a (instruction i) conflict with access b (instruction j)? */
 static int conflict(const nk_program *p, const nk_instr *x, const nk_instr *y)
 {
-    const nk_tensor *xs[5] = {&x->dst, &x->dst2, &x->src[0], &x->src[1], &x->src[2]};
-    const nk_tensor *ys[5] = {&y->dst, &y->dst2, &y->src[0], &y->src[1], &y->src[2]};
+    const nk_tensor *xs[5], *ys[5];
+    nk__operands(p, x, xs);
+    nk__operands(p, y, ys);
     for (int a = 0; a < 5; a++)
         for (int b = 0; b < 5; b++) {
             if (!xs[a]->buf || !ys[b]->buf)

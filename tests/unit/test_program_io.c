@@ -178,9 +178,9 @@ static void check_same_program(const nk_program *a, const nk_program *b)
               x->iter == y->iter && x->ndep == y->ndep && x->dep_off == y->dep_off);
         CHECK(!memcmp(&x->imm0, &y->imm0, sizeof x->imm0) && !memcmp(&x->imm1, &y->imm1, sizeof x->imm1));
         CHECK(!memcmp(&x->aff, &y->aff, sizeof x->aff));
-        CHECK(same_tensor(&x->dst, &y->dst) && same_tensor(&x->dst2, &y->dst2));
+        CHECK(same_tensor(&x->dst, &y->dst) && same_tensor(nk__dst2(a, x), nk__dst2(b, y)));
         for (int k = 0; k < 3; k++)
-            CHECK(same_tensor(&x->src[k], &y->src[k]));
+            CHECK(same_tensor(nk__src(a, x, k), nk__src(b, y, k)));
         for (uint32_t k = 0; k < x->ndep && k < y->ndep; k++)
             CHECK_INT(a->deps[x->dep_off + k], b->deps[y->dep_off + k]);
         if (nk_test_failed()) {
@@ -354,11 +354,50 @@ TEST(program_io_roundtrip_in_memory_equals_field_by_field)
             CHECK_INT(c->owned, 1);
             check_same_program(p, c);
             CHECK(c->instrs != p->instrs && c->deps != p->deps && c->files[0] != p->files[0]);
+            /* the mix kernel has third sources and reduce outputs: the side table is copied too */
+            CHECK(p->nxop > 0 && c->nxop == p->nxop && c->xop != p->xop);
         }
         nk_program_free(c);
         nk_program_free(q);
         nk_kernel_free(k);
     }
+}
+
+/* The operands held apart from the records (third sources, reduce outputs):
+ * as many as the instructions that have them, and an index past the table
+ * is a broken program, not a read out of bounds. */
+TEST(program_io_side_table_holds_exactly_the_operands_used)
+{
+    nk_kernel *k;
+    const nk_program *p = compile_mix(&k, "trn1");
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    uint32_t want = 0, at = UINT32_MAX;
+    for (uint32_t i = 0; i < p->ninstr; i++) {
+        const nk_instr *in = &p->instrs[i];
+        want += (in->xsrc2 != 0) + (in->xdst2 != 0);
+        CHECK(!!in->xsrc2 == (in->nsrc > 2 && nk__src(p, in, 2)->buf != 0));
+        CHECK(!!in->xdst2 == (nk__dst2(p, in)->buf != 0));
+        if (in->xsrc2 && at == UINT32_MAX)
+            at = i;
+    }
+    CHECK(want > 0 && p->nxop == want);
+    nk_program *q = NULL;
+    CHECK_INT(nk__program_copy(p, &q), 0);
+    if (q && at != UINT32_MAX) {
+        char err[256] = "";
+        q->instrs[at].xsrc2 = q->nxop + 1;
+        CHECK_INT(nk__program_check(q, err, sizeof err), NK_EFORMAT);
+        char msg[160];
+        snprintf(msg, sizeof msg, "instruction %u: operands %u, %u outside the side table of %u", at, q->nxop + 1,
+                 q->instrs[at].xdst2, q->nxop);
+        CHECK_STR(err, msg);
+        q->instrs[at].xsrc2 = 0; /* the source dropped: the op's count of sources no longer holds */
+        CHECK_INT(nk__program_check(q, err, sizeof err), NK_EFORMAT);
+    }
+    nk_program_free(q);
+    nk_kernel_free(k);
 }
 
 TEST(program_io_every_builtin_kernel_roundtrips)
