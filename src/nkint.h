@@ -16,6 +16,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <string.h>
 
 #define NK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -59,11 +60,36 @@ enum {
     NK_IF_SPILL = 1u << 7       /* load/store: spill or reload the compile step inserted */
 };
 
-/* One instruction. Operands are access patterns in nk_tensor form. The
- * record holds dst, src[0] and src[1]; the third source and the reduce
- * output, which few instructions have, live in the program's side table
- * p->xop (read them with nk__src and nk__dst2), so that a program of a
- * million instructions does not carry 144 unused bytes in each. */
+/* An operand's layout: everything of an access pattern but where it starts.
+ * A program's operands share a handful of them (every tile of a loop has
+ * the same shape and strides), so the program holds each once, in p->lays,
+ * and the operands name theirs by index. */
+typedef struct nk_layout {
+    uint8_t dtype;   /* nk_dtype */
+    uint8_t ndim;
+    uint8_t mem;     /* nk_buffer */
+    uint8_t pdim;    /* tile arrays: block axes before the partition axis */
+    int32_t shape[NK_MAXDIM];
+    int64_t stride[NK_MAXDIM];
+} nk_layout;
+
+/* An operand as the program holds it: an nk_tensor with its layout
+ * interned. lay is an index + 1 into p->lays, 0 the all-zero layout, so an
+ * all-zero nk_opnd is the absent operand (as an all-zero nk_tensor is).
+ * Read it with the nk__opnd_* accessors or nk__opnd_tensor; set it with
+ * nk__opnd_set (which interns). */
+typedef struct nk_opnd {
+    uint32_t buf;    /* buffer id; 0 = no operand */
+    uint32_t lay;
+    int64_t off;     /* element offset (within a partition for tiles) */
+    uint8_t part0;   /* first partition (tiles) */
+} nk_opnd;
+
+/* One instruction. The record holds dst, src[0] and src[1]; the third
+ * source and the reduce output, which few instructions have, live in the
+ * program's side table p->xop (read them with nk__src and nk__dst2), so
+ * that a program of a million instructions does not carry 48 unused bytes
+ * in each. */
 typedef struct nk_instr {
     uint8_t op;      /* nk_op */
     uint8_t engine;  /* nk_engine */
@@ -88,13 +114,14 @@ typedef struct nk_instr {
                                reduction): p->xop[xdst2 - 1]; 0 = none */
     double imm0, imm1;      /* scalar operands, memset value, scale, on_false */
     nk_affine aff;          /* IOTA / AFFINE_SELECT expression */
-    nk_tensor dst;
-    nk_tensor src[2];       /* src[2] is nk__src(p, in, 2) */
+    nk_opnd dst;
+    nk_opnd src[2];         /* src[2] is nk__src(p, in, 2) */
 } nk_instr;
 /* Every pass over a program (scheduling, timing, encoding) reads the whole
  * record once per instruction: keep it from growing unnoticed (the size on
  * 64-bit targets). */
-_Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 304, "nk_instr is 304 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 160, "nk_instr is 160 bytes");
+_Static_assert(sizeof(nk_opnd) == 24 || sizeof(void *) != 8, "nk_opnd is 24 bytes");
 
 /* What an HBM buffer is to the kernel. */
 enum { NK_ROLE_INPUT = 0, NK_ROLE_OUTPUT, NK_ROLE_SCRATCH, NK_ROLE_TILE,
@@ -152,9 +179,16 @@ struct nk_program {
     uint32_t nloops;
     uint32_t *deps;
     uint32_t ndeps;
-    nk_tensor *xop;       /* the operands outside the records (nk_instr xsrc2, xdst2), in no
+    nk_opnd *xop;         /* the operands outside the records (nk_instr xsrc2, xdst2), in no
                              particular order: entries of removed instructions may stay */
     uint32_t nxop, cap_xop;
+    nk_layout *lays;      /* the operands' layouts, each once (nk_opnd lay - 1); never the
+                             all-zero one */
+    uint32_t nlays, cap_lays;
+    uint32_t *lay_hash;   /* open addressing over lays (index + 1, 0 empty), lay_hcap a power
+                             of two; NULL until nk__lay_intern needs it (copies and files
+                             start without one) */
+    uint32_t lay_hcap;
     int ninputs, noutputs;
     uint32_t *input_buf;  /* buffer id per input */
     uint32_t *output_buf; /* buffer id per output */
@@ -198,35 +232,95 @@ struct nk_program {
 
 /* ---- operands: src[k] and dst2 wherever they are held */
 
-/* An absent operand: all zero (buf 0), as a record's unused slot reads. */
-extern const nk_tensor nk__no_tensor;
-/* Source k (0..2) of in; absent: nk__no_tensor. */
-static inline const nk_tensor *nk__src(const nk_program *p, const nk_instr *in, int k)
+/* An absent operand and the all-zero layout (lay 0). */
+extern const nk_opnd nk__no_opnd;
+extern const nk_layout nk__no_layout;
+/* o's layout: fields of an operand without copying the 72 bytes of an
+ * nk_tensor (dependency derivation, the cost model and the executor read
+ * them in their inner loops). */
+static inline const nk_layout *nk__lay(const nk_program *p, const nk_opnd *o)
+{
+    return o->lay ? &p->lays[o->lay - 1] : &nk__no_layout;
+}
+static inline int nk__opnd_mem(const nk_program *p, const nk_opnd *o) { return nk__lay(p, o)->mem; }
+static inline int nk__opnd_dtype(const nk_program *p, const nk_opnd *o) { return nk__lay(p, o)->dtype; }
+static inline int nk__opnd_ndim(const nk_program *p, const nk_opnd *o) { return nk__lay(p, o)->ndim; }
+static inline const int32_t *nk__opnd_shape(const nk_program *p, const nk_opnd *o) { return nk__lay(p, o)->shape; }
+static inline const int64_t *nk__opnd_stride(const nk_program *p, const nk_opnd *o) { return nk__lay(p, o)->stride; }
+/* The operand as an access pattern. */
+static inline nk_tensor nk__opnd_tensor(const nk_program *p, const nk_opnd *o)
+{
+    const nk_layout *l = nk__lay(p, o);
+    nk_tensor t;
+    t.buf = o->buf;
+    t.dtype = l->dtype;
+    t.ndim = l->ndim;
+    t.mem = l->mem;
+    t.part0 = o->part0;
+    t.pdim = l->pdim;
+    t.off = o->off;
+    for (int d = 0; d < NK_MAXDIM; d++) {
+        t.shape[d] = l->shape[d];
+        t.stride[d] = l->stride[d];
+    }
+    return t;
+}
+/* t's layout, all of it (unused dimensions included, so two access patterns
+ * intern alike exactly when their nk_tensor fields agree). */
+static inline nk_layout nk__layout_of(const nk_tensor *t)
+{
+    nk_layout l;
+    memset(&l, 0, sizeof l);
+    l.dtype = t->dtype;
+    l.ndim = t->ndim;
+    l.mem = t->mem;
+    l.pdim = t->pdim;
+    for (int d = 0; d < NK_MAXDIM; d++) {
+        l.shape[d] = t->shape[d];
+        l.stride[d] = t->stride[d];
+    }
+    return l;
+}
+/* The index + 1 of l in p->lays, appended when new (core/core.c); 0 for the
+ * all-zero layout. UINT32_MAX when out of memory. */
+uint32_t nk__lay_intern(nk_program *p, const nk_layout *l);
+/* The same without adding: UINT32_MAX when l is not in the table. */
+uint32_t nk__lay_lookup(const nk_program *p, const nk_layout *l);
+/* Bytes p->lays and its hash table would take after interning one more
+ * layout: the tracer counts them against its memory bound. */
+uint64_t nk__lays_bytes_after_one_more(const nk_program *p);
+/* Sets *o to t, interning t's layout in p: every writer of an operand goes
+ * through it (or copies an nk_opnd of the same program). NK_ENOMEM when the
+ * table cannot grow (*o unchanged). */
+int nk__opnd_set(nk_program *p, nk_opnd *o, const nk_tensor *t);
+
+/* Source k (0..2) of in; absent: nk__no_opnd. */
+static inline const nk_opnd *nk__src(const nk_program *p, const nk_instr *in, int k)
 {
     if (k < 2)
         return &in->src[k];
-    return in->xsrc2 ? &p->xop[in->xsrc2 - 1] : &nk__no_tensor;
+    return in->xsrc2 ? &p->xop[in->xsrc2 - 1] : &nk__no_opnd;
 }
-/* The second output; absent: nk__no_tensor. */
-static inline const nk_tensor *nk__dst2(const nk_program *p, const nk_instr *in)
+/* The second output; absent: nk__no_opnd. */
+static inline const nk_opnd *nk__dst2(const nk_program *p, const nk_instr *in)
 {
-    return in->xdst2 ? &p->xop[in->xdst2 - 1] : &nk__no_tensor;
+    return in->xdst2 ? &p->xop[in->xdst2 - 1] : &nk__no_opnd;
 }
 /* The same, to modify in place: NULL when absent (an absent operand has no
  * storage; give it one with nk__set_src2 / nk__set_dst2). */
-static inline nk_tensor *nk__src_w(nk_program *p, nk_instr *in, int k)
+static inline nk_opnd *nk__src_w(nk_program *p, nk_instr *in, int k)
 {
     if (k < 2)
         return &in->src[k];
     return in->xsrc2 ? &p->xop[in->xsrc2 - 1] : NULL;
 }
-static inline nk_tensor *nk__dst2_w(nk_program *p, nk_instr *in)
+static inline nk_opnd *nk__dst2_w(nk_program *p, nk_instr *in)
 {
     return in->xdst2 ? &p->xop[in->xdst2 - 1] : NULL;
 }
 /* Every operand in slot order (dst, dst2, src[0..2], as NK_OPND_* numbers
- * them); absent ones nk__no_tensor. */
-static inline void nk__operands(const nk_program *p, const nk_instr *in, const nk_tensor *ts[5])
+ * them); absent ones nk__no_opnd. */
+static inline void nk__operands(const nk_program *p, const nk_instr *in, const nk_opnd *ts[5])
 {
     ts[0] = &in->dst;
     ts[1] = nk__dst2(p, in);
@@ -235,7 +329,7 @@ static inline void nk__operands(const nk_program *p, const nk_instr *in, const n
     ts[4] = nk__src(p, in, 2);
 }
 /* Writable, NULL for the absent ones. */
-static inline void nk__operands_w(nk_program *p, nk_instr *in, nk_tensor *ts[5])
+static inline void nk__operands_w(nk_program *p, nk_instr *in, nk_opnd *ts[5])
 {
     ts[0] = &in->dst;
     ts[1] = nk__dst2_w(p, in);
@@ -244,9 +338,11 @@ static inline void nk__operands_w(nk_program *p, nk_instr *in, nk_tensor *ts[5])
     ts[4] = nk__src_w(p, in, 2);
 }
 /* Sets in's third source / second output to *t (core/core.c), a new entry
- * of p->xop unless it has one; NK_ENOMEM when p->xop cannot grow. */
+ * of p->xop unless it has one; NK_ENOMEM when p->xop or p->lays cannot grow. */
 int nk__set_src2(nk_program *p, nk_instr *in, const nk_tensor *t);
 int nk__set_dst2(nk_program *p, nk_instr *in, const nk_tensor *t);
+/* The same with an operand of p: stores *o at *x (in->xsrc2 or in->xdst2). */
+int nk__set_xop(nk_program *p, uint32_t *x, const nk_opnd *o);
 
 /* The physical NeuronCore an instruction runs on, and a tile's core. */
 static inline uint32_t nk__inst_core(const nk_program *p, uint32_t inst)
@@ -279,6 +375,20 @@ static inline int nk__inner_contiguous(const nk_tensor *t)
 {
     int d = nk__inner_dim(t);
     return d < 0 || t->stride[d] == 1;
+}
+/* The same of a layout. */
+static inline int nk__lay_inner_dim(const nk_layout *l)
+{
+    int first = l->mem == NK_SHARED_HBM ? 0 : 1;
+    for (int d = l->ndim - 1; d >= first; d--)
+        if (l->shape[d] > 1)
+            return d;
+    return -1;
+}
+static inline int nk__lay_inner_contiguous(const nk_layout *l)
+{
+    int d = nk__lay_inner_dim(l);
+    return d < 0 || l->stride[d] == 1;
 }
 
 /* ---- tracer (src/trace) */
@@ -372,6 +482,23 @@ void nk__program_destroy(nk_program *p);
 /* Element count of a view and helpers on access patterns. */
 int64_t nk__numel(const nk_tensor *t);
 int64_t nk__free_size(const nk_tensor *t); /* elements per partition (tiles) */
+/* The same of an operand, read in place. */
+static inline int64_t nk__opnd_free_size(const nk_program *p, const nk_opnd *o)
+{
+    const nk_layout *l = nk__lay(p, o);
+    int64_t n = 1;
+    for (int i = 1; i < l->ndim; i++)
+        n *= l->shape[i];
+    return n;
+}
+static inline int64_t nk__opnd_numel(const nk_program *p, const nk_opnd *o)
+{
+    const nk_layout *l = nk__lay(p, o);
+    int64_t n = 1;
+    for (int i = 0; i < l->ndim; i++)
+        n *= l->shape[i];
+    return n;
+}
 /* Smallest and largest element offsets touched by a view (excluding part0
  * for tiles), inclusive. */
 void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi);
@@ -388,7 +515,8 @@ typedef struct nk__region {
     int32_t p0, p1; /* partitions [p0, p1) */
     int64_t b0, b1; /* bytes [b0, b1) */
 } nk__region;
-nk__region nk__region_of(const nk_program *p, const nk_tensor *t);
+nk__region nk__region_of(const nk_program *p, const nk_opnd *o);
+nk__region nk__region_of_tensor(const nk_program *p, const nk_tensor *t);
 /* Do two regions share a byte of the same memory? (inline: dependency
  * search calls it for every live access) */
 static inline int nk__regions_overlap(const nk__region *a, const nk__region *b)
@@ -400,7 +528,7 @@ static inline int nk__regions_overlap(const nk__region *a, const nk__region *b)
  * them which operand a dependency feeds (a matmul's LoadStationary waits
  * only for writes into src[0], its stationary operand); the exports draw
  * dependency arrows to the part that consumes them. */
-int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t);
+int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_opnd *t);
 int nk__reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w);
 /* Does r's LoadStationary (rather than its MultiplyMoving) wait for w? Only
  * for a Tensor-engine r, w on another engine, w writing r's src[0]. */
@@ -464,7 +592,7 @@ void nk__text_printf(nk_text *t, const char *fmt, ...) __attribute__((format(pri
 void nk__text_free(nk_text *t);
 /* "[128, 512]" */
 void nk__format_shape(char *buf, size_t n, const int32_t *shape, int ndim);
-void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t);
+void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_opnd *o);
 /* What messages and operand text call HBM buffer b: an input's parameter
  * name when the kernel declared one, else "in0", "out1", "const3", "tmp". */
 const char *nk__buf_label(const nk_program *p, uint32_t b, char *buf, size_t n);

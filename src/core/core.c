@@ -167,18 +167,24 @@ void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi)
     *hi = t->off + span;
 }
 
-nk__region nk__region_of(const nk_program *p, const nk_tensor *t)
+/* The region of the access pattern (buf, off, part0) with layout t. */
+static nk__region region_of(const nk_program *p, uint32_t buf, int64_t off, int part0, const nk_layout *t)
 {
     nk__region r;
-    int64_t lo, hi, es = nk_dtype_size(t->dtype);
-    nk__extent(t, &lo, &hi);
+    int64_t lo = off, hi = off, es = nk_dtype_size(t->dtype);
+    {
+        int first = t->mem == NK_SHARED_HBM ? 0 : 1; /* as nk__extent */
+        for (int i = first; i < t->ndim; i++)
+            if (t->shape[i] > 0)
+                hi += (int64_t)(t->shape[i] - 1) * t->stride[i];
+    }
     if (t->mem == NK_SHARED_HBM) {
         /* Rows of the tensor (its axis 0) x bytes within a row, so that two
          * tiles of one tensor side by side (columns 0..511 and 512..1023 of
          * the same rows) do not overlap. A view whose elements wrap from one
          * row into the next covers its rows whole. */
-        r.key = NK_REGION_KEY_HBM0 + t->buf;
-        const nk_bufinfo *b = t->buf < p->nbufs ? &p->bufs[t->buf] : NULL;
+        r.key = NK_REGION_KEY_HBM0 + buf;
+        const nk_bufinfo *b = buf < p->nbufs ? &p->bufs[buf] : NULL;
         int64_t row = 1;
         for (int i = 1; b && i < b->ndim && i < NK_MAXDIM; i++)
             row *= b->shape[i];
@@ -211,22 +217,33 @@ nk__region nk__region_of(const nk_program *p, const nk_tensor *t)
             r.b1 = (c1 + 1) * es;
         }
     } else {
-        int64_t base = p->bufs[t->buf].addr;
-        r.key = nk__onchip_key(t->mem == NK_PSUM, nk__inst_core(p, p->bufs[t->buf].inst));
-        r.p0 = t->part0;
-        r.p1 = t->part0 + t->shape[0];
+        int64_t base = p->bufs[buf].addr;
+        r.key = nk__onchip_key(t->mem == NK_PSUM, nk__inst_core(p, p->bufs[buf].inst));
+        r.p0 = part0;
+        r.p1 = part0 + t->shape[0];
         r.b0 = base + lo * es;
         r.b1 = base + (hi + 1) * es;
     }
     return r;
 }
 
-int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t)
+nk__region nk__region_of(const nk_program *p, const nk_opnd *o)
+{
+    return region_of(p, o->buf, o->off, o->part0, nk__lay(p, o));
+}
+
+nk__region nk__region_of_tensor(const nk_program *p, const nk_tensor *t)
+{
+    nk_layout l = nk__layout_of(t);
+    return region_of(p, t->buf, t->off, t->part0, &l);
+}
+
+int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_opnd *t)
 {
     nk__region r = nk__region_of(p, t), d = nk__region_of(p, &w->dst);
     if (nk__regions_overlap(&d, &r))
         return 1;
-    const nk_tensor *d2 = nk__dst2(p, w);
+    const nk_opnd *d2 = nk__dst2(p, w);
     if (!d2->buf)
         return 0;
     d = nk__region_of(p, d2);
@@ -236,7 +253,7 @@ int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_tensor *t)
 int nk__reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w)
 {
     for (int k = 0; k < r->nsrc && k < 3; k++) {
-        const nk_tensor *s = nk__src(p, r, k);
+        const nk_opnd *s = nk__src(p, r, k);
         if (s->buf && nk__writes_into(p, w, s))
             return 1;
     }
@@ -245,30 +262,157 @@ int nk__reads_output(const nk_program *p, const nk_instr *r, const nk_instr *w)
 
 /* ---- operands outside the record */
 
-const nk_tensor nk__no_tensor;
+const nk_opnd nk__no_opnd;
+const nk_layout nk__no_layout;
 
-/* Stores *t at *x (an index + 1 into p->xop), appending an entry when *x is
+/* Over the fields, not the bytes: padding need not be zero. */
+static uint32_t lay_hash(const nk_layout *l)
+{
+    uint64_t h = ((uint64_t)l->dtype | (uint64_t)l->ndim << 8 | (uint64_t)l->mem << 16 | (uint64_t)l->pdim << 24) *
+                 0x9E3779B97F4A7C15ull;
+    for (int d = 0; d < NK_MAXDIM; d++) {
+        h = (h ^ (uint32_t)l->shape[d]) * 0x9E3779B97F4A7C15ull;
+        h = (h ^ (uint64_t)l->stride[d]) * 0x9E3779B97F4A7C15ull;
+    }
+    return (uint32_t)(h >> 32);
+}
+
+static int lay_same(const nk_layout *a, const nk_layout *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim || a->mem != b->mem || a->pdim != b->pdim)
+        return 0;
+    for (int d = 0; d < NK_MAXDIM; d++)
+        if (a->shape[d] != b->shape[d] || a->stride[d] != b->stride[d])
+            return 0;
+    return 1;
+}
+
+/* (Re)builds p->lay_hash for cap slots; 0 or NK_ENOMEM. */
+static int lay_rehash(nk_program *p, uint32_t cap)
+{
+    uint32_t *h = calloc(cap, sizeof *h);
+    if (!h)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < p->nlays; i++) {
+        uint32_t j = lay_hash(&p->lays[i]) & (cap - 1);
+        while (h[j])
+            j = (j + 1) & (cap - 1);
+        h[j] = i + 1;
+    }
+    free(p->lay_hash);
+    p->lay_hash = h;
+    p->lay_hcap = cap;
+    return 0;
+}
+
+/* The table sizes after one more layout: lays doubling from 16, the hash
+ * kept at most half full. */
+static uint32_t lays_cap_for(uint32_t cap, uint32_t need)
+{
+    uint32_t c = cap ? cap : 16;
+    while (c < need)
+        c *= 2;
+    return c;
+}
+static uint32_t hash_cap_for(uint32_t n)
+{
+    uint32_t c = 32;
+    while (c < 2 * n)
+        c *= 2;
+    return c;
+}
+
+uint64_t nk__lays_bytes_after_one_more(const nk_program *p)
+{
+    return (uint64_t)lays_cap_for(p->cap_lays, p->nlays + 1) * sizeof(nk_layout) +
+           (uint64_t)hash_cap_for(p->nlays + 1) * sizeof(uint32_t);
+}
+
+uint32_t nk__lay_intern(nk_program *p, const nk_layout *l)
+{
+    if (lay_same(l, &nk__no_layout))
+        return 0;
+    const nk_layout k = *l;
+    if ((!p->lay_hash || p->lay_hcap < 2 * (p->nlays + 1)) && lay_rehash(p, hash_cap_for(p->nlays + 1)))
+        return UINT32_MAX;
+    uint32_t j = lay_hash(&k) & (p->lay_hcap - 1);
+    for (; p->lay_hash[j]; j = (j + 1) & (p->lay_hcap - 1))
+        if (lay_same(&p->lays[p->lay_hash[j] - 1], &k))
+            return p->lay_hash[j];
+    if (p->nlays >= p->cap_lays) {
+        if (p->cap_lays >= UINT32_MAX / 4)
+            return UINT32_MAX;
+        uint32_t c = lays_cap_for(p->cap_lays, p->nlays + 1);
+        nk_layout *v = realloc(p->lays, (size_t)c * sizeof *v);
+        if (!v)
+            return UINT32_MAX;
+        p->lays = v;
+        p->cap_lays = c;
+    }
+    p->lays[p->nlays++] = k;
+    p->lay_hash[j] = p->nlays;
+    return p->nlays;
+}
+
+uint32_t nk__lay_lookup(const nk_program *p, const nk_layout *l)
+{
+    if (lay_same(l, &nk__no_layout))
+        return 0;
+    if (!p->lay_hash) {
+        for (uint32_t i = 0; i < p->nlays; i++)
+            if (lay_same(&p->lays[i], l))
+                return i + 1;
+        return UINT32_MAX;
+    }
+    for (uint32_t j = lay_hash(l) & (p->lay_hcap - 1); p->lay_hash[j]; j = (j + 1) & (p->lay_hcap - 1))
+        if (lay_same(&p->lays[p->lay_hash[j] - 1], l))
+            return p->lay_hash[j];
+    return UINT32_MAX;
+}
+
+int nk__opnd_set(nk_program *p, nk_opnd *o, const nk_tensor *t)
+{
+    nk_layout l = nk__layout_of(t);
+    uint32_t lay = nk__lay_intern(p, &l);
+    if (lay == UINT32_MAX)
+        return NK_ENOMEM;
+    o->buf = t->buf;
+    o->lay = lay;
+    o->off = t->off;
+    o->part0 = t->part0;
+    return 0;
+}
+
+/* Stores *o at *x (an index + 1 into p->xop), appending an entry when *x is
  * 0. Doubling, as the tracer's arrays grow: a program traced with one such
  * operand per instruction appends a million times. */
-static int set_xop(nk_program *p, uint32_t *x, const nk_tensor *t)
+int nk__set_xop(nk_program *p, uint32_t *x, const nk_opnd *o)
 {
     if (*x) {
-        p->xop[*x - 1] = *t;
+        p->xop[*x - 1] = *o;
         return 0;
     }
     if (p->nxop >= p->cap_xop) {
         if (p->cap_xop >= UINT32_MAX / 2)
             return NK_ENOMEM;
         uint32_t c = p->cap_xop ? 2 * p->cap_xop : 16;
-        nk_tensor *v = realloc(p->xop, (size_t)c * sizeof *v);
+        nk_opnd *v = realloc(p->xop, (size_t)c * sizeof *v);
         if (!v)
             return NK_ENOMEM;
         p->xop = v;
         p->cap_xop = c;
     }
-    p->xop[p->nxop++] = *t;
+    p->xop[p->nxop++] = *o;
     *x = p->nxop;
     return 0;
+}
+
+static int set_xop(nk_program *p, uint32_t *x, const nk_tensor *t)
+{
+    nk_opnd o;
+    if (nk__opnd_set(p, &o, t))
+        return NK_ENOMEM;
+    return nk__set_xop(p, x, &o);
 }
 
 int nk__set_src2(nk_program *p, nk_instr *in, const nk_tensor *t) { return set_xop(p, &in->xsrc2, t); }
@@ -332,8 +476,10 @@ void nk__format_instr_origin(char *buf, size_t n, const nk_program *p, const nk_
         snprintf(buf, n, "%s (lowered from %s)", nk__op_name(in->op), c);
 }
 
-void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_tensor *t)
+void nk__format_ap(char *buf, size_t n, const nk_program *p, const nk_opnd *o)
 {
+    nk_tensor tt = nk__opnd_tensor(p, o);
+    const nk_tensor *t = &tt;
     char sh[64];
     nk__format_shape(sh, sizeof sh, t->shape, t->ndim);
     static const char *mem[] = {"hbm", "sbuf", "psum"};
@@ -358,6 +504,8 @@ void nk__program_destroy(nk_program *p)
         return;
     free(p->instrs);
     free(p->xop);
+    free(p->lays);
+    free(p->lay_hash);
     free(p->bufs);
     free(p->locs);
     for (uint32_t i = 0; i < p->nfiles; i++)

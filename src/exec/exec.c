@@ -56,6 +56,9 @@ typedef struct nk__exec {
     int64_t ngran[3]; /* granules per partition */
     int parts;
     uint32_t epoch;
+    /* the running instruction's operands as access patterns, materialised
+       once from the program's interned layouts (absent ones zero) */
+    nk_tensor dst, dst2, src[3];
 } exec;
 
 enum { NSCRATCH = 6 };
@@ -733,11 +736,12 @@ static void ialu_vv(nk_alu op, int64_t *a, const int64_t *b, int64_t n)
 
 static int column(exec *x, int slot, const nk_instr *in, int k, int is_t, double imm, int64_t P, const float **out)
 {
+    (void)in;
     float *c = scratch(slot, (size_t)P);
     if (!c)
         return NK_ENOMEM;
     if (is_t) {
-        bview v = view_of(x, nk__src(x->p, in, k));
+        bview v = view_of(x, &x->src[k]);
         gather(&v, c);
     } else {
         for (int64_t p = 0; p < P; p++)
@@ -750,11 +754,12 @@ static int column(exec *x, int slot, const nk_instr *in, int k, int is_t, double
 static int column_i64(exec *x, int slot, const nk_instr *in, int k, int is_t, double imm, int64_t P,
                       const int64_t **out)
 {
+    (void)in;
     int64_t *c = scratch_i64(slot, (size_t)P);
     if (!c)
         return NK_ENOMEM;
     if (is_t) {
-        bview v = view_of(x, nk__src(x->p, in, k));
+        bview v = view_of(x, &x->src[k]);
         gather_i64(&v, c);
     } else {
         for (int64_t p = 0; p < P; p++)
@@ -806,8 +811,8 @@ static const float *matmul_operand(const bview *v, int slot, int64_t rows, int64
  * out and back would give. */
 int nk__exec_matmul(exec *x, const nk_instr *in)
 {
-    bview st = view_of(x, &in->src[0]), mv = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
-    int64_t K = in->src[0].shape[0], M = nk__free_size(&in->src[0]), N = nk__free_size(&in->src[1]);
+    bview st = view_of(x, &x->src[0]), mv = view_of(x, &x->src[1]), d = view_of(x, &x->dst);
+    int64_t K = x->src[0].shape[0], M = nk__free_size(&x->src[0]), N = nk__free_size(&x->src[1]);
     int64_t lda, ldb, ldc = d.dt == NK_F32 ? matrix_ld(&d, M, N) : 0;
     const float *a = matmul_operand(&st, 0, K, M, &lda), *b = matmul_operand(&mv, 1, K, N, &ldb);
     if (!a || !b)
@@ -833,8 +838,8 @@ int nk__exec_matmul(exec *x, const nk_instr *in)
  * engine: moves elements, bit-accurate when the dtypes match. */
 int nk__exec_transpose(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     if (in->engine != NK_ENGINE_TENSOR && s.dt == d.dt) {
         int es = s.es;
         uint8_t *a = scratch_bytes(0, (size_t)(P * F * es)), *b = scratch_bytes(1, (size_t)(P * F * es));
@@ -900,7 +905,7 @@ static int activation_f32(exec *x, const nk_instr *in, const bview *s, const bvi
             }
             red[p] = acc;
         }
-        bview rd = view_of(x, nk__dst2(x->p, in));
+        bview rd = view_of(x, &x->dst2);
         scatter(&rd, red);
     }
     return 0;
@@ -908,8 +913,8 @@ static int activation_f32(exec *x, const nk_instr *in, const bview *s, const bvi
 
 int nk__exec_activation(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     const float *bias, *scale;
     if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &bias) ||
         column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &scale))
@@ -918,9 +923,9 @@ int nk__exec_activation(exec *x, const nk_instr *in)
     if (!f)
         return NK_EINVAL;
     nk__vfn vf = nk__vmath_f32(in->func);
-    const nk_tensor *d2 = nk__dst2(x->p, in);
+    const nk_tensor *d2 = &x->dst2;
     if (f32_rows(&s) && f32_rows(&d) && same_shape(&s, &d) && no_hazard(&d, &s) &&
-        (!(in->flags & NK_IF_REDUCE) || d2->mem != in->dst.mem || d2->buf != in->dst.buf))
+        (!(in->flags & NK_IF_REDUCE) || d2->mem != x->dst.mem || d2->buf != x->dst.buf))
         return activation_f32(x, in, &s, &d, P, f, vf, bias, scale);
     float *a = scratch(0, (size_t)(P * F));
     if (!a)
@@ -948,7 +953,7 @@ int nk__exec_activation(exec *x, const nk_instr *in)
 
 int nk__exec_tensor_tensor(exec *x, const nk_instr *in)
 {
-    bview va = view_of(x, &in->src[0]), vb = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
+    bview va = view_of(x, &x->src[0]), vb = view_of(x, &x->src[1]), d = view_of(x, &x->dst);
     int64_t n = vnumel(&va);
     nk_alu op = (nk_alu)in->alu0;
     if (is_bitvec(op)) {
@@ -980,7 +985,7 @@ int nk__exec_tensor_tensor(exec *x, const nk_instr *in)
 
 static int run_tensor_scalar_int(exec *x, const nk_instr *in, int64_t P, int64_t F)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
     int64_t *a = scratch_i64(0, (size_t)(P * F));
     const int64_t *o0, *o1;
     if (!a || column_i64(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
@@ -999,11 +1004,11 @@ static int run_tensor_scalar_int(exec *x, const nk_instr *in, int64_t P, int64_t
 
 int nk__exec_tensor_scalar(exec *x, const nk_instr *in)
 {
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
     if (is_bitvec(op0) || is_bitvec(op1))
         return run_tensor_scalar_int(x, in, P, F);
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
     const float *o0, *o1;
     if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
         column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &o1))
@@ -1040,9 +1045,9 @@ typedef struct rgeom {
     int64_t kept;
 } rgeom;
 
-static rgeom reduce_geom(const nk_instr *in)
+static rgeom reduce_geom(const exec *x, const nk_instr *in)
 {
-    const nk_tensor *t = &in->src[0];
+    const nk_tensor *t = &x->src[0];
     rgeom g = {{1, 1, 1}, -1, 1};
     int nf = t->ndim - 1, pad = 3 - nf;
     for (int i = 0; i < nf; i++)
@@ -1111,9 +1116,9 @@ static void ireduce_row(nk_alu op, const rgeom *g, const int64_t *row, int64_t *
 
 int nk__exec_tensor_reduce(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
-    rgeom g = reduce_geom(in);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
+    rgeom g = reduce_geom(x, in);
     nk_alu op = (nk_alu)in->alu0;
     if (is_bitvec(op)) {
         int64_t *a = scratch_i64(0, (size_t)(P * F)), *o = scratch_i64(1, (size_t)(P * g.kept));
@@ -1138,7 +1143,7 @@ int nk__exec_tensor_reduce(exec *x, const nk_instr *in)
 
 int nk__exec_tensor_copy(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
     if (s.dt == d.dt && in->engine != NK_ENGINE_SCALAR) {
         if (same_shape(&s, &d) && no_hazard(&d, &s)) {
             copy_direct(&d, &s);
@@ -1158,7 +1163,7 @@ int nk__exec_tensor_copy(exec *x, const nk_instr *in)
  * float tiles take it rounded to fp32, then to their dtype. */
 int nk__exec_memset(exec *x, const nk_instr *in)
 {
-    bview d = view_of(x, &in->dst);
+    bview d = view_of(x, &x->dst);
     size_t n = (size_t)vnumel(&d);
     if (!nk_dtype_is_float(d.dt)) {
         int64_t *a = scratch_i64(0, n), lo, hi;
@@ -1200,25 +1205,25 @@ static void affine_values(const nk_tensor *t, const nk_affine *e, int64_t *out)
 /* Integer values, exact; a value outside the dtype's range saturates. */
 int nk__exec_iota(exec *x, const nk_instr *in)
 {
-    bview d = view_of(x, &in->dst);
+    bview d = view_of(x, &x->dst);
     int64_t *a = scratch_i64(0, (size_t)vnumel(&d));
     if (!a)
         return NK_ENOMEM;
-    affine_values(&in->dst, &in->aff, a);
+    affine_values(&x->dst, &in->aff, a);
     scatter_i64(&d, a, 0);
     return 0;
 }
 
 int nk__exec_affine_select(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
     int64_t n = vnumel(&s);
     float *a = scratch(0, (size_t)n);
     int64_t *e = scratch_i64(1, (size_t)n);
     if (!a || !e)
         return NK_ENOMEM;
     gather(&s, a);
-    affine_values(&in->dst, &in->aff, e);
+    affine_values(&x->dst, &in->aff, e);
     float f = (float)in->imm0;
 #define SEL(cond) for (int64_t i = 0; i < n; i++) { int64_t v = e[i]; a[i] = (cond) ? a[i] : f; }
     switch (in->cmp) {
@@ -1258,8 +1263,9 @@ static void moments(const float *v, int64_t n, int64_t step, float *out)
  * positions of its free elements in row-major order. */
 int nk__exec_bn_stats(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    (void)in;
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *o = scratch(1, (size_t)(P * 6));
     if (!a || !o)
         return NK_ENOMEM;
@@ -1277,8 +1283,9 @@ int nk__exec_bn_stats(exec *x, const nk_instr *in)
  * in fp32); tuples of count 0 add nothing, and no count at all gives 0, 0. */
 int nk__exec_bn_aggr(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    (void)in;
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *o = scratch(1, (size_t)(P * 2));
     if (!a || !o)
         return NK_ENOMEM;
@@ -1324,8 +1331,8 @@ static float alu_ss(nk_alu op, float x, float y)
  * (only the output is rounded to dst's dtype). */
 int nk__exec_tensor_tensor_scan(exec *x, const nk_instr *in)
 {
-    bview v0 = view_of(x, &in->src[0]), v1 = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    bview v0 = view_of(x, &x->src[0]), v1 = view_of(x, &x->src[1]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
     const float *init;
     if (!a || !b || column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm0, P, &init))
@@ -1357,8 +1364,8 @@ int nk__exec_tensor_tensor_scan(exec *x, const nk_instr *in)
  * tensor like data; reverse0 / reverse1 swap the operators' operands. */
 int nk__exec_scalar_tensor_tensor(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), o = view_of(x, nk__src(x->p, in, 2)), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    bview s = view_of(x, &x->src[0]), o = view_of(x, &x->src[2]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
     const float *o0;
     if (!a || !b || column(x, 2, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0))
@@ -1384,8 +1391,8 @@ int nk__exec_scalar_tensor_tensor(exec *x, const nk_instr *in)
  * index order from the operator's identity. */
 int nk__exec_tensor_scalar_reduce(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst), rd = view_of(x, nk__dst2(x->p, in));
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst), rd = view_of(x, &x->dst2);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *r = scratch(3, (size_t)P);
     const float *o0;
     if (!a || !r || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0))
@@ -1409,9 +1416,9 @@ int nk__exec_tensor_scalar_reduce(exec *x, const nk_instr *in)
  * dst's dtype, as integers when all are integers, else through fp32. */
 int nk__exec_select(exec *x, const nk_instr *in)
 {
-    bview pv = view_of(x, &in->src[0]), tv = view_of(x, &in->src[1]), d = view_of(x, &in->dst);
+    bview pv = view_of(x, &x->src[0]), tv = view_of(x, &x->src[1]), d = view_of(x, &x->dst);
     int tile_f = in->flags & NK_IF_OPND1_T;
-    bview fv = tile_f ? view_of(x, nk__src(x->p, in, 2)) : d;
+    bview fv = tile_f ? view_of(x, &x->src[2]) : d;
     size_t n = (size_t)vnumel(&pv);
     float *pr = scratch(0, n);
     if (!pr)
@@ -1491,8 +1498,8 @@ static uint64_t mix64(uint64_t z)
  * bit for bit (dst has data's dtype), dropped ones are zero. */
 int nk__exec_dropout(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    int64_t P = in->src[0].shape[0], F = nk__free_size(&in->src[0]);
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
+    int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     int es = s.es;
     uint8_t *a = scratch_bytes(0, (size_t)(P * F * es));
     const float *prob;
@@ -1500,7 +1507,7 @@ int nk__exec_dropout(exec *x, const nk_instr *in)
         return NK_ENOMEM;
     uint32_t seed = 0;
     if (in->flags & NK_IF_OPND1_T) { /* the seed's 32 bits as stored */
-        bview sv = view_of(x, nk__src(x->p, in, 2));
+        bview sv = view_of(x, &x->src[2]);
         gather_bytes(&sv, (uint8_t *)&seed);
     }
     gather_bytes(&s, a);
@@ -1521,12 +1528,13 @@ int nk__exec_dropout(exec *x, const nk_instr *in)
 /* load_transpose2d: the HBM view [F, P] read as [P, F], bytes unchanged */
 int nk__exec_load_transpose(exec *x, const nk_instr *in)
 {
-    nk_tensor t = in->src[0];
-    t.shape[0] = in->src[0].shape[1];
-    t.shape[1] = in->src[0].shape[0];
-    t.stride[0] = in->src[0].stride[1];
-    t.stride[1] = in->src[0].stride[0];
-    bview s = view_of(x, &t), d = view_of(x, &in->dst);
+    (void)in;
+    nk_tensor t = x->src[0];
+    t.shape[0] = x->src[0].shape[1];
+    t.shape[1] = x->src[0].shape[0];
+    t.stride[0] = x->src[0].stride[1];
+    t.stride[1] = x->src[0].stride[0];
+    bview s = view_of(x, &t), d = view_of(x, &x->dst);
     return copy_bytes(&d, &s);
 }
 
@@ -1534,8 +1542,9 @@ int nk__exec_load_transpose(exec *x, const nk_instr *in)
  * differ; staged when the views could overlap) */
 int nk__exec_dma(exec *x, const nk_instr *in)
 {
-    bview s = view_of(x, &in->src[0]), d = view_of(x, &in->dst);
-    if (in->src[0].mem != in->dst.mem && same_shape(&s, &d)) {
+    (void)in;
+    bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
+    if (x->src[0].mem != x->dst.mem && same_shape(&s, &d)) {
         copy_direct(&d, &s);
         return 0;
     }
@@ -1635,9 +1644,9 @@ static void touch(exec *x, const nk_tensor *t, int write)
 static void touch_operands(exec *x, const nk_instr *in)
 {
     for (int k = 0; k < 3; k++) /* unused slots have no buffer */
-        touch(x, nk__src(x->p, in, k), 0);
-    touch(x, &in->dst, !(in->flags & NK_IF_ACCUMULATE));
-    touch(x, nk__dst2(x->p, in), 1);
+        touch(x, &x->src[k], 0);
+    touch(x, &x->dst, !(in->flags & NK_IF_ACCUMULATE));
+    touch(x, &x->dst2, 1);
 }
 
 /* The host bytes between partitions: the peak rounded up to an odd number
@@ -1683,6 +1692,10 @@ int nk__execute(const nk_program *p, void *const *hbm)
         const nk_instr *in = &p->instrs[i];
         const nk_opdef *d = nk__op_def(in->op);
         NK_ASSERT(d != NULL && in->dst.buf < p->nbufs && in->src[0].buf < p->nbufs);
+        x.dst = nk__opnd_tensor(p, &in->dst);
+        x.dst2 = nk__opnd_tensor(p, nk__dst2(p, in));
+        for (int k = 0; k < 3; k++)
+            x.src[k] = nk__opnd_tensor(p, nk__src(p, in, k));
         touch_operands(&x, in);
         int rc = d && d->exec ? d->exec(&x, in) : NK_EINVAL;
         if (rc)

@@ -454,17 +454,17 @@ static int idle_causes(const nk_program *p, const nk_timeline *tl, nk_ins_analys
 
 /* ---- roofline and DMA */
 
-int64_t nk__ins_desc_bytes(const nk_instr *in, int64_t *ndesc)
+int64_t nk__ins_desc_bytes(const nk_program *p, const nk_instr *in, int64_t *ndesc)
 {
-    const nk_tensor *tile = in->op == NK_OP_LOAD ? &in->dst : &in->src[0];
-    const nk_tensor *hbm = in->op == NK_OP_LOAD ? &in->src[0] : &in->dst;
-    int64_t es = nk_dtype_size(tile->dtype), per_part = nk__free_size(tile) * es;
+    const nk_layout *tile = nk__lay(p, in->op == NK_OP_LOAD ? &in->dst : &in->src[0]);
+    const nk_layout *hbm = nk__lay(p, in->op == NK_OP_LOAD ? &in->src[0] : &in->dst);
+    int64_t es = nk_dtype_size(tile->dtype), per_part = nk__opnd_free_size(p, in->op == NK_OP_LOAD ? &in->dst : &in->src[0]) * es;
     /* contiguous elements of each side along its free axes (axis 0 of both
      * maps to partitions) */
     int64_t run = per_part;
-    const nk_tensor *side[2] = {tile, hbm};
+    const nk_layout *side[2] = {tile, hbm};
     for (int k = 0; k < 2; k++) {
-        const nk_tensor *t = side[k];
+        const nk_layout *t = side[k];
         int64_t elems = 1;
         for (int d = t->ndim - 1; d >= 1; d--) {
             if (t->shape[d] == 1)
@@ -493,18 +493,18 @@ static void roofline_dma(const nk_program *p, const nk_arch *arch, nk_ins_analys
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         if (in->op == NK_OP_MATMUL) {
-            double K = in->src[0].shape[0], M = (double)nk__free_size(&in->src[0]);
-            double N = (double)nk__free_size(&in->src[1]);
+            double K = nk__opnd_shape(p, &in->src[0])[0], M = (double)nk__opnd_free_size(p, &in->src[0]);
+            double N = (double)nk__opnd_free_size(p, &in->src[1]);
             double f = 2.0 * K * M * N;
             a->flops += f;
             a->nmatmul++;
             if (bf16_peak > 0)
-                peak_ns += f / bf16_peak * (in->src[0].dtype == NK_F32 && arch->pe_fp32_factor > 0
+                peak_ns += f / bf16_peak * (nk__opnd_dtype(p, &in->src[0]) == NK_F32 && arch->pe_fp32_factor > 0
                                                 ? arch->pe_fp32_factor : 1.0);
         } else if (in->op == NK_OP_LOAD || in->op == NK_OP_STORE) {
-            const nk_tensor *hbm = in->op == NK_OP_LOAD ? &in->src[0] : &in->dst;
-            a->dma_bytes += (double)nk__numel(hbm) * nk_dtype_size(hbm->dtype);
-            int64_t nd = 0, b = nk__ins_desc_bytes(in, &nd);
+            const nk_opnd *hbm = in->op == NK_OP_LOAD ? &in->src[0] : &in->dst;
+            a->dma_bytes += (double)nk__opnd_numel(p, hbm) * nk_dtype_size(nk__opnd_dtype(p, hbm));
+            int64_t nd = 0, b = nk__ins_desc_bytes(p, in, &nd);
             int cls = b < 256 ? NK_DMA_TINY : b < 2048 ? NK_DMA_SMALL : b < 4096 ? NK_DMA_FAIR : NK_DMA_LARGE;
             a->desc_class[cls] += (uint64_t)nd;
             a->descriptors += (uint64_t)nd;

@@ -244,7 +244,7 @@ void nk__ins_analysis_free(nk_ins_analysis *a);
 int nk__ins_rules(nk_insights *ins);
 /* Contiguous bytes per partition per descriptor of a load/store, and the
  * number of descriptors it takes. */
-int64_t nk__ins_desc_bytes(const nk_instr *in, int64_t *ndesc);
+int64_t nk__ins_desc_bytes(const nk_program *p, const nk_instr *in, int64_t *ndesc);
 /* An engine row's figures as the metrics define them: active ns (DMA: union
  * of transfers), % of device time, instruction count. */
 void nk__ins_row_figures(const nk_metrics *m, int e, double *ns, double *pct, double *count);

@@ -648,16 +648,16 @@ static int rule_small_dma(nk_insights *ins)
         const nk_instr *in = &p->instrs[i];
         if (in->op != NK_OP_LOAD && in->op != NK_OP_STORE)
             continue;
-        int64_t nd = 0, b = nk__ins_desc_bytes(in, &nd);
+        int64_t nd = 0, b = nk__ins_desc_bytes(p, in, &nd);
         if (b >= DMA_RECOMMENDED_BYTES)
             continue;
-        const nk_tensor *tile = in->op == NK_OP_LOAD ? &in->dst : &in->src[0];
-        const nk_tensor *hbm = in->op == NK_OP_LOAD ? &in->src[0] : &in->dst;
-        bytes += (double)nk__numel(hbm) * nk_dtype_size(hbm->dtype);
+        const nk_opnd *tile = in->op == NK_OP_LOAD ? &in->dst : &in->src[0];
+        const nk_opnd *hbm = in->op == NK_OP_LOAD ? &in->src[0] : &in->dst;
+        bytes += (double)nk__opnd_numel(p, hbm) * nk_dtype_size(nk__opnd_dtype(p, hbm));
         desc_bytes += (double)b * (double)nd;
         ndesc += (double)nd;
         tiny += b < DMA_TINY_BYTES;
-        strided += b < nk__free_size(tile) * nk_dtype_size(tile->dtype);
+        strided += b < nk__opnd_free_size(p, tile) * nk_dtype_size(nk__opnd_dtype(p, tile));
         rc = ul_push(&l, i);
     }
     double t = rc ? 0 : xfer_union_ns(ins->pr, l.v, l.n);
@@ -728,11 +728,11 @@ static int rule_static_overhead(nk_insights *ins)
     for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         double ghz = engine_ghz(arch, in->engine);
-        int64_t nfree = nk__free_size(&in->dst); /* elements streamed: the largest operand */
+        int64_t nfree = nk__opnd_free_size(p, &in->dst); /* elements streamed: the largest operand */
         for (int k = 0; k < in->nsrc; k++) {
-            const nk_tensor *t = nk__src(p, in, k);
-            if (t->buf && nk__free_size(t) > nfree)
-                nfree = nk__free_size(t);
+            const nk_opnd *t = nk__src(p, in, k);
+            if (t->buf && nk__opnd_free_size(p, t) > nfree)
+                nfree = nk__opnd_free_size(p, t);
         }
         if (ghz <= 0 || nfree >= STATIC_FREE_MIN)
             continue;
@@ -793,13 +793,13 @@ static int rule_matmul(nk_insights *ins, int rule)
         const nk_instr *in = &p->instrs[i];
         if (in->op != NK_OP_MATMUL)
             continue;
-        double n = (double)nk__free_size(&in->src[1]);
+        double n = (double)nk__opnd_free_size(p, &in->src[1]);
         if (rule == NK_RULE_MATMUL_SHORT_MOVING) {
             if (!(n < floor_n))
                 continue;
             lost += a->busy[i] * (1 - n / floor_n); /* II ~ max(N, 64) [ISA-old][A2] */
         } else {
-            if (fp32x <= 0 || (in->src[0].dtype != NK_F32 && in->src[1].dtype != NK_F32))
+            if (fp32x <= 0 || (nk__opnd_dtype(p, &in->src[0]) != NK_F32 && nk__opnd_dtype(p, &in->src[1]) != NK_F32))
                 continue;
             lost += a->busy[i] * (1 - 1 / fp32x); /* fp32 about 4x slower [ISA-old][A2] */
         }
@@ -879,7 +879,7 @@ static int rule_reloaded(nk_insights *ins)
             const nk_instr *in = &p->instrs[i];
             if (in->op != NK_OP_LOAD || in->src[0].buf != b)
                 continue;
-            loaded += (double)nk__numel(&in->src[0]) * nk_dtype_size(in->src[0].dtype);
+            loaded += (double)nk__opnd_numel(p, &in->src[0]) * nk_dtype_size(nk__opnd_dtype(p, &in->src[0]));
             rc = ul_push(&l, i);
         }
         double times = B->bytes > 0 ? loaded / (double)B->bytes : 0;
@@ -949,7 +949,7 @@ typedef struct tsite {
     ulist instrs;
 } tsite;
 
-static int same_memory(const nk_program *p, const nk_tensor *t, const nk_bufinfo *B)
+static int same_memory(const nk_program *p, const nk_opnd *t, const nk_bufinfo *B)
 {
     if (!t->buf || t->buf >= p->nbufs)
         return 0;
@@ -996,12 +996,12 @@ static int earlier_iter(const nk_instr *j, const nk_instr *i) { return j->loop =
 
 /* Records instruction i's cross-iteration waits on the memory of the tile it
  * writes through t. */
-static int scan_write(nk_insights *ins, uint32_t i, const nk_tensor *t, tsite **sites, uint32_t *n, uint32_t *cap)
+static int scan_write(nk_insights *ins, uint32_t i, const nk_opnd *t, tsite **sites, uint32_t *n, uint32_t *cap)
 {
     const nk_program *p = ins->pr->prog;
     const nk_timeline *tl = ins->pr->tl;
     const nk_instr *in = &p->instrs[i];
-    if (!t->buf || t->buf >= p->nbufs || t->mem == NK_SHARED_HBM)
+    if (!t->buf || t->buf >= p->nbufs || nk__opnd_mem(p, t) == NK_SHARED_HBM)
         return 0;
     const nk_bufinfo *B = &p->bufs[t->buf];
     int outside = B->loop != in->loop;
@@ -1140,9 +1140,9 @@ static int rule_serialized_tile(nk_insights *ins)
 #define PARTITION_ENGINE_SHARE 0.10
 
 /* Partitions an instruction works on (0: not judged). */
-static int64_t partitions_used(const nk_instr *in)
+static int64_t partitions_used(const nk_program *p, const nk_instr *in)
 {
-    const nk_tensor *t = NULL;
+    const nk_opnd *t = NULL;
     if (in->op == NK_OP_LOAD)
         t = &in->dst;
     else if (in->op == NK_OP_STORE)
@@ -1151,9 +1151,9 @@ static int64_t partitions_used(const nk_instr *in)
         return 0;
     else if (in->engine <= NK_ENGINE_GPSIMD)
         t = in->dst.buf ? &in->dst : in->nsrc ? &in->src[0] : NULL;
-    if (!t || !t->buf || t->mem == NK_SHARED_HBM || t->ndim < 1)
+    if (!t || !t->buf || nk__opnd_mem(p, t) == NK_SHARED_HBM || nk__opnd_ndim(p, t) < 1)
         return 0;
-    return t->shape[0];
+    return nk__opnd_shape(p, t)[0];
 }
 
 typedef struct pline {
@@ -1182,7 +1182,7 @@ static int rule_partitions(nk_insights *ins)
         if (e >= NK_INS_ROWS)
             continue;
         busy[e] += a->busy[i];
-        int64_t np = partitions_used(in);
+        int64_t np = partitions_used(p, in);
         int64_t lanes = e == NK_ENGINE_DMA ? arch->dma_engines : arch->partitions;
         if (np <= 0 || lanes <= 0 || np >= lanes)
             continue;
@@ -1216,7 +1216,7 @@ static int rule_partitions(nk_insights *ins)
         int rc = 0;
         int64_t lanes = e == NK_ENGINE_DMA ? arch->dma_engines : arch->partitions;
         for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
-            int64_t np = p->instrs[i].engine == e ? partitions_used(&p->instrs[i]) : 0;
+            int64_t np = p->instrs[i].engine == e ? partitions_used(p, &p->instrs[i]) : 0;
             if (np > 0 && np < lanes)
                 rc = ul_push(&l, i);
         }
@@ -1295,7 +1295,7 @@ static int rule_psum_banks(nk_insights *ins)
     int rc = 0;
     for (uint32_t i = 0; !rc && i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        if (!in->loop || in->dst.mem != NK_PSUM || !in->dst.buf || in->dst.buf >= p->nbufs ||
+        if (!in->loop || nk__opnd_mem(p, &in->dst) != NK_PSUM || !in->dst.buf || in->dst.buf >= p->nbufs ||
             (in->flags & NK_IF_ACCUMULATE))
             continue;
         const nk_bufinfo *B = &p->bufs[in->dst.buf];
@@ -1473,8 +1473,8 @@ static int rule_spill(nk_insights *ins)
         const nk_instr *in = &p->instrs[i];
         if (!(in->flags & NK_IF_SPILL))
             continue;
-        const nk_tensor *t = in->op == NK_OP_STORE ? &in->dst : &in->src[0];
-        double bytes = (double)nk__numel(t) * nk_dtype_size((nk_dtype)t->dtype);
+        const nk_opnd *t = in->op == NK_OP_STORE ? &in->dst : &in->src[0];
+        double bytes = (double)nk__opnd_numel(p, t) * nk_dtype_size((nk_dtype)nk__opnd_dtype(p, t));
         if (in->op == NK_OP_STORE) {
             stored += bytes;
             tiles++;
@@ -1535,8 +1535,10 @@ static int cmp_u32(const void *x, const void *y)
 
 /* Two whole-tile views of the same shape and dtype (a store of tile a, a
  * load into tile b): the load's result can be a itself. */
-static int whole_same(const nk_program *p, const nk_tensor *a, const nk_tensor *b)
+static int whole_same(const nk_program *p, const nk_opnd *ao, const nk_opnd *bo)
 {
+    nk_tensor at = nk__opnd_tensor(p, ao), bt = nk__opnd_tensor(p, bo);
+    const nk_tensor *a = &at, *b = &bt;
     if (a->ndim != b->ndim || a->dtype != b->dtype || a->off || b->off || a->part0 || b->part0)
         return 0;
     for (int d = 0; d < a->ndim; d++)
@@ -1567,7 +1569,7 @@ static double handoff_saving(const nk_profile *pr, const uint32_t *st, const uin
         uint32_t from = l->dst.buf, to = s->src[0].buf;
         for (uint32_t i = ld[k] + 1; i < q->ninstr; i++) {
             nk_instr *in = &q->instrs[i];
-            nk_tensor *ts[5];
+            nk_opnd *ts[5];
             nk__operands_w(q, in, ts);
             for (int t = 0; t < 5; t++)
                 if (ts[t] && ts[t]->buf == from)
@@ -1604,7 +1606,7 @@ static int rule_hbm_round_trip(nk_insights *ins)
     uint32_t ka = 0, kb = 0, pairs = 0;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *st = &p->instrs[i];
-        if (st->op != NK_OP_STORE || (st->flags & NK_IF_SPILL) || st->dst.mem != NK_SHARED_HBM)
+        if (st->op != NK_OP_STORE || (st->flags & NK_IF_SPILL) || nk__opnd_mem(p, &st->dst) != NK_SHARED_HBM)
             continue;
         nk__region w = nk__region_of(p, &st->dst);
         int found = 0;
@@ -1628,7 +1630,7 @@ static int rule_hbm_round_trip(nk_insights *ins)
             found = 1;
         }
         if (found) {
-            stored += (double)nk__numel(&st->dst) * nk_dtype_size((nk_dtype)st->dst.dtype);
+            stored += (double)nk__opnd_numel(p, &st->dst) * nk_dtype_size((nk_dtype)nk__opnd_dtype(p, &st->dst));
             if (ul_push(&l, i)) {
                 free(l.v);
                 return NK_ENOMEM;

@@ -202,21 +202,19 @@ static int is16f(int dt) { return dt == NK_BF16 || dt == NK_F16; }
  * dimension (stride 1 element) [ISA-old]. */
 static double work_tensor_tensor(const nk_program *p, const nk_instr *in, double n)
 {
-    (void)p;
-    const nk_tensor *x = &in->src[0], *y = &in->src[1];
+    const nk_layout *x = nk__lay(p, &in->src[0]), *y = nk__lay(p, &in->src[1]);
     int one_psum = x->mem == NK_PSUM || y->mem == NK_PSUM;
     int op = in->alu0;
-    int bf16_fast = x->dtype == NK_BF16 && y->dtype == NK_BF16 && in->dst.dtype == NK_BF16 &&
+    int bf16_fast = x->dtype == NK_BF16 && y->dtype == NK_BF16 && nk__lay(p, &in->dst)->dtype == NK_BF16 &&
                     (op == NK_ALU_ADD || op == NK_ALU_MULTIPLY || op == NK_ALU_SUBTRACT) &&
-                    nk__inner_contiguous(x) && nk__inner_contiguous(y);
+                    nk__lay_inner_contiguous(x) && nk__lay_inner_contiguous(y);
     return one_psum || bf16_fast ? n : 2 * n;
 }
 
 /* N, or N/2 for a bf16 add or max */
 static double work_tensor_reduce(const nk_program *p, const nk_instr *in, double n)
 {
-    (void)p;
-    if (in->src[0].dtype == NK_BF16 && (in->alu0 == NK_ALU_ADD || in->alu0 == NK_ALU_MAX))
+    if (nk__lay(p, &in->src[0])->dtype == NK_BF16 && (in->alu0 == NK_ALU_ADD || in->alu0 == NK_ALU_MAX))
         return n / 2;
     return n;
 }
@@ -224,8 +222,7 @@ static double work_tensor_reduce(const nk_program *p, const nk_instr *in, double
 /* N, or N/2 for zeros in a 16-bit float tile */
 static double work_memset(const nk_program *p, const nk_instr *in, double n)
 {
-    (void)p;
-    return in->imm0 == 0.0 && is16f(in->dst.dtype) ? n / 2 : n;
+    return in->imm0 == 0.0 && is16f(nk__lay(p, &in->dst)->dtype) ? n / 2 : n;
 }
 
 /* tensor_tensor_scan: 2N */
@@ -240,7 +237,7 @@ static double work_twice(const nk_program *p, const nk_instr *in, double n)
  * op1 multiply and N even; else 2N */
 static double work_stt(const nk_program *p, const nk_instr *in, double n)
 {
-    int fast = in->src[0].dtype == NK_BF16 && nk__src(p, in, 2)->dtype == NK_BF16 && in->alu0 == NK_ALU_SUBTRACT &&
+    int fast = nk__lay(p, &in->src[0])->dtype == NK_BF16 && nk__lay(p, nk__src(p, in, 2))->dtype == NK_BF16 && in->alu0 == NK_ALU_SUBTRACT &&
                in->alu1 == NK_ALU_MULTIPLY && (int64_t)n % 2 == 0;
     return fast ? n : 2 * n;
 }
@@ -249,8 +246,7 @@ static double work_stt(const nk_program *p, const nk_instr *in, double n)
  * predicate are in different memories, else 2N */
 static double work_select(const nk_program *p, const nk_instr *in, double n)
 {
-    (void)p;
-    return in->src[0].mem != in->src[1].mem ? n : 2 * n;
+    return nk__lay(p, &in->src[0])->mem != nk__lay(p, &in->src[1])->mem ? n : 2 * n;
 }
 
 /* bn_aggr: 13 cycles per (count, mean, variance*count) tuple */
@@ -281,8 +277,7 @@ static int check_dma(const nk_arch *a, const nk_program *p, const nk_instr *in, 
                      size_t len)
 {
     (void)a;
-    (void)p;
-    if (n[D] != n[S0] || nk_dtype_size((nk_dtype)in->dst.dtype) != nk_dtype_size((nk_dtype)in->src[0].dtype))
+    if (n[D] != n[S0] || nk_dtype_size((nk_dtype)nk__lay(p, &in->dst)->dtype) != nk_dtype_size((nk_dtype)nk__lay(p, &in->src[0])->dtype))
         return fail(msg, len, "%s of %lld elements into %lld, or element sizes differ", nk__op_name(in->op),
                     (long long)n[S0], (long long)n[D]);
     return 0;
@@ -291,22 +286,20 @@ static int check_dma(const nk_arch *a, const nk_program *p, const nk_instr *in, 
 static int check_matmul(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
                         size_t len)
 {
-    (void)p;
-    int64_t P = in->src[0].shape[0], M = n[S0] / P, N = n[S1] / in->src[1].shape[0];
-    if (in->src[1].shape[0] != P || M > a->gemm_stationary_fmax || N > a->gemm_moving_fmax ||
-        in->dst.shape[0] != M || n[D] != M * N)
+    int64_t P = nk__lay(p, &in->src[0])->shape[0], M = n[S0] / P, N = n[S1] / nk__lay(p, &in->src[1])->shape[0];
+    if (nk__lay(p, &in->src[1])->shape[0] != P || M > a->gemm_stationary_fmax || N > a->gemm_moving_fmax ||
+        nk__lay(p, &in->dst)->shape[0] != M || n[D] != M * N)
         return fail(msg, len, "nc_matmul sizes K=%lld/%d M=%lld N=%lld do not fit dst of %lld elements", (long long)P,
-                    in->src[1].shape[0], (long long)M, (long long)N, (long long)n[D]);
+                    nk__lay(p, &in->src[1])->shape[0], (long long)M, (long long)N, (long long)n[D]);
     return 0;
 }
 
 static int check_transpose(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
                            size_t len)
 {
-    (void)p;
-    int64_t P = in->src[0].shape[0], F = n[S0] / P;
+    int64_t P = nk__lay(p, &in->src[0])->shape[0], F = n[S0] / P;
     int64_t lim = in->engine == NK_ENGINE_TENSOR ? a->pe_transpose_max : a->dve_transpose_max;
-    if (P > lim || F > lim || in->dst.shape[0] != F || n[D] != P * F)
+    if (P > lim || F > lim || nk__lay(p, &in->dst)->shape[0] != F || n[D] != P * F)
         return fail(msg, len, "transpose of [%lld, %lld] into %lld elements", (long long)P, (long long)F,
                     (long long)n[D]);
     return 0;
@@ -318,7 +311,7 @@ static int check_columns(const nk_arch *a, const nk_program *p, const nk_instr *
 {
     (void)a;
     const char *op = nk__op_name(in->op);
-    int64_t P = in->src[0].shape[0];
+    int64_t P = nk__lay(p, &in->src[0])->shape[0];
     if (n[D] != n[S0])
         return fail(msg, len, "%s writes %lld elements from %lld", op, (long long)n[D], (long long)n[S0]);
     for (int k = 1; k < 3; k++)
@@ -334,8 +327,7 @@ static int check_tensor_reduce(const nk_arch *a, const nk_program *p, const nk_i
                                size_t len)
 {
     (void)a;
-    (void)p;
-    const nk_tensor *s = &in->src[0];
+    const nk_layout *s = nk__lay(p, &in->src[0]);
     int64_t P = s->shape[0], F = n[S0] / P;
     if (in->axis == 0 || in->axis >= s->ndim)
         return fail(msg, len, "tensor_reduce axis %d is not a free axis of a %u-dim tile", in->axis, s->ndim);
@@ -374,9 +366,8 @@ static int check_same_count(const nk_arch *a, const nk_program *p, const nk_inst
 static int check_bn_stats(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
                           size_t len)
 {
-    (void)p;
-    int64_t P = in->src[0].shape[0], F = n[S0] / P;
-    if (F > a->bn_stats_fmax || in->dst.shape[0] != P || n[D] != 6 * P)
+    int64_t P = nk__lay(p, &in->src[0])->shape[0], F = n[S0] / P;
+    if (F > a->bn_stats_fmax || nk__lay(p, &in->dst)->shape[0] != P || n[D] != 6 * P)
         return fail(msg, len, "bn_stats of [%lld, %lld] (at most %lld per partition) into %lld elements",
                     (long long)P, (long long)F, (long long)a->bn_stats_fmax, (long long)n[D]);
     return 0;
@@ -387,9 +378,8 @@ static int check_bn_aggr(const nk_arch *a, const nk_program *p, const nk_instr *
                          size_t len)
 {
     (void)a;
-    (void)p;
-    int64_t P = in->src[0].shape[0], F = n[S0] / P;
-    if (F % 3 || in->dst.shape[0] != P || n[D] != 2 * P)
+    int64_t P = nk__lay(p, &in->src[0])->shape[0], F = n[S0] / P;
+    if (F % 3 || nk__lay(p, &in->dst)->shape[0] != P || n[D] != 2 * P)
         return fail(msg, len, "bn_aggr of [%lld, %lld] (tuples of 3) into %lld elements", (long long)P,
                     (long long)F, (long long)n[D]);
     return 0;
@@ -401,7 +391,7 @@ static int check_scan(const nk_arch *a, const nk_program *p, const nk_instr *in,
                       size_t len)
 {
     (void)a;
-    int64_t P = in->src[0].shape[0];
+    int64_t P = nk__lay(p, &in->src[0])->shape[0];
     if (n[S1] != n[S0] || n[D] != n[S0] || (nk__src(p, in, 2)->buf && n[S2] != P))
         return fail(msg, len, "tensor_tensor_scan element counts %lld, %lld -> %lld (initial %lld of %lld)",
                     (long long)n[S0], (long long)n[S1], (long long)n[D], (long long)n[S2], (long long)P);
@@ -412,8 +402,7 @@ static int check_stt(const nk_arch *a, const nk_program *p, const nk_instr *in, 
                      size_t len)
 {
     (void)a;
-    (void)p;
-    int64_t P = in->src[0].shape[0];
+    int64_t P = nk__lay(p, &in->src[0])->shape[0];
     if (n[S2] != n[S0] || n[D] != n[S0] || (in->src[1].buf && n[S1] != P))
         return fail(msg, len, "scalar_tensor_tensor element counts %lld, %lld -> %lld (operand0 %lld of %lld)",
                     (long long)n[S0], (long long)n[S2], (long long)n[D], (long long)n[S1], (long long)P);
@@ -436,13 +425,13 @@ static int check_dropout(const nk_arch *a, const nk_program *p, const nk_instr *
                          size_t len)
 {
     (void)a;
-    int64_t P = in->src[0].shape[0];
-    const nk_tensor *seed = nk__src(p, in, 2);
-    if (n[D] != n[S0] || in->dst.dtype != in->src[0].dtype || (in->src[1].buf && n[S1] != P) ||
-        (seed->buf && (n[S2] != 1 || nk_dtype_size((nk_dtype)seed->dtype) != 4)))
+    int64_t P = nk__lay(p, &in->src[0])->shape[0];
+    const nk_opnd *seed = nk__src(p, in, 2);
+    if (n[D] != n[S0] || nk__lay(p, &in->dst)->dtype != nk__lay(p, &in->src[0])->dtype || (in->src[1].buf && n[S1] != P) ||
+        (seed->buf && (n[S2] != 1 || nk_dtype_size((nk_dtype)nk__opnd_dtype(p, seed)) != 4)))
         return fail(msg, len, "dropout of %lld elements into %lld (dtypes %s, %s), prob %lld, seed %lld",
-                    (long long)n[S0], (long long)n[D], nk_dtype_name((nk_dtype)in->src[0].dtype),
-                    nk_dtype_name((nk_dtype)in->dst.dtype), (long long)n[S1], (long long)n[S2]);
+                    (long long)n[S0], (long long)n[D], nk_dtype_name((nk_dtype)nk__lay(p, &in->src[0])->dtype),
+                    nk_dtype_name((nk_dtype)nk__lay(p, &in->dst)->dtype), (long long)n[S1], (long long)n[S2]);
     return 0;
 }
 
@@ -450,7 +439,7 @@ static int check_dropout(const nk_arch *a, const nk_program *p, const nk_instr *
 static int check_load_transpose(const nk_arch *a, const nk_program *p, const nk_instr *in, const int64_t *n, char *msg,
                                 size_t len)
 {
-    const nk_tensor *s = &in->src[0], *d = &in->dst;
+    const nk_layout *s = nk__lay(p, &in->src[0]), *d = nk__lay(p, &in->dst);
     if (check_dma(a, p, in, n, msg, len))
         return 1;
     if (s->ndim != 2 || d->shape[0] != s->shape[1] || n[D] != n[S0])
@@ -672,7 +661,7 @@ const char *nk__op_operand_name(const nk_instr *in, int k)
     return d && k >= 0 && k < NK_OPND_COUNT && d->opnd[k].name ? d->opnd[k].name : "?";
 }
 
-const nk_tensor *nk__op_operand(const nk_program *p, const nk_instr *in, int k)
+const nk_opnd *nk__op_operand(const nk_program *p, const nk_instr *in, int k)
 {
     return k == D ? &in->dst : k == D2 ? nk__dst2(p, in) : nk__src(p, in, k - S0);
 }

@@ -32,11 +32,11 @@ enum { NK_OPND_DST = 0, NK_OPND_DST2, NK_OPND_SRC0, NK_OPND_COUNT = 5 };
  * may live in (before the engine's own rule, nk__op_operand_mems), and, for an
  * optional operand, the instruction flag that says it is present. An unused
  * slot has no name. */
-typedef struct nk_opnd {
+typedef struct nk_opslot {
     const char *name;
     uint8_t mem;
     uint16_t present_if; /* 0: always present (when named) */
-} nk_opnd;
+} nk_opslot;
 
 /* Tensor engine ops: LoadStationary of src[0] + MultiplyMoving of ... */
 enum {
@@ -87,7 +87,7 @@ typedef struct nk_opdef {
     uint8_t engines;        /* NK_ENG mask of the engines that may run it */
     uint8_t default_engine; /* when the kernel does not choose */
     uint16_t flags;         /* the NK_IF_* flags it may carry */
-    nk_opnd opnd[NK_OPND_COUNT]; /* dst, dst2, src[0..2] */
+    nk_opslot opnd[NK_OPND_COUNT]; /* dst, dst2, src[0..2] */
     nk_opcost cost;
     /* Shape relations and limits on target a beyond the generic checks,
      * given each operand's element count n[slot] (0 when absent). On a
@@ -115,8 +115,8 @@ unsigned nk__op_operand_mems(const nk_instr *in, int k);
 unsigned nk__engine_mems(int engine, int write);
 /* The kernel API's name of operand slot k ("stationary"), or "?". */
 const char *nk__op_operand_name(const nk_instr *in, int k);
-/* The operand itself (nk__no_tensor when absent). */
-const nk_tensor *nk__op_operand(const nk_program *p, const nk_instr *in, int k);
+/* The operand itself (nk__no_opnd when absent). */
+const nk_opnd *nk__op_operand(const nk_program *p, const nk_instr *in, int k);
 /* "sbuf", "sbuf or psum" for a memory mask. */
 const char *nk__mem_names(unsigned mask);
 

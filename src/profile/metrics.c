@@ -161,21 +161,25 @@ typedef struct work {
     uint64_t matmuls;
 } work;
 
-static double bytes_of(const nk_tensor *t) { return (double)nk__numel(t) * nk_dtype_size((nk_dtype)t->dtype); }
+static double bytes_of(const nk_program *p, const nk_opnd *t)
+{
+    return (double)nk__opnd_numel(p, t) * nk_dtype_size((nk_dtype)nk__opnd_dtype(p, t));
+}
 
 static void count_traffic(const nk_program *p, const nk_instr *in, work *w)
 {
     for (int k = 0; k < in->nsrc && k < 3; k++) {
-        const nk_tensor *s = nk__src(p, in, k);
+        const nk_opnd *s = nk__src(p, in, k);
         if (s->buf)
-            w->read[s->mem % 3] += bytes_of(s);
+            w->read[nk__opnd_mem(p, s) % 3] += bytes_of(p, s);
     }
+    int dm = nk__opnd_mem(p, &in->dst) % 3;
     if (in->flags & NK_IF_ACCUMULATE)
-        w->read[in->dst.mem % 3] += bytes_of(&in->dst);
-    w->written[in->dst.mem % 3] += bytes_of(&in->dst);
-    const nk_tensor *d2 = nk__dst2(p, in);
+        w->read[dm] += bytes_of(p, &in->dst);
+    w->written[dm] += bytes_of(p, &in->dst);
+    const nk_opnd *d2 = nk__dst2(p, in);
     if (d2->buf)
-        w->written[d2->mem % 3] += bytes_of(d2);
+        w->written[nk__opnd_mem(p, d2) % 3] += bytes_of(p, d2);
 }
 
 static void count_work(const nk_program *p, const nk_arch *a, work *w)
@@ -186,16 +190,17 @@ static void count_work(const nk_program *p, const nk_arch *a, work *w)
         count_traffic(p, in, w);
         if (in->engine != NK_ENGINE_TENSOR)
             continue;
-        double K = in->src[0].shape[0], M = (double)nk__free_size(&in->src[0]), f, factor;
+        const nk_layout *s0 = nk__lay(p, &in->src[0]);
+        double K = s0->shape[0], M = (double)nk__opnd_free_size(p, &in->src[0]), f, factor;
         if (in->op == NK_OP_MATMUL) {
-            f = 2.0 * K * M * (double)nk__free_size(&in->src[1]);
-            factor = in->src[0].dtype == NK_F32 ? a->pe_fp32_factor : 1.0;
+            f = 2.0 * K * M * (double)nk__opnd_free_size(p, &in->src[1]);
+            factor = s0->dtype == NK_F32 ? a->pe_fp32_factor : 1.0;
             w->mm_flops += f;
             w->mm_peak_ns += f * factor / peak;
             w->matmuls++;
         } else { /* a PE transpose: src^T times a K x K identity */
             f = 2.0 * K * M * K;
-            factor = in->src[0].dtype == NK_F32 ? a->pe_fp32_transpose_factor : 1.0;
+            factor = s0->dtype == NK_F32 ? a->pe_fp32_transpose_factor : 1.0;
         }
         w->hw_flops += f;
         w->hw_peak_ns += f * factor / peak;
@@ -277,8 +282,8 @@ int nk_profile_metrics(const nk_profile *pr, nk_metrics *m)
         const nk_instr *in = &pr->prog->instrs[i];
         if (!(in->flags & NK_IF_SPILL))
             continue;
-        const nk_tensor *t = in->op == NK_OP_STORE ? &in->dst : &in->src[0];
-        double bytes = (double)nk__numel(t) * nk_dtype_size((nk_dtype)t->dtype);
+        const nk_opnd *t = in->op == NK_OP_STORE ? &in->dst : &in->src[0];
+        double bytes = bytes_of(pr->prog, t);
         if (in->op == NK_OP_STORE)
             m->spill_store_bytes += bytes;
         else

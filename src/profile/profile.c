@@ -1170,7 +1170,7 @@ static int check_xfers(const nk_timeline *tl, const nk_program *p, const nk_arch
         if (x->instr >= p->ninstr)
             return tbad(err, errlen, "DMA transfer %u: instruction %u out of range", i, x->instr);
         const nk_instr *in = &p->instrs[x->instr];
-        if (in->engine != NK_ENGINE_DMA || x->to_hbm != (in->dst.mem == NK_SHARED_HBM))
+        if (in->engine != NK_ENGINE_DMA || x->to_hbm != (nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM))
             return tbad(err, errlen, "DMA transfer %u: instruction %u is a %s, direction %u", i, x->instr,
                         nk__op_name(in->op), x->to_hbm);
         if (x->queue >= NK_ARCH_MAX_DMA_QUEUES || x->dma_engine >= a->dma_engines || x->partitions < 1 ||
@@ -1196,7 +1196,7 @@ static int check_dspans(const nk_timeline *tl, const nk_program *p, const nk_arc
         if (x->instr >= p->ninstr)
             return tbad(err, errlen, "DMA span %u: instruction %u out of range", i, x->instr);
         const nk_instr *in = &p->instrs[x->instr];
-        if (in->engine != NK_ENGINE_DMA || x->to_hbm != (in->dst.mem == NK_SHARED_HBM))
+        if (in->engine != NK_ENGINE_DMA || x->to_hbm != (nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM))
             return tbad(err, errlen, "DMA span %u: instruction %u is a %s, direction %u", i, x->instr,
                         nk__op_name(in->op), x->to_hbm);
         if (x->queue >= NK_ARCH_MAX_DMA_QUEUES || x->descriptors < 1 || !x->engines || (x->engines & ~engines) ||

@@ -30,9 +30,9 @@ typedef struct ascan {
     uint32_t *active;       /* buffer ids, ascending addr */
 } ascan;
 
-static void touch(ascan *a, const nk_tensor *t, uint32_t i)
+static void touch(ascan *a, const nk_opnd *t, uint32_t i)
 {
-    if (!t->buf || t->buf >= a->p->nbufs || t->mem == NK_SHARED_HBM)
+    if (!t->buf || t->buf >= a->p->nbufs || nk__opnd_mem(a->p, t) == NK_SHARED_HBM)
         return;
     if (a->first[t->buf] == UINT32_MAX)
         a->first[t->buf] = i;
@@ -354,8 +354,10 @@ static int spill_one(ascan *a)
     st.iter = after->iter;
     st.inst = after->inst; /* SPMD: the victim's instance; sequences: its kernel */
     st.seg = after->seg;
-    st.dst = whole(p, h);
-    st.src[0] = whole(p, victim);
+    /* the spill's operands go through the program's layout table */
+    nk_tensor wh = whole(p, h), wv = whole(p, victim), w2 = whole(p, v2);
+    if (nk__opnd_set(p, &st.dst, &wh) || nk__opnd_set(p, &st.src[0], &wv))
+        return 1;
     st.nsrc = 1;
     ld = st;
     ld.op = NK_OP_LOAD;
@@ -364,14 +366,14 @@ static int spill_one(ascan *a)
     ld.iter = before->iter;
     ld.inst = before->inst;
     ld.seg = before->seg;
-    ld.dst = whole(p, v2);
-    ld.src[0] = whole(p, h);
+    if (nk__opnd_set(p, &ld.dst, &w2) || nk__opnd_set(p, &ld.src[0], &wh))
+        return 1;
     if (insert_instr(a, vprev + 1, &st, 0) || insert_instr(a, vnext + 1, &ld, 1))
         return 1;
     /* later uses read the reloaded tile */
     for (uint32_t i = vnext + 2; i < p->ninstr; i++) {
         nk_instr *in = &p->instrs[i];
-        nk_tensor *ts[5];
+        nk_opnd *ts[5];
         nk__operands_w(p, in, ts);
         for (int k = 0; k < 5; k++)
             if (ts[k] && ts[k]->buf == victim)
@@ -388,7 +390,7 @@ static int infeasible(ascan *a, int64_t cap, char *err, size_t errlen)
     nk_program *p = a->p;
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5];
+        const nk_opnd *ts[5];
         nk__operands(p, in, ts);
         uint32_t ids[5];
         int n = 0;

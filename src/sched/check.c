@@ -6,11 +6,12 @@
 #include "nkint.h"
 
 #ifdef NK_DEBUG
-static void check_operand(const nk_program *p, const nk_tensor *t)
+static void check_operand(const nk_program *p, const nk_opnd *t)
 {
     NK_ASSERT(t->buf < p->nbufs);
-    if (t->buf && t->mem != NK_SHARED_HBM)
-        NK_ASSERT(p->bufs[t->buf].mem == t->mem);
+    NK_ASSERT(t->lay <= p->nlays);
+    if (t->buf && nk__opnd_mem(p, t) != NK_SHARED_HBM)
+        NK_ASSERT(p->bufs[t->buf].mem == nk__opnd_mem(p, t));
 }
 #endif
 

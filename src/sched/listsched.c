@@ -43,7 +43,7 @@ static double duration(const nk_arch *a, const nk_program *p, const nk_instr *in
 {
     if (in->engine == NK_ENGINE_DMA) {
         nk_dma_plan pl;
-        if (nk__time_dma_plan(a, in, &pl) || !pl.engines || pl.efficiency <= 0)
+        if (nk__time_dma_plan(a, p, in, &pl) || !pl.engines || pl.efficiency <= 0)
             return 0;
         double bytes = (double)pl.partitions * (double)pl.part_bytes;
         return bytes / (pl.engines * a->dma_engine_gbps * pl.efficiency);

@@ -530,10 +530,15 @@ static void put_instr(nk_wr *w, const nk_program *p, uint32_t i)
     for (int k = 0; k < NK_MAXDIM - 1; k++)
         nk__wr_sv(w, in->aff.cf[k]);
     put_deps(w, p, i, in);
-    put_tensor(w, &in->dst);
-    put_tensor(w, nk__dst2(p, in));
-    for (int k = 0; k < 3; k++)
-        put_tensor(w, nk__src(p, in, k));
+    /* the file holds whole access patterns, as before layouts were interned */
+    nk_tensor t = nk__opnd_tensor(p, &in->dst);
+    put_tensor(w, &t);
+    t = nk__opnd_tensor(p, nk__dst2(p, in));
+    put_tensor(w, &t);
+    for (int k = 0; k < 3; k++) {
+        t = nk__opnd_tensor(p, nk__src(p, in, k));
+        put_tensor(w, &t);
+    }
 }
 
 static void put_buf(nk_wr *w, const nk_bufinfo *b)
@@ -951,13 +956,18 @@ static int get_instrs(nk_rd *r, nk_program *p)
         if (nd)
             get_deps(&s, i, p->deps + p->ndeps, nd);
         p->ndeps += nd;
-        get_tensor(&s, &in->dst);
         nk_tensor x;
+        get_tensor(&s, &x);
+        if (nk__opnd_set(p, &in->dst, &x))
+            nk__rd_fail(&s, NK_ENOMEM, "out of memory");
         get_tensor(&s, &x);
         if (x.buf && nk__set_dst2(p, in, &x))
             nk__rd_fail(&s, NK_ENOMEM, "out of memory");
-        for (int k = 0; k < 2; k++)
-            get_tensor(&s, &in->src[k]);
+        for (int k = 0; k < 2; k++) {
+            get_tensor(&s, &x);
+            if (nk__opnd_set(p, &in->src[k], &x))
+                nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+        }
         get_tensor(&s, &x); /* a tensor without a buffer is all zero: the absent operand */
         if (x.buf && nk__set_src2(p, in, &x))
             nk__rd_fail(&s, NK_ENOMEM, "out of memory");
@@ -1232,6 +1242,10 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     q->instrs = dup_array(p->instrs, p->ninstr, sizeof *p->instrs, &bad);
     q->xop = dup_array(p->xop, p->nxop, sizeof *p->xop, &bad);
     q->cap_xop = p->nxop;
+    q->lays = dup_array(p->lays, p->nlays, sizeof *p->lays, &bad);
+    q->cap_lays = p->nlays;
+    q->lay_hash = NULL; /* rebuilt when the copy interns a layout */
+    q->lay_hcap = 0;
     q->bufs = dup_array(p->bufs, p->nbufs, sizeof *p->bufs, &bad);
     q->locs = dup_array(p->locs, p->nlocs, sizeof *p->locs, &bad);
     q->loops = dup_array(p->loops, p->nloops, sizeof *p->loops, &bad);
@@ -1528,6 +1542,11 @@ static int check_fields(chk *c, uint32_t i, const nk_instr *in)
     if (in->xsrc2 > p->nxop || in->xdst2 > p->nxop || (p->nxop && !p->xop))
         return bad(c, "instruction %u: operands %u, %u outside the side table of %u", i, in->xsrc2, in->xdst2,
                    p->nxop);
+    const nk_opnd *ts[5];
+    nk__operands(p, in, ts);
+    for (int k = 0; k < 5; k++)
+        if (ts[k]->lay > p->nlays || (p->nlays && !p->lays))
+            return bad(c, "instruction %u: operand layout %u outside the table of %u", i, ts[k]->lay, p->nlays);
     return 0;
 }
 
@@ -1537,7 +1556,8 @@ static int check_semantics(chk *c, uint32_t i, const nk_instr *in, const int64_t
 {
     const nk_opdef *od = nk__op_def(in->op);
     for (int k = 0; k < NK_OPND_COUNT; k++) {
-        const nk_tensor *t = nk__op_operand(c->p, in, k);
+        nk_tensor tt = nk__opnd_tensor(c->p, nk__op_operand(c->p, in, k));
+        const nk_tensor *t = &tt;
         unsigned ok = nk__op_operand_mems(in, k);
         if (t->buf && !(ok & NK_MEM(t->mem)))
             return bad(c, "instruction %u: %s: %s in %s; on the %s engine it must be in %s", i, od->name,
@@ -1564,7 +1584,8 @@ static int check_instr(chk *c, uint32_t i)
     int64_t n[NK_OPND_COUNT] = {0, 0, 0, 0, 0}; /* dst, dst2, src[0..2] */
     static const char *names[NK_OPND_COUNT] = {"dst", "dst2", "src[0]", "src[1]", "src[2]"};
     for (int k = 0; k < NK_OPND_COUNT; k++) {
-        const nk_tensor *t = nk__op_operand(c->p, in, k);
+        nk_tensor tt = nk__opnd_tensor(c->p, nk__op_operand(c->p, in, k));
+        const nk_tensor *t = &tt;
         if (!nk__op_operand_present(in, k)) {
             if (t->buf)
                 return bad(c, "instruction %u: %s present but unused", i, names[k]);
@@ -1594,10 +1615,10 @@ static int check_instances(chk *c)
         if (in->seg >= (p->nseg > 1 ? p->nseg : 1) || (i && in->seg < p->instrs[i - 1].seg))
             return bad(c, "instruction %u: kernel %u out of order or range (%u kernels)", i, in->seg,
                        p->nseg > 1 ? p->nseg : 1);
-        const nk_tensor *ts[5];
+        const nk_opnd *ts[5];
         nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++)
-            if (ts[k]->buf && ts[k]->mem != NK_SHARED_HBM && p->bufs[ts[k]->buf].inst != in->inst)
+            if (ts[k]->buf && nk__opnd_mem(p, ts[k]) != NK_SHARED_HBM && p->bufs[ts[k]->buf].inst != in->inst)
                 return bad(c, "instruction %u of instance %u uses tile %u of instance %u", i, in->inst, ts[k]->buf,
                            p->bufs[ts[k]->buf].inst);
     }
@@ -1684,14 +1705,14 @@ static void dump_operands(nk_text *t, const nk_program *p, const nk_instr *in)
     char b[160];
     nk__format_ap(b, sizeof b, p, &in->dst);
     nk__text_printf(t, "%s", b);
-    const nk_tensor *d2 = nk__dst2(p, in);
+    const nk_opnd *d2 = nk__dst2(p, in);
     if (d2->buf) {
         nk__format_ap(b, sizeof b, p, d2);
         nk__text_printf(t, ", %s", b);
     }
     const char *sep = " <- ";
     for (int k = 0; k < in->nsrc && k < 3; k++) {
-        const nk_tensor *s = nk__src(p, in, k);
+        const nk_opnd *s = nk__src(p, in, k);
         if (!s->buf)
             continue;
         nk__format_ap(b, sizeof b, p, s);

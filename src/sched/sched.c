@@ -145,7 +145,7 @@ static int assign_queues(const nk_program *p, const uint32_t *order, uint16_t *q
         queue[k] = in->queue;
         if (in->engine != NK_ENGINE_DMA)
             continue;
-        int store = in->dst.mem == NK_SHARED_HBM; /* to HBM */
+        int store = nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM; /* to HBM */
         uint32_t b = store ? in->dst.buf : in->src[0].buf;
         uint32_t *slot = &q[b * 2 + (uint32_t)store];
         if (!*slot)
@@ -177,7 +177,7 @@ static int derive(const nk_program *p, const uint32_t *order, int conservative, 
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
-        if (in->dst.mem == NK_SHARED_HBM)
+        if (nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM)
             s.hbm_written[in->dst.buf] = 1;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -185,14 +185,14 @@ static int derive(const nk_program *p, const uint32_t *order, int conservative, 
         region rd[5], wr[2];
         int nrd = 0, nwr = 0;
         for (int k = 0; k < in->nsrc; k++) {
-            const nk_tensor *t = nk__src(p, in, k);
+            const nk_opnd *t = nk__src(p, in, k);
             if (t->buf)
                 rd[nrd++] = nk__region_of(p, t);
         }
         if (in->flags & NK_IF_ACCUMULATE)
             rd[nrd++] = nk__region_of(p, &in->dst);
         wr[nwr++] = nk__region_of(p, &in->dst);
-        const nk_tensor *d2 = nk__dst2(p, in);
+        const nk_opnd *d2 = nk__dst2(p, in);
         if (d2->buf)
             wr[nwr++] = nk__region_of(p, d2);
         s.ncur = 0;
@@ -445,10 +445,15 @@ static void trim(nk_program *p)
     nk_bufinfo *b = p->nbufs ? realloc(p->bufs, (size_t)p->nbufs * sizeof *b) : NULL;
     if (b)
         p->bufs = b;
-    nk_tensor *x = p->nxop ? realloc(p->xop, (size_t)p->nxop * sizeof *x) : NULL;
+    nk_opnd *x = p->nxop ? realloc(p->xop, (size_t)p->nxop * sizeof *x) : NULL;
     if (x) {
         p->xop = x;
         p->cap_xop = p->nxop;
+    }
+    nk_layout *l = p->nlays ? realloc(p->lays, (size_t)p->nlays * sizeof *l) : NULL;
+    if (l) {
+        p->lays = l;
+        p->cap_lays = p->nlays;
     }
 }
 

@@ -41,5 +41,5 @@ typedef struct nk_dma_plan {
                                the bytes pass the shared HBM bandwidth that many times */
 } nk_dma_plan;
 
-int nk__time_dma_plan(const nk_arch *a, const nk_instr *in, nk_dma_plan *plan);
+int nk__time_dma_plan(const nk_arch *a, const nk_program *p, const nk_instr *in, nk_dma_plan *plan);
 #endif

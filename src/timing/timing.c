@@ -811,11 +811,15 @@ static int check_program(const nk_program *p)
                 return NK_EINVAL;
         if (in->xsrc2 > p->nxop || in->xdst2 > p->nxop)
             return NK_EINVAL;
-        const nk_tensor *ts[5];
+        const nk_opnd *ts[5];
         nk__operands(p, in, ts);
-        for (int k = 0; k < 5; k++)
-            if (ts[k]->buf >= p->nbufs || (ts[k]->buf && ts[k]->mem != NK_SHARED_HBM && ts[k]->ndim < 1))
+        for (int k = 0; k < 5; k++) {
+            if (ts[k]->lay > p->nlays || (p->nlays && !p->lays))
                 return NK_EINVAL;
+            const nk_layout *l = nk__lay(p, ts[k]);
+            if (ts[k]->buf >= p->nbufs || (ts[k]->buf && l->mem != NK_SHARED_HBM && l->ndim < 1))
+                return NK_EINVAL;
+        }
     }
     return 0;
 }
@@ -843,7 +847,7 @@ static int writes_region(const nk_program *p, const nk_instr *w, const nk__regio
     nk__region d = nk__region_of(p, &w->dst);
     if (nk__regions_overlap(&d, r))
         return 1;
-    const nk_tensor *d2 = nk__dst2(p, w);
+    const nk_opnd *d2 = nk__dst2(p, w);
     if (!d2->buf)
         return 0;
     d = nk__region_of(p, d2);
@@ -870,7 +874,7 @@ static void ensure_regions(const sim *s, iregions *r, uint32_t i)
     r->have = 1;
     r->nsrc = in->nsrc < 3 ? in->nsrc : 3;
     for (int k = 0; k < r->nsrc; k++) {
-        const nk_tensor *t = nk__src(s->p, in, k);
+        const nk_opnd *t = nk__src(s->p, in, k);
         if ((r->used[k] = t->buf != 0))
             r->src[k] = nk__region_of(s->p, t);
     }
@@ -996,7 +1000,7 @@ static int plan_all(sim *s)
             continue;
         }
         nk_dma_plan pl;
-        if (nk__time_dma_plan(s->a, in, &pl))
+        if (nk__time_dma_plan(s->a, s->p, in, &pl))
             return NK_EINVAL;
         uint16_t q = (uint16_t)(s->queue[i] % s->nq);
         uint32_t *rp = &rots[s->core[i]], rot = *rp, g0 = s->core[i] * s->ne;
@@ -1004,7 +1008,7 @@ static int plan_all(sim *s)
         double rate = s->a->dma_engine_gbps * pl.efficiency; /* bytes per ns of one engine */
         dmainfo *m = &s->info[i].dma;
         *m = (dmainfo){{0, 0}, {0, 0}, pl.part_bytes, per, extra, s->queue[i], (uint8_t)rot, (uint8_t)pl.engines,
-                       in->dst.mem == NK_SHARED_HBM, pl.hbm_sides};
+                       nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM, pl.hbm_sides};
         for (int big = 0; big < 2; big++) {
             uint64_t bytes = (uint64_t)(per + (uint32_t)big) * pl.part_bytes;
             m->xfer_ns[big] = (double)bytes / rate;
@@ -1217,17 +1221,20 @@ static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         double t0 = tl->instr_start[i], t1 = tl->instr_end[i];
-        const nk_tensor *w[2] = {&in->dst, nk__dst2(p, in)};
-        for (int k = 0; k < 2; k++)
-            if (w[k]->buf && (w[k]->mem == NK_SBUF || w[k]->mem == NK_PSUM)) {
-                size_t at = (size_t)(w[k]->mem == NK_PSUM) * nb + w[k]->buf;
+        const nk_opnd *w[2] = {&in->dst, nk__dst2(p, in)};
+        for (int k = 0; k < 2; k++) {
+            int mem = nk__opnd_mem(p, w[k]);
+            if (w[k]->buf && (mem == NK_SBUF || mem == NK_PSUM)) {
+                size_t at = (size_t)(mem == NK_PSUM) * nb + w[k]->buf;
                 first[at] = fmin(first[at], t0);
                 last[at] = dmax(last[at], t1);
             }
+        }
         for (int k = 0; k < in->nsrc && k < 3; k++) {
-            const nk_tensor *t = nk__src(p, in, k);
-            if (t->buf && (t->mem == NK_SBUF || t->mem == NK_PSUM)) {
-                size_t at = (size_t)(t->mem == NK_PSUM) * nb + t->buf;
+            const nk_opnd *t = nk__src(p, in, k);
+            int mem = nk__opnd_mem(p, t);
+            if (t->buf && (mem == NK_SBUF || mem == NK_PSUM)) {
+                size_t at = (size_t)(mem == NK_PSUM) * nb + t->buf;
                 last[at] = dmax(last[at], t1);
             }
         }

@@ -26,36 +26,46 @@
 
 /* Two views of one tile share an element? (partition range x extent: may
  * say yes for interleaved views that do not, never no when they do) */
-static int views_overlap(const nk_tensor *a, const nk_tensor *b)
+/* (a is an operand of p, read in place: the pending lists are walked at
+ * every instruction.) */
+static int views_overlap(const nk_program *p, const nk_opnd *a, const nk_tensor *b)
 {
     if (a->buf != b->buf)
         return 0;
-    int64_t alo, ahi, blo, bhi;
-    nk__extent(a, &alo, &ahi);
+    const nk_layout *la = nk__lay(p, a);
+    int64_t alo = a->off, ahi = a->off, blo, bhi;
+    for (int i = la->mem == NK_SHARED_HBM ? 0 : 1; i < la->ndim; i++) /* as nk__extent */
+        if (la->shape[i] > 0)
+            ahi += (int64_t)(la->shape[i] - 1) * la->stride[i];
     nk__extent(b, &blo, &bhi);
-    int pa0 = a->part0, pa1 = a->part0 + a->shape[0], pb0 = b->part0, pb1 = b->part0 + b->shape[0];
+    int pa0 = a->part0, pa1 = a->part0 + la->shape[0], pb0 = b->part0, pb1 = b->part0 + b->shape[0];
     return pa0 < pb1 && pb0 < pa1 && alo <= bhi && blo <= ahi;
 }
 
-static int same_view(const nk_tensor *a, const nk_tensor *b)
+static int same_view(const nk_program *p, const nk_opnd *a, const nk_tensor *b)
 {
-    if (a->buf != b->buf || a->part0 != b->part0 || a->ndim != b->ndim || a->off != b->off)
+    const nk_layout *la = nk__lay(p, a);
+    if (a->buf != b->buf || a->part0 != b->part0 || la->ndim != b->ndim || a->off != b->off)
         return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->stride[d] != b->stride[d]))
+    for (int d = 0; d < la->ndim; d++)
+        if (la->shape[d] != b->shape[d] || (la->shape[d] > 1 && la->stride[d] != b->stride[d]))
             return 0;
     return 1;
 }
 
-/* Drops the pending zero memsets of t's tile that instruction i touches. */
-static void clear_zero(nk_ctx *nc, const nk_tensor *t, uint32_t i)
+/* Drops the pending zero memsets of o's tile that instruction i touches. */
+static void clear_zero(nk_ctx *nc, const nk_opnd *o, uint32_t i)
 {
-    if (!t->buf || t->mem == NK_SHARED_HBM || t->buf >= nc->cap_bs)
+    if (!o->buf || nk__opnd_mem(nc->p, o) == NK_SHARED_HBM || o->buf >= nc->cap_bs)
         return;
-    uint32_t *link = &nc->bs[t->buf].zero;
+    uint32_t *link = &nc->bs[o->buf].zero;
+    if (!*link)
+        return;
+    nk_tensor tt = nk__opnd_tensor(nc->p, o);
+    const nk_tensor *t = &tt;
     while (*link) {
         nk_znode *z = &nc->zpool[*link - 1];
-        if (z->instr != i && views_overlap(&nc->p->instrs[z->instr].dst, t))
+        if (z->instr != i && views_overlap(nc->p, &nc->p->instrs[z->instr].dst, t))
             *link = z->next;
         else
             link = &z->next;
@@ -74,7 +84,8 @@ static int account(nk_ctx *nc)
         clear_zero(nc, nk__dst2(p, in), i);
         for (int k = 0; k < 3; k++)
             clear_zero(nc, nk__src(p, in, k), i);
-        if (in->op == NK_OP_MEMSET && in->imm0 == 0.0 && in->dst.mem != NK_SHARED_HBM && in->dst.buf < nc->cap_bs) {
+        if (in->op == NK_OP_MEMSET && in->imm0 == 0.0 && nk__opnd_mem(p, &in->dst) != NK_SHARED_HBM &&
+            in->dst.buf < nc->cap_bs) {
             if (nk__grow((void **)&nc->zpool, &nc->cap_z, nc->nz + 1, sizeof *nc->zpool))
                 return NK_ENOMEM;
             nc->zpool[nc->nz] = (nk_znode){i, nc->bs[in->dst.buf].zero};
@@ -92,7 +103,7 @@ int nk__take_zero(nk_ctx *nc, nk_tensor dst)
     uint32_t *link = &nc->bs[dst.buf].zero;
     while (*link) {
         nk_znode *z = &nc->zpool[*link - 1];
-        if (same_view(&nc->p->instrs[z->instr].dst, &dst)) {
+        if (same_view(nc->p, &nc->p->instrs[z->instr].dst, &dst)) {
             if (nk__grow((void **)&nc->dead, &nc->cap_dead, z->instr + 1, 1))
                 return 0;
             nc->dead[z->instr] = 1;
@@ -131,7 +142,7 @@ static nk_instr *sole_writer(nk_ctx *nc, nk_tensor v)
             return NULL;
     }
     nk_instr *in = &p->instrs[last];
-    return in->dst.buf == v.buf && same_view(&in->dst, &v) ? in : NULL;
+    return in->dst.buf == v.buf && same_view(p, &in->dst, &v) ? in : NULL;
 }
 
 static int same_shape(const nk_tensor *a, const nk_tensor *b)
@@ -147,15 +158,16 @@ static int same_shape(const nk_tensor *a, const nk_tensor *b)
 /* Can instruction in write dst instead of the tile it writes now? */
 static int retargetable(nk_ctx *nc, const nk_instr *in, const nk_tensor *dst)
 {
-    if (!same_shape(&in->dst, dst) || dst->mem == NK_SHARED_HBM)
+    nk_tensor cur = nk__opnd_tensor(nc->p, &in->dst);
+    if (!same_shape(&cur, dst) || dst->mem == NK_SHARED_HBM)
         return 0;
     switch (in->engine) {
     case NK_ENGINE_TENSOR: /* writes PSUM, fp32 (or a transpose's own dtype) */
-        if (dst->mem != NK_PSUM || dst->dtype != in->dst.dtype)
+        if (dst->mem != NK_PSUM || dst->dtype != cur.dtype)
             return 0;
         break;
     case NK_ENGINE_DMA:    /* moves bytes: no cast */
-        return dst->mem == NK_SBUF && dst->dtype == in->dst.dtype;
+        return dst->mem == NK_SBUF && dst->dtype == cur.dtype;
     case NK_ENGINE_GPSIMD:
         if (dst->mem == NK_PSUM)
             return 0;
@@ -165,7 +177,6 @@ static int retargetable(nk_ctx *nc, const nk_instr *in, const nk_tensor *dst)
     }
     /* compute engines round to any dtype on write; an engine's partition start rule applies */
     int n = dst->shape[0], p0 = dst->part0;
-    (void)nc;
     return !(n > 0 && ((n > 64 && p0 != 0) || (n > 32 && p0 != 0 && p0 != 64) || p0 % 32 != 0));
 }
 
@@ -239,7 +250,8 @@ void nk_assign_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
     /* a value assigned into its own tile has nowhere else to move */
     nk_instr *in = value.buf != dst.buf ? sole_writer(nc, value) : NULL;
     if (in && retargetable(nc, in, &dst) && (in->op != NK_OP_MATMUL || ok_bank(nc, loc, op, &dst))) {
-        in->dst = dst;
+        if (nk__emit_opnd(nc, loc, &in->dst, dst))
+            return;
         moved(nc, loc, value, dst);
         return;
     }
@@ -278,7 +290,8 @@ void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
                      "written (start it with nk_zeros)", op, where);
             return;
         }
-        in->dst = dst;
+        if (nk__emit_opnd(nc, loc, &in->dst, dst))
+            return;
         if (!fresh)
             in->flags |= NK_IF_ACCUMULATE;
         moved(nc, loc, value, dst);

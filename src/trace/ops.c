@@ -315,9 +315,9 @@ void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk
     nk_instr *in = nk__emit(nc, loc, NK_OP_MATMUL, NK_ENGINE_TENSOR);
     if (!in)
         return;
-    in->dst = dst;
-    in->src[0] = st;
-    in->src[1] = mv;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], st);
+    nk__emit_opnd(nc, loc, &in->src[1], mv);
     in->nsrc = 2;
     in->flags = accumulate ? NK_IF_ACCUMULATE : 0;
     wrote(nc, dst);
@@ -362,8 +362,8 @@ void nk_isa_nc_transpose_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src
     nk_instr *in = nk__emit(nc, loc, NK_OP_TRANSPOSE, e);
     if (!in)
         return;
-    in->dst = dst;
-    in->src[0] = src;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], src);
     in->nsrc = 1;
     wrote(nc, dst);
 }
@@ -404,11 +404,11 @@ static void activation(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk
     if (!in)
         return;
     in->func = (uint8_t)f;
-    in->dst = dst;
-    in->src[0] = src;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], src);
     in->nsrc = 1;
     if (bias.is_tensor) {
-        in->src[1] = bias.t;
+        nk__emit_opnd(nc, loc, &in->src[1], bias.t);
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {
@@ -479,9 +479,9 @@ void nk_isa_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor a,
     if (!in)
         return;
     in->alu0 = (uint8_t)alu;
-    in->dst = dst;
-    in->src[0] = a;
-    in->src[1] = b;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], a);
+    nk__emit_opnd(nc, loc, &in->src[1], b);
     in->nsrc = 2;
     wrote(nc, dst);
 }
@@ -505,12 +505,12 @@ void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
         return;
     in->alu0 = (uint8_t)op0;
     in->alu1 = (uint8_t)op1;
-    in->dst = dst;
-    in->src[0] = src;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], src);
     in->nsrc = 1;
     in->flags = (uint16_t)((rev0 ? NK_IF_REV0 : 0) | (rev1 ? NK_IF_REV1 : 0));
     if (o0.is_tensor) {
-        in->src[1] = o0.t;
+        nk__emit_opnd(nc, loc, &in->src[1], o0.t);
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {
@@ -565,8 +565,8 @@ void nk_isa_tensor_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
     in->alu0 = (uint8_t)alu;
     in->axis = (int8_t)axis;
     in->flags = keepdims ? NK_IF_KEEPDIMS : 0;
-    in->dst = dst;
-    in->src[0] = src;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], src);
     in->nsrc = 1;
     wrote(nc, dst);
 }
@@ -585,8 +585,8 @@ void nk_isa_tensor_copy_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor src,
     nk_instr *in = nk__emit(nc, loc, NK_OP_TENSOR_COPY, e);
     if (!in)
         return;
-    in->dst = dst;
-    in->src[0] = src;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], src);
     in->nsrc = 1;
     wrote(nc, dst);
 }
@@ -604,7 +604,7 @@ void nk_isa_memset_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, double value, nk_en
     nk_instr *in = nk__emit(nc, loc, NK_OP_MEMSET, e);
     if (!in)
         return;
-    in->dst = dst;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
     in->imm0 = value;
     wrote(nc, dst);
 }
@@ -621,7 +621,7 @@ void nk_isa_iota_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine expr)
     nk_instr *in = nk__emit(nc, loc, NK_OP_IOTA, NK_ENGINE_GPSIMD);
     if (!in)
         return;
-    in->dst = dst;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
     in->aff = expr;
     wrote(nc, dst);
 }
@@ -643,8 +643,8 @@ void nk_isa_affine_select_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine pr
     nk_instr *in = nk__emit(nc, loc, NK_OP_AFFINE_SELECT, NK_ENGINE_GPSIMD);
     if (!in)
         return;
-    in->dst = dst;
-    in->src[0] = on_true;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], on_true);
     in->nsrc = 1;
     in->aff = pred;
     in->cmp = (uint8_t)cmp;
@@ -700,8 +700,8 @@ void nk_isa_bn_stats_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
     nk_instr *in = nk__emit(nc, loc, NK_OP_BN_STATS, NK_ENGINE_VECTOR);
     if (!in)
         return;
-    in->dst = dst;
-    in->src[0] = data;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], data);
     in->nsrc = 1;
     wrote(nc, dst);
 }
@@ -724,8 +724,8 @@ void nk_isa_bn_aggr_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor data)
     nk_instr *in = nk__emit(nc, loc, NK_OP_BN_AGGR, NK_ENGINE_VECTOR);
     if (!in)
         return;
-    in->dst = dst;
-    in->src[0] = data;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], data);
     in->nsrc = 1;
     wrote(nc, dst);
 }
@@ -806,9 +806,9 @@ void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tens
     in->alu0 = (uint8_t)op0;
     in->alu1 = (uint8_t)op1;
     in->flags = (uint16_t)((reverse0 ? NK_IF_REV0 : 0) | (reverse1 ? NK_IF_REV1 : 0));
-    in->dst = dst;
-    in->src[0] = data0;
-    in->src[1] = data1;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], data0);
+    nk__emit_opnd(nc, loc, &in->src[1], data1);
     in->nsrc = 2;
     if (initial.is_tensor) {
         nk__emit_src2(nc, loc, in, initial.t);
@@ -834,12 +834,12 @@ void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
     in->alu0 = (uint8_t)op0;
     in->alu1 = (uint8_t)op1;
     in->flags = (uint16_t)((reverse0 ? NK_IF_REV0 : 0) | (reverse1 ? NK_IF_REV1 : 0));
-    in->dst = dst;
-    in->src[0] = data;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], data);
     nk__emit_src2(nc, loc, in, operand1);
     in->nsrc = 3;
     if (operand0.is_tensor) {
-        in->src[1] = operand0.t;
+        nk__emit_opnd(nc, loc, &in->src[1], operand0.t);
         in->flags |= NK_IF_OPND0_T;
     } else {
         in->imm0 = operand0.value;
@@ -871,12 +871,12 @@ void nk_isa_tensor_scalar_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
         return;
     in->alu0 = (uint8_t)op0;
     in->alu1 = (uint8_t)reduce_op;
-    in->dst = dst;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
     nk__emit_dst2(nc, loc, in, reduce_res);
-    in->src[0] = data;
+    nk__emit_opnd(nc, loc, &in->src[0], data);
     in->nsrc = 1;
     if (operand0.is_tensor) {
-        in->src[1] = operand0.t;
+        nk__emit_opnd(nc, loc, &in->src[1], operand0.t);
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {
@@ -948,8 +948,8 @@ static int record_dma(nk_ctx *nc, nk_loc loc, int opcode, nk_tensor dst, nk_tens
         nk_instr *in = nk__emit(nc, loc, opcode, NK_ENGINE_DMA);
         if (!in)
             return 0;
-        in->dst = dst;
-        in->src[0] = src;
+        nk__emit_opnd(nc, loc, &in->dst, dst);
+        nk__emit_opnd(nc, loc, &in->src[0], src);
         in->nsrc = 1;
     }
     wrote(nc, dst);
@@ -1033,8 +1033,8 @@ void nk_store_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
         nk_instr *in = nk__emit(nc, loc, NK_OP_STORE, NK_ENGINE_DMA);
         if (!in)
             return;
-        in->dst = dst;
-        in->src[0] = value;
+        nk__emit_opnd(nc, loc, &in->dst, dst);
+        nk__emit_opnd(nc, loc, &in->src[0], value);
         in->nsrc = 1;
     }
     wrote(nc, dst);
@@ -1389,9 +1389,9 @@ static nk_tensor where(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor cond, n
         nk_instr *in = nk__emit(nc, loc, NK_OP_SELECT, NK_ENGINE_VECTOR);
         if (!in)
             return NK_NONE;
-        in->dst = t;
-        in->src[0] = cond;
-        in->src[1] = x;
+        nk__emit_opnd(nc, loc, &in->dst, t);
+        nk__emit_opnd(nc, loc, &in->src[0], cond);
+        nk__emit_opnd(nc, loc, &in->src[1], x);
         in->nsrc = 2;
         if (y_tile) {
             nk__emit_src2(nc, loc, in, y);
@@ -1485,11 +1485,11 @@ static void dropout(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_te
     nk_instr *in = nk__emit(nc, loc, NK_OP_DROPOUT, NK_ENGINE_VECTOR);
     if (!in)
         return;
-    in->dst = dst;
-    in->src[0] = data;
+    nk__emit_opnd(nc, loc, &in->dst, dst);
+    nk__emit_opnd(nc, loc, &in->src[0], data);
     in->nsrc = 1;
     if (prob.is_tensor) {
-        in->src[1] = prob.t;
+        nk__emit_opnd(nc, loc, &in->src[1], prob.t);
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {

@@ -150,7 +150,8 @@ static int within_budget(nk_ctx *nc, nk_loc loc, uint64_t more)
                     (uint64_t)nc->cap_bs * sizeof(nk_bufstate) + (uint64_t)nc->cap_locs * sizeof(nk_locinfo) +
                     (uint64_t)nc->lochash_cap * sizeof(struct lockey) + (uint64_t)nc->cap_loops * sizeof(nk_loopinfo) +
                     (uint64_t)nc->cap_la * sizeof(nk_loopalloc) + nc->cap_dead +
-                    (uint64_t)nc->p->cap_xop * sizeof(nk_tensor);
+                    (uint64_t)nc->p->cap_xop * sizeof(nk_opnd) + (uint64_t)nc->p->cap_lays * sizeof(nk_layout) +
+                    (uint64_t)nc->p->lay_hcap * sizeof(uint32_t);
     if (have + more <= (uint64_t)nc->max_bytes)
         return 1;
     nk__fail(nc, loc, NK_ELIMIT, "the trace would take more than %lld bytes of memory (%u instructions and %u "
@@ -237,15 +238,48 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
     return in;
 }
 
+/* An operand of the instruction just emitted: a layout new to the program
+ * grows its table, within nk_options.max_trace_bytes like the tracer's own
+ * arrays. */
+static int emit_opnd(nk_ctx *nc, nk_loc loc, nk_opnd *o, const nk_tensor *t)
+{
+    nk_program *p = nc->p;
+    nk_layout l = nk__layout_of(t);
+    uint32_t lay = nk__lay_lookup(p, &l);
+    if (lay == UINT32_MAX) {
+        uint64_t now = (uint64_t)p->cap_lays * sizeof(nk_layout) + (uint64_t)p->lay_hcap * sizeof(uint32_t);
+        uint64_t after = nk__lays_bytes_after_one_more(p);
+        if (after > now && !within_budget(nc, loc, after - now))
+            return NK_ELIMIT;
+        lay = nk__lay_intern(p, &l);
+        if (lay == UINT32_MAX) {
+            nk__fail(nc, loc, NK_ENOMEM, "out of memory recording instruction %u", p->ninstr - 1);
+            return NK_ENOMEM;
+        }
+    }
+    o->buf = t->buf;
+    o->lay = lay;
+    o->off = t->off;
+    o->part0 = t->part0;
+    return 0;
+}
+
+int nk__emit_opnd(nk_ctx *nc, nk_loc loc, nk_opnd *o, nk_tensor t) { return emit_opnd(nc, loc, o, &t); }
+
 /* nk__emit_src2 / nk__emit_dst2: the side table grows as the tracer's own
  * arrays do, so it counts against nk_options.max_trace_bytes like them. */
 static int emit_xop(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t, int dst2)
 {
     nk_program *p = nc->p;
-    if ((dst2 ? !in->xdst2 : !in->xsrc2) && p->nxop >= p->cap_xop &&
-        !within_budget(nc, loc, (grown(p->cap_xop, p->nxop + 1) - p->cap_xop) * sizeof(nk_tensor)))
+    uint32_t *x = dst2 ? &in->xdst2 : &in->xsrc2;
+    if (!*x && p->nxop >= p->cap_xop &&
+        !within_budget(nc, loc, (grown(p->cap_xop, p->nxop + 1) - p->cap_xop) * sizeof(nk_opnd)))
         return NK_ELIMIT;
-    int rc = dst2 ? nk__set_dst2(p, in, &t) : nk__set_src2(p, in, &t);
+    nk_opnd o;
+    int rc = emit_opnd(nc, loc, &o, &t);
+    if (rc)
+        return rc;
+    rc = nk__set_xop(p, x, &o);
     if (rc)
         nk__fail(nc, loc, rc, "out of memory recording instruction %u", p->ninstr - 1);
     return rc;
@@ -900,10 +934,10 @@ static void check_instances(nk_ctx *nc)
         return;
     for (uint32_t i = 0; i < p->ninstr && !nc->status; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5];
+        const nk_opnd *ts[5];
         nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++) {
-            if (!ts[k]->buf || ts[k]->buf >= p->nbufs || ts[k]->mem == NK_SHARED_HBM ||
+            if (!ts[k]->buf || ts[k]->buf >= p->nbufs || nk__opnd_mem(p, ts[k]) == NK_SHARED_HBM ||
                 p->bufs[ts[k]->buf].inst == in->inst)
                 continue;
             char w[160];
@@ -1479,7 +1513,7 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
     int wrote_arg = 0;
     for (uint32_t i = 0; i < p->ninstr && !wrote_arg; i++) {
         const nk_instr *in = &p->instrs[i];
-        wrote_arg = in->dst.mem == NK_SHARED_HBM && in->dst.buf < p->nbufs &&
+        wrote_arg = nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM && in->dst.buf < p->nbufs &&
                     p->bufs[in->dst.buf].role == NK_ROLE_INPUT;
     }
     if (!nc->status && p->noutputs == 0 && !wrote_arg)

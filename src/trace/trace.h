@@ -97,6 +97,10 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine);
  * nonzero after failing the trace at loc. */
 int nk__emit_src2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t);
 int nk__emit_dst2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t);
+/* Sets *o, an operand of the instruction just emitted (dst, src[0],
+ * src[1]), to t, its layout interned within the trace's memory bound;
+ * nonzero after failing the trace at loc. */
+int nk__emit_opnd(nk_ctx *nc, nk_loc loc, nk_opnd *o, nk_tensor t);
 /* Inside a launched kernel of a sequence (nk_launch)? */
 static inline int nk__in_launch(const nk_ctx *nc) { return nc->in_launch; }
 /* A new on-chip tile; returns an invalid tensor on error. */

@@ -78,9 +78,11 @@ static void key_of(const nk_program *p, const nk_instr *in, okey *k)
     for (int o = 0; o < NK_OPND_COUNT; o++) {
         if (o >= NK_OPND_SRC0 && o - NK_OPND_SRC0 >= in->nsrc)
             continue;
-        const nk_tensor *t = nk__op_operand(p, in, o);
-        if (!t->buf)
+        const nk_opnd *to = nk__op_operand(p, in, o);
+        if (!to->buf)
             continue;
+        nk_tensor tt = nk__opnd_tensor(p, to);
+        const nk_tensor *t = &tt;
         okey_t *kt = &k->t[o];
         kt->present = 1;
         kt->dtype = t->dtype;
@@ -112,8 +114,8 @@ static int key_numbers(const nk_program *p, const nk_instr *in, uint64_t *num)
     for (int o = 0; o < NK_OPND_COUNT && nn < NK_OPND_NUMS; o++) {
         if (o >= NK_OPND_SRC0 && o - NK_OPND_SRC0 >= in->nsrc)
             continue;
-        const nk_tensor *t = nk__op_operand(p, in, o);
-        if (t->buf && t->buf < p->nbufs && t->mem == NK_SHARED_HBM && t->off >= 0)
+        const nk_opnd *t = nk__op_operand(p, in, o);
+        if (t->buf && t->buf < p->nbufs && nk__opnd_mem(p, t) == NK_SHARED_HBM && t->off >= 0)
             num[nn++] = (uint64_t)t->off;
     }
     return nn;

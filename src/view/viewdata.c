@@ -116,7 +116,7 @@ int nk__view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last)
     memset(f, 0xff, (size_t)p->nbufs * sizeof *f);
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5];
+        const nk_opnd *ts[5];
         nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++) {
             uint32_t b = ts[k]->buf;
@@ -161,7 +161,7 @@ static void put(cursor *c, const char *fmt, ...)
         c->k += (size_t)w;
 }
 
-static void put_ap(cursor *c, const nk_program *p, const char *name, const nk_tensor *t)
+static void put_ap(cursor *c, const nk_program *p, const char *name, const nk_opnd *t)
 {
     if (!t->buf)
         return;
@@ -191,10 +191,10 @@ uint64_t nk__view_instr_bytes(const nk_program *p, uint32_t i)
 {
     if (i >= p->ninstr)
         return 0;
-    const nk_tensor *t = &p->instrs[i].dst;
+    const nk_opnd *t = &p->instrs[i].dst;
     if (!t->buf)
         return 0;
-    return (uint64_t)nk__numel(t) * (uint64_t)nk_dtype_size((nk_dtype)t->dtype);
+    return (uint64_t)nk__opnd_numel(p, t) * (uint64_t)nk_dtype_size((nk_dtype)nk__opnd_dtype(p, t));
 }
 
 const char *nk__view_instr_file(const nk_program *p, uint32_t i, int *line)

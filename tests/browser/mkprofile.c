@@ -172,8 +172,10 @@ static int synthetic_page(uint32_t n, const char *out)
         in->func = NK_ACT_EXP;
         in->loc = (uint32_t)k;
         in->queue = (uint16_t)(k == 0 ? blk % 4 : 4 + blk % 2);
-        in->dst = k == 5 ? tile(2, NK_SHARED_HBM, 128, 512, (int64_t)blk * 65536) : tile(k == 1 ? 4 : 3, k == 1 ? NK_PSUM : NK_SBUF, 128, 512, (blk % 8) * 512);
-        in->src[0] = k == 0 ? tile(1, NK_SHARED_HBM, 128, 512, (int64_t)blk * 65536) : tile(3, NK_SBUF, 128, 512, (blk % 8) * 512);
+        nk_tensor dt = k == 5 ? tile(2, NK_SHARED_HBM, 128, 512, (int64_t)blk * 65536) : tile(k == 1 ? 4 : 3, k == 1 ? NK_PSUM : NK_SBUF, 128, 512, (blk % 8) * 512);
+        nk_tensor s0 = k == 0 ? tile(1, NK_SHARED_HBM, 128, 512, (int64_t)blk * 65536) : tile(3, NK_SBUF, 128, 512, (blk % 8) * 512);
+        if (nk__opnd_set(&p, &in->dst, &dt) || nk__opnd_set(&p, &in->src[0], &s0))
+            return 1;
         in->nsrc = k == 4 ? 0 : 1;
         in->dep_off = i;
         in->ndep = k ? 1 : 0;
@@ -206,6 +208,8 @@ static int synthetic_page(uint32_t n, const char *out)
     free(p.deps);
     free(p.bufs);
     free(p.locs);
+    free(p.lays);
+    free(p.lay_hash);
     free(tl.events);
     free(tl.instr_start);
     free(tl.instr_end);

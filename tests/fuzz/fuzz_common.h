@@ -205,9 +205,9 @@ static inline void fz_try_execute(const nk_program *p)
     for (uint32_t i = 0; i < p->ninstr; i++)
         for (int k = 0; k < 5; k++) {
             const nk_instr *in = &p->instrs[i];
-            const nk_tensor *t = k == 0 ? &in->dst : k == 1 ? nk__dst2(p, in) : nk__src(p, in, k - 2);
+            const nk_opnd *t = k == 0 ? &in->dst : k == 1 ? nk__dst2(p, in) : nk__src(p, in, k - 2);
             if (t->buf)
-                work += nk__numel(t);
+                work += nk__opnd_numel(p, t);
         }
     if (hbm > (8 << 20) || work > (4 << 20))
         return;

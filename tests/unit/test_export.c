@@ -216,6 +216,7 @@ typedef struct fixture {
     nk_counter counter;
     double ct[3], cv[3];
     nk_source src;
+    nk_layout lays[4]; /* the program's layout table, static as the rest */
 } fixture;
 
 static const char kern_src[] = "void kern(nk_ctx *nc)\n    x = load(in)\n    y = matmul(x)\n    z = add(exp(y), y)\n    store(out, z)\n";
@@ -235,6 +236,21 @@ static nk_tensor ap(uint32_t buf, uint8_t mem, int64_t off)
     return t;
 }
 
+/* t as an operand of the fixture's program: its layout found or added in
+ * f->lays (no hash table, nothing to free). */
+static nk_opnd fop(fixture *f, nk_tensor t)
+{
+    nk_program *p = &f->p;
+    nk_layout l = nk__layout_of(&t);
+    uint32_t k = 0;
+    while (k < p->nlays && memcmp(&p->lays[k], &l, sizeof l))
+        k++;
+    if (k == p->nlays && k < NK_ARRAY_LEN(f->lays))
+        memcpy(&p->lays[p->nlays++], &l, sizeof l);
+    nk_opnd o = {t.buf, k + 1, t.off, t.part0};
+    return o;
+}
+
 static void fixture_init(fixture *f)
 {
     memset(f, 0, sizeof *f);
@@ -242,6 +258,8 @@ static void fixture_init(fixture *f)
     snprintf(p->kernel, sizeof p->kernel, "kern");
     snprintf(p->target, sizeof p->target, "trn1");
     p->arch = nk__arch_get("trn1");
+    p->lays = f->lays;
+    p->cap_lays = NK_ARRAY_LEN(f->lays);
     f->files[0] = "tests/kern.c";
     p->files = f->files;
     p->nfiles = 1;
@@ -271,21 +289,21 @@ static void fixture_init(fixture *f)
         in->dep_off = off;
         in->ndep = ndep[i];
         off += ndep[i];
-        in->dst = ap(3, NK_SBUF, i * 512);
-        in->src[0] = ap(3, NK_SBUF, 0);
+        in->dst = fop(f, ap(3, NK_SBUF, i * 512));
+        in->src[0] = fop(f, ap(3, NK_SBUF, 0));
         in->nsrc = 1;
     }
-    f->instrs[0].src[0] = ap(1, NK_SHARED_HBM, 0);
-    f->instrs[1].src[0] = ap(1, NK_SHARED_HBM, 65536);
-    f->instrs[2].dst = ap(4, NK_PSUM, 0);
-    f->instrs[2].src[1] = ap(3, NK_SBUF, 512);
+    f->instrs[0].src[0] = fop(f, ap(1, NK_SHARED_HBM, 0));
+    f->instrs[1].src[0] = fop(f, ap(1, NK_SHARED_HBM, 65536));
+    f->instrs[2].dst = fop(f, ap(4, NK_PSUM, 0));
+    f->instrs[2].src[1] = fop(f, ap(3, NK_SBUF, 512));
     f->instrs[2].nsrc = 2;
     f->instrs[3].func = NK_ACT_EXP;
     f->instrs[3].imm1 = 1.0;
     f->instrs[4].alu0 = NK_ALU_ADD;
-    f->instrs[4].src[1] = ap(4, NK_PSUM, 0);
+    f->instrs[4].src[1] = fop(f, ap(4, NK_PSUM, 0));
     f->instrs[4].nsrc = 2;
-    f->instrs[5].dst = ap(2, NK_SHARED_HBM, 0);
+    f->instrs[5].dst = fop(f, ap(2, NK_SHARED_HBM, 0));
     p->instrs = f->instrs;
     p->ninstr = 6;
     p->deps = f->deps;

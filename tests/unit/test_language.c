@@ -446,11 +446,11 @@ static int allocation_overlaps(const nk_program *p, char *why, size_t n)
     memset(first, 0xff, p->nbufs * sizeof *first);
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
-        const nk_tensor *ts[5];
+        const nk_opnd *ts[5];
         nk__operands(p, in, ts);
         for (int k = 0; k < 5; k++) {
             uint32_t b = ts[k]->buf;
-            if (!b || ts[k]->mem == NK_SHARED_HBM)
+            if (!b || nk__opnd_mem(p, ts[k]) == NK_SHARED_HBM)
                 continue;
             if (first[b] == UINT32_MAX)
                 first[b] = i;
@@ -511,7 +511,7 @@ TEST(lang_allocation_never_overlaps_live_tiles_in_builtin_kernels)
 /* Does access a (instruction i) conflict with access b (instruction j)? */
 static int conflict(const nk_program *p, const nk_instr *x, const nk_instr *y)
 {
-    const nk_tensor *xs[5], *ys[5];
+    const nk_opnd *xs[5], *ys[5];
     nk__operands(p, x, xs);
     nk__operands(p, y, ys);
     for (int a = 0; a < 5; a++)

@@ -156,7 +156,7 @@ static void check_bcast(nk_dtype dt, int ndim, int64_t F, uint64_t seed)
         for (uint32_t i = 0; i < p->ninstr; i++)
             if (p->instrs[i].op == NK_OP_MATMUL) {
                 mm++;
-                CHECK(nk__free_size(&p->instrs[i].src[1]) <= 512);
+                CHECK(nk__opnd_free_size(p, &p->instrs[i].src[1]) <= 512);
             }
         CHECK_INT(mm, (F + 511) / 512);
     }

@@ -40,7 +40,7 @@ TEST(optable_every_row_is_complete)
            every engine the op runs on */
         CHECK(d->opnd[NK_OPND_DST].name != NULL && !d->opnd[NK_OPND_DST].present_if);
         for (int k = 0; k < NK_OPND_COUNT; k++) {
-            const nk_opnd *o = &d->opnd[k];
+            const nk_opslot *o = &d->opnd[k];
             if (!o->name) {
                 CHECK(!o->mem && !o->present_if);
                 continue;

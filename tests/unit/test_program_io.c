@@ -178,9 +178,13 @@ static void check_same_program(const nk_program *a, const nk_program *b)
               x->iter == y->iter && x->ndep == y->ndep && x->dep_off == y->dep_off);
         CHECK(!memcmp(&x->imm0, &y->imm0, sizeof x->imm0) && !memcmp(&x->imm1, &y->imm1, sizeof x->imm1));
         CHECK(!memcmp(&x->aff, &y->aff, sizeof x->aff));
-        CHECK(same_tensor(&x->dst, &y->dst) && same_tensor(nk__dst2(a, x), nk__dst2(b, y)));
-        for (int k = 0; k < 3; k++)
-            CHECK(same_tensor(nk__src(a, x, k), nk__src(b, y, k)));
+        nk_tensor xd = nk__opnd_tensor(a, &x->dst), yd = nk__opnd_tensor(b, &y->dst);
+        nk_tensor x2 = nk__opnd_tensor(a, nk__dst2(a, x)), y2 = nk__opnd_tensor(b, nk__dst2(b, y));
+        CHECK(same_tensor(&xd, &yd) && same_tensor(&x2, &y2));
+        for (int k = 0; k < 3; k++) {
+            nk_tensor xs = nk__opnd_tensor(a, nk__src(a, x, k)), ys = nk__opnd_tensor(b, nk__src(b, y, k));
+            CHECK(same_tensor(&xs, &ys));
+        }
         for (uint32_t k = 0; k < x->ndep && k < y->ndep; k++)
             CHECK_INT(a->deps[x->dep_off + k], b->deps[y->dep_off + k]);
         if (nk_test_failed()) {
@@ -509,11 +513,18 @@ static void e_role(nk_program *q) { q->bufs[2].index = 3; }
 static void e_nsrc(nk_program *q) { q->instrs[1].nsrc = 3; }
 static void e_queue(nk_program *q) { q->instrs[0].queue = 16; }
 static void e_tile(nk_program *q) { q->bufs[3].addr = 8192; }
-static void e_shape(nk_program *q) { q->instrs[1].dst.shape[1] = 256; }
+/* An operand edited through its access pattern (the layout interned anew). */
+#define EDIT_OPND(q, o, stmt)                                                                                    \
+    do {                                                                                                       \
+        nk_tensor t_ = nk__opnd_tensor((q), (o));                                                              \
+        stmt;                                                                                                  \
+        nk__opnd_set((q), (o), &t_);                                                                           \
+    } while (0)
+static void e_shape(nk_program *q) { EDIT_OPND(q, &q->instrs[1].dst, t_.shape[1] = 256); }
 static void e_huge(nk_program *q) { q->bufs[3].bytes = INT64_MAX; } /* address + bytes would overflow */
-static void e_span(nk_program *q) { q->instrs[0].src[0].stride[0] = (int64_t)1 << 40; } /* 127 * 2^40 + 511 */
-static void e_mem(nk_program *q) { q->instrs[0].dst.mem = NK_PSUM; }
-static void e_vdtype(nk_program *q) { q->instrs[1].src[0].dtype = NK_F16; } /* a view reinterpreting its tile */
+static void e_span(nk_program *q) { EDIT_OPND(q, &q->instrs[0].src[0], t_.stride[0] = (int64_t)1 << 40); } /* 127 * 2^40 + 511 */
+static void e_mem(nk_program *q) { EDIT_OPND(q, &q->instrs[0].dst, t_.mem = NK_PSUM); }
+static void e_vdtype(nk_program *q) { EDIT_OPND(q, &q->instrs[1].src[0], t_.dtype = NK_F16); } /* a view reinterpreting its tile */
 static void e_align(nk_program *q) { q->bufs[4].addr = 4098; }
 static void e_peak(nk_program *q) { q->sbuf_peak = 8193; } /* the executor's partition stride */
 

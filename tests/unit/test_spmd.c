@@ -449,8 +449,8 @@ TEST(spmd_hbm_regions_separate_tiles_side_by_side)
     wrap.shape[0] = 1000;
     wrap.stride[0] = 1;
     wrap.off = 512;
-    nk__region l = nk__region_of(&p, &left), r = nk__region_of(&p, &right), w = nk__region_of(&p, &wrap),
-               b = nk__region_of(&p, &below);
+    nk__region l = nk__region_of_tensor(&p, &left), r = nk__region_of_tensor(&p, &right),
+               w = nk__region_of_tensor(&p, &wrap), b = nk__region_of_tensor(&p, &below);
     CHECK(!nk__regions_overlap(&l, &r));
     CHECK(!nk__regions_overlap(&l, &b) && !nk__regions_overlap(&r, &b));
     CHECK(l.p0 == 0 && l.p1 == 128 && l.b0 == 0 && l.b1 == 2048);
