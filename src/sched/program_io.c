@@ -1555,13 +1555,12 @@ static int check_fields(chk *c, uint32_t i, const nk_instr *in)
 static int check_semantics(chk *c, uint32_t i, const nk_instr *in, const int64_t *n)
 {
     const nk_opdef *od = nk__op_def(in->op);
-    for (int k = 0; k < NK_OPND_COUNT; k++) {
-        nk_tensor tt = nk__opnd_tensor(c->p, nk__op_operand(c->p, in, k));
-        const nk_tensor *t = &tt;
-        unsigned ok = nk__op_operand_mems(in, k);
-        if (t->buf && !(ok & NK_MEM(t->mem)))
+    for (int k = 0; k < NK_OPND_COUNT; k++) { /* buffer and memory only: read in place */
+        const nk_opnd *t = nk__op_operand(c->p, in, k);
+        unsigned ok = nk__op_operand_mems(in, k), mem = t->buf ? nk__opnd_mem(c->p, t) : 0;
+        if (t->buf && !(ok & NK_MEM(mem)))
             return bad(c, "instruction %u: %s: %s in %s; on the %s engine it must be in %s", i, od->name,
-                       nk__op_operand_name(in, k), nk__mem_names(NK_MEM(t->mem)),
+                       nk__op_operand_name(in, k), nk__mem_names(NK_MEM(mem)),
                        nk_engine_name((nk_engine)in->engine), nk__mem_names(ok));
     }
     char msg[192];
@@ -1584,14 +1583,14 @@ static int check_instr(chk *c, uint32_t i)
     int64_t n[NK_OPND_COUNT] = {0, 0, 0, 0, 0}; /* dst, dst2, src[0..2] */
     static const char *names[NK_OPND_COUNT] = {"dst", "dst2", "src[0]", "src[1]", "src[2]"};
     for (int k = 0; k < NK_OPND_COUNT; k++) {
-        nk_tensor tt = nk__opnd_tensor(c->p, nk__op_operand(c->p, in, k));
-        const nk_tensor *t = &tt;
+        const nk_opnd *o = nk__op_operand(c->p, in, k);
         if (!nk__op_operand_present(in, k)) {
-            if (t->buf)
+            if (o->buf)
                 return bad(c, "instruction %u: %s present but unused", i, names[k]);
             continue;
         }
-        if ((rc = check_view(c, i, names[k], t, &n[k])))
+        nk_tensor t = nk__opnd_tensor(c->p, o); /* the whole access pattern, for its bounds */
+        if ((rc = check_view(c, i, names[k], &t, &n[k])))
             return rc;
     }
     return check_semantics(c, i, in, n);
