@@ -370,7 +370,12 @@ typedef struct sim {
     uint32_t *dma_after;
     uint8_t *parked;
     uint32_t ne, nq;
-    uint32_t *fifo, *fifo_off, *fifo_cur; /* instruction ids by (core's DMA engine, queue) */
+    /* DMA queues: each core's DMA instructions by queue, in order
+     * (qlist[qoff[core * nq + q] ..]); each DMA engine serves a queue in
+     * that order, skipping the instructions that use none of its
+     * descriptors: qcur[g * nq + q] is engine g's next there (one entry per
+     * instruction, not per descriptor) */
+    uint32_t *qlist, *qoff, *qcur;
     uint32_t *left;     /* DMA: descriptors not started */
     dmaeng *d;          /* core * ne + DMA engine */
     uint8_t *gcore, *geng; /* per DMA engine g: its core and its engine on that core */
@@ -743,6 +748,18 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
         commit_dma(s, i);
 }
 
+/* The first instruction at or after qlist[k] of queue slot cq (core * nq +
+ * queue) with a descriptor on the core's DMA engine e, or the slot's end. */
+static inline uint32_t next_user(const sim *s, uint32_t e, uint32_t cq, uint32_t k)
+{
+    for (uint32_t end = s->qoff[cq + 1]; k < end; k++) {
+        const dmainfo *m = &s->info[s->qlist[k]].dma;
+        if ((e >= m->e0 ? e - m->e0 : e + s->ne - m->e0) < m->neng)
+            break;
+    }
+    return k;
+}
+
 /* Engine g may start a descriptor at t: serve its queues round-robin from
  * rr, in order within each queue. The head of a queue starts when it is
  * resolved and ready; else the soonest readiness is when to look again. */
@@ -759,14 +776,15 @@ static void dma_event(sim *s, uint32_t g, double t)
     for (int k = 0; k < 2; k++)
         for (uint64_t m = pass[k]; m; m &= m - 1) {
             uint32_t q = (uint32_t)__builtin_ctzll(m), slot = base + q;
-            uint32_t i = s->fifo[s->fifo_cur[slot]];
+            uint32_t i = s->qlist[s->qcur[slot]];
             if (s->rem[i])
                 continue;
             if (s->ready[i] > t) {
                 soonest = s->ready[i] < soonest ? s->ready[i] : soonest;
                 continue;
             }
-            if (++s->fifo_cur[slot] == s->fifo_off[slot + 1])
+            uint32_t cq = s->gcore[g] * s->nq + q;
+            if ((s->qcur[slot] = next_user(s, s->geng[g], cq, s->qcur[slot] + 1)) == s->qoff[cq + 1])
                 D->nonempty &= ~(1ull << q);
             D->rr = q + 1 == s->nq ? 0 : q + 1;
             start_desc(s, g, i, t);
@@ -983,12 +1001,12 @@ static int build_graph(sim *s)
  * instruction's cost. */
 static int plan_all(sim *s)
 {
-    size_t nslot = (size_t)s->ncores * s->ne * s->nq;
+    size_t nslot = (size_t)s->ncores * s->ne * s->nq, ncq = (size_t)s->ncores * s->nq;
     uint64_t total = 0;
-    uint32_t rots[NK_MAX_CORES] = {0};
-    s->fifo_off = calloc(nslot + 1, sizeof *s->fifo_off);
-    s->fifo_cur = calloc(nslot, sizeof *s->fifo_cur);
-    if (!s->fifo_off || !s->fifo_cur)
+    uint32_t rots[NK_MAX_CORES] = {0}, ndma = 0;
+    s->qoff = calloc(ncq + 1, sizeof *s->qoff);
+    s->qcur = calloc(nslot, sizeof *s->qcur);
+    if (!s->qoff || !s->qcur)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < s->n; i++) {
         const nk_instr *in = instr_at(s, i);
@@ -1003,7 +1021,7 @@ static int plan_all(sim *s)
         if (nk__time_dma_plan(s->a, s->p, in, &pl))
             return NK_EINVAL;
         uint16_t q = (uint16_t)(s->queue[i] % s->nq);
-        uint32_t *rp = &rots[s->core[i]], rot = *rp, g0 = s->core[i] * s->ne;
+        uint32_t *rp = &rots[s->core[i]], rot = *rp;
         uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
         double rate = s->a->dma_engine_gbps * pl.efficiency; /* bytes per ns of one engine */
         dmainfo *m = &s->info[i].dma;
@@ -1015,15 +1033,15 @@ static int plan_all(sim *s)
             m->hbm_ns[big] = (double)pl.hbm_sides * (double)bytes / s->a->hbm_gbps;
         }
         s->left[i] = pl.engines;
-        for (uint32_t k = 0, e = rot; k < pl.engines; k++, e = e + 1 == s->ne ? 0 : e + 1)
-            s->fifo_off[(g0 + e) * s->nq + q + 1]++;
+        s->qoff[s->core[i] * s->nq + q + 1]++;
+        ndma++;
         *rp = (rot + pl.engines) % s->ne;
         total += pl.engines;
     }
     if (total > UINT32_MAX)
         return NK_ELIMIT;
-    s->fifo = malloc((total ? total : 1) * sizeof *s->fifo);
-    if (!s->fifo)
+    s->qlist = malloc((ndma ? ndma : 1) * sizeof *s->qlist);
+    if (!s->qlist)
         return NK_ENOMEM;
     /* at most a span per descriptor: the pages past the spans made are never touched */
     if (s->tl && !(s->tl->dspans = malloc((total ? total : 1) * sizeof *s->tl->dspans)))
@@ -1032,22 +1050,23 @@ static int plan_all(sim *s)
         return NK_ENOMEM;
     if (s->tl && cb_init(&s->tput.b, &s->tl->counters[0], "dma_throughput", "GB/s", (uint32_t)(total / 8 + 16)))
         return NK_ENOMEM;
-    for (size_t k = 0; k < nslot; k++)
-        s->fifo_off[k + 1] += s->fifo_off[k];
-    memcpy(s->fifo_cur, s->fifo_off, nslot * sizeof *s->fifo_cur);
-    for (uint32_t i = 0; i < s->n; i++) {
-        if (s->eng[i] != NK_ENGINE_DMA)
-            continue;
-        const dmainfo *m = &s->info[i].dma;
-        uint32_t q = m->queue % s->nq, g0 = s->core[i] * s->ne;
-        for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
-            s->fifo[s->fifo_cur[(g0 + e) * s->nq + q]++] = i;
-    }
-    memcpy(s->fifo_cur, s->fifo_off, nslot * sizeof *s->fifo_cur);
+    for (size_t k = 0; k < ncq; k++)
+        s->qoff[k + 1] += s->qoff[k];
+    uint32_t *fill = malloc((ncq ? ncq : 1) * sizeof *fill);
+    if (!fill)
+        return NK_ENOMEM;
+    memcpy(fill, s->qoff, ncq * sizeof *fill);
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->eng[i] == NK_ENGINE_DMA)
+            s->qlist[fill[s->core[i] * s->nq + s->info[i].dma.queue % s->nq]++] = i;
+    free(fill);
     for (uint32_t g = 0; g < s->ncores * s->ne; g++)
-        for (uint32_t q = 0; q < s->nq; q++)
-            if (s->fifo_off[g * s->nq + q + 1] > s->fifo_off[g * s->nq + q])
+        for (uint32_t q = 0; q < s->nq; q++) {
+            uint32_t cq = s->gcore[g] * s->nq + q;
+            s->qcur[g * s->nq + q] = next_user(s, s->geng[g], cq, s->qoff[cq]);
+            if (s->qcur[g * s->nq + q] < s->qoff[cq + 1])
                 s->d[g].nonempty |= 1ull << q;
+        }
     return 0;
 }
 
@@ -1529,7 +1548,7 @@ static void free_run(sim *s)
     void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->queue, (void **)&s->unit, (void **)&s->rem,
                    (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
                    (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->info, (void **)&s->left,
-                   (void **)&s->fifo, (void **)&s->fifo_off, (void **)&s->fifo_cur, (void **)&s->heap,
+                   (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
                    (void **)&s->ev_at, (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked};
     for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
