@@ -572,6 +572,42 @@ static int sout_flush(void *ctx, nk_wr *w)
 /* Streams pr to the open file f: 1 written (commit next), 0 when f cannot
  * take a stream (written in place: nothing written, encode in memory
  * instead), < 0 an error. */
+/* The PROG section, its instructions a chunk at a time (at a million
+ * instructions they are 67 MB, which the file need not hold in memory): the
+ * parts before and after them in memory, the instructions' bytes counted
+ * first so that the lengths go in front. The bytes of nk__program_encode. */
+static int stream_program(const nk_program *p, nk_wr *w, sout *so)
+{
+    nk_wr head = {0}, tail = {0};
+    uint64_t ib = 0;
+    int rc = nk__program_encode_head(p, &head);
+    if (!rc)
+        rc = nk__program_encode_tail(p, &tail);
+    if (!rc)
+        rc = nk__program_instrs_bytes(p, &ib);
+    if (!rc) {
+        uint64_t inst = 4 + ib;
+        nk__wr_bytes(w, "PROG", 4);
+        nk__wr_u64(w, head.n + 12 + inst + tail.n);
+        nk__wr_bytes(w, head.p, head.n);
+        nk__wr_bytes(w, "INST", 4);
+        nk__wr_u64(w, inst);
+        nk__wr_u32(w, p->ninstr);
+        uint64_t before = so->len + w->n;
+        for (uint32_t i = 0; i < p->ninstr && !rc && !w->oom; i += 4096) {
+            nk__program_encode_instrs(p, w, i, i + 4096 < p->ninstr ? i + 4096 : p->ninstr);
+            if (w->n >= STREAM_CHUNK)
+                rc = sout_flush(so, w);
+        }
+        if (!rc && !w->oom && so->len + w->n - before != ib)
+            rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
+        nk__wr_bytes(w, tail.p, tail.n);
+    }
+    nk__wr_free(&head);
+    nk__wr_free(&tail);
+    return rc ? rc : w->oom ? NK_ENOMEM : 0;
+}
+
 static int stream_profile(const nk_profile *pr, nk__afile *f)
 {
     if (f->through || f->fd < 0)
@@ -597,9 +633,7 @@ static int stream_profile(const nk_profile *pr, nk__afile *f)
         size_t s = nk__wr_begin(&w, "ARCH");
         nk__wr_str(&w, arch_text);
         nk__wr_end(&w, s);
-        s = nk__wr_begin(&w, "PROG");
-        rc = nk__program_encode(pr->prog, &w);
-        nk__wr_end(&w, s);
+        rc = stream_program(pr->prog, &w, &so);
     }
     free(arch_text);
     if (!rc && !w.oom) {

@@ -560,6 +560,39 @@ static void put_buf(nk_wr *w, const nk_bufinfo *b)
 
 int nk__program_encode(const nk_program *p, nk_wr *w)
 {
+    int rc = nk__program_encode_head(p, w);
+    if (rc)
+        return rc;
+    size_t s = nk__wr_begin(w, "INST");
+    nk__wr_u32(w, p->ninstr);
+    nk__program_encode_instrs(p, w, 0, p->ninstr);
+    nk__wr_end(w, s);
+    return nk__program_encode_tail(p, w);
+}
+
+void nk__program_encode_instrs(const nk_program *p, nk_wr *w, uint32_t i0, uint32_t i1)
+{
+    for (uint32_t i = i0; i < i1 && i < p->ninstr; i++)
+        put_instr(w, p, i);
+}
+
+int nk__program_instrs_bytes(const nk_program *p, uint64_t *bytes)
+{
+    nk_wr w = {0};
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < p->ninstr && !w.oom; i += 4096) { /* a chunk at a time: no buffer of them all */
+        w.n = 0;
+        nk__program_encode_instrs(p, &w, i, i + 4096 < p->ninstr ? i + 4096 : p->ninstr);
+        n += w.n;
+    }
+    int oom = w.oom;
+    nk__wr_free(&w);
+    *bytes = n;
+    return oom ? NK_ENOMEM : 0;
+}
+
+int nk__program_encode_head(const nk_program *p, nk_wr *w)
+{
     char *table = NULL;
     if (!p->arch)
         return NK_EINVAL;
@@ -618,15 +651,13 @@ int nk__program_encode(const nk_program *p, nk_wr *w)
     for (uint32_t b = 1; b < p->nbufs; b++)
         put_buf(w, &p->bufs[b]);
     nk__wr_end(w, s);
+    return w->oom ? NK_ENOMEM : 0;
+}
 
-    s = nk__wr_begin(w, "INST");
-    nk__wr_u32(w, p->ninstr);
-    for (uint32_t i = 0; i < p->ninstr; i++)
-        put_instr(w, p, i);
-    nk__wr_end(w, s);
-
+int nk__program_encode_tail(const nk_program *p, nk_wr *w)
+{
     /* version 3: the constants' bytes (nl.shared_constant) */
-    s = nk__wr_begin(w, "CNST");
+    size_t s = nk__wr_begin(w, "CNST");
     uint32_t nc = 0;
     for (uint32_t b = 1; b < p->nbufs; b++)
         nc += p->bufs[b].role == NK_ROLE_CONSTANT;

@@ -317,6 +317,16 @@ int nk__file_read_all(const char *path, uint8_t **data, size_t *n, char *err, si
 
 /* Appends the program's sections (PHDR TARG FILE LOCS LOOP BUFS INST) to w. */
 int nk__program_encode(const nk_program *p, nk_wr *w);
+/* The same in parts, for a writer that streams the instructions rather than
+ * holding them: the subsections before INST, the INST records of
+ * instructions i0..i1 (INST's header, length and count are the caller's),
+ * the bytes of all of them (counted a chunk at a time), and the subsections
+ * after INST. head, the INST section and tail are nk__program_encode's
+ * bytes. */
+int nk__program_encode_head(const nk_program *p, nk_wr *w);
+void nk__program_encode_instrs(const nk_program *p, nk_wr *w, uint32_t i0, uint32_t i1);
+int nk__program_instrs_bytes(const nk_program *p, uint64_t *bytes);
+int nk__program_encode_tail(const nk_program *p, nk_wr *w);
 /* Reads those sections from r into a new program (owned = 1) and validates
  * it with nk__program_check. */
 int nk__program_decode(nk_rd *r, nk_program **out);

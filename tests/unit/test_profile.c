@@ -198,6 +198,40 @@ TEST(profile_reader_gives_back_pages_behind_it)
     fx_tmp_done();
 }
 
+/* A large profile is written as a stream (its instructions and timeline a
+ * chunk at a time, the lengths counted first): the file is the bytes of the
+ * in-memory encoding. 50,176 instructions, about 8 MB, above the streaming
+ * threshold and over several chunks. */
+TEST(profile_streamed_file_is_the_encoding)
+{
+    nk_array args[2] = {{NK_BF16, 2, {4096, 4096}, NULL}, {NK_BF16, 2, {4096, 8192}, NULL}};
+    nk_kernel *k = nk_kernel_new("matmul_tiled", nk_kernel_matmul_tiled);
+    nk_options o = {.target = "trn1"};
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    CHECK_INT(nk_kernel_compile(k, args, 2, &o, &p), 0);
+    if (p)
+        CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+    nk_wr w = {0};
+    if (pr && !nk__profile_encode(pr, &w)) {
+        CHECK(w.n > (8u << 20) - (1u << 20));
+        CHECK_INT(nk_profile_write(pr, fx_tmp("s.nkp")), 0);
+        FILE *f = fopen(fx_tmp("s.nkp"), "rb");
+        uint8_t *b = malloc(w.n + 1);
+        size_t got = f && b ? fread(b, 1, w.n + 1, f) : 0;
+        CHECK_INT(got, w.n);
+        CHECK(b && got == w.n && !memcmp(b, w.p, w.n));
+        if (f)
+            fclose(f);
+        free(b);
+    }
+    nk__wr_free(&w);
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+    unlink(fx_tmp("s.nkp"));
+    fx_tmp_done();
+}
+
 TEST(profile_records_source_text_and_absent_files)
 {
     nk_kernel *k;
