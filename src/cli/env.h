@@ -4,7 +4,9 @@
  * the library itself reads no environment variable.
  *
  *   NK_THREADS=N             host threads of the compile step and the timing
- *                            model (nk_options.threads; 1: the calling thread)
+ *                            model (nk_options.threads; 1: the calling thread),
+ *                            and of nklab view (1: its insights not on a thread
+ *                            of their own)
  *   NK_PROFILE_FIXED_TIME=S  a profile's creation time, in seconds since the
  *                            epoch, for reproducible files (nk_profile_set_created)
  */
