@@ -62,12 +62,6 @@ typedef struct dmainfo {
     uint8_t hbm_sides;   /* times its bytes pass the shared HBM bandwidth */
 } dmainfo;
 
-/* What the simulation knows of one instruction: a compute instruction's
- * cost, or a DMA instruction's descriptors. */
-typedef union iinfo {
-    nk_cost cost;
-    dmainfo dma;
-} iinfo;
 
 typedef struct engine {
     uint32_t off, end, cur;          /* its instructions: stream[off..end) */
@@ -356,7 +350,10 @@ typedef struct sim {
     double *ready;      /* compute: earliest start from dependencies; DMA: start of transfers */
     double *aux;        /* Tensor engine: LS readiness; DMA: trigger time */
     double *done;       /* output visible (DMA: last transfer end) */
-    iinfo *info;
+    /* DMA instructions' descriptors: dma[dord[i]] (a compute instruction's
+     * cost is computed when it commits, its one use: not stored) */
+    dmainfo *dma;
+    uint32_t *dord;
     engine e[NK_MAX_CORES][NK_ENGINE_DMA];
     double lock_sbuf[NK_MAX_CORES], lock_psum[NK_MAX_CORES];
     double core_end[NK_MAX_CORES]; /* latest instruction end per core */
@@ -405,6 +402,8 @@ static inline const nk_instr *instr_at(const sim *s, uint32_t i)
 {
     return &s->p->instrs[s->ord ? s->ord[i] : i];
 }
+
+static inline const dmainfo *dma_of(const sim *s, uint32_t i) { return &s->dma[s->dord[i]]; }
 
 static inline uint32_t ndep_of(const sim *s, uint32_t i)
 {
@@ -573,9 +572,8 @@ static void push_engine(sim *s, uint32_t c, int e)
     heap_push(s, t, c * NK_ENGINE_DMA + (uint32_t)e);
 }
 
-static void commit_tensor(sim *s, engine *E, uint32_t h)
+static void commit_tensor(sim *s, engine *E, uint32_t h, const nk_cost *c)
 {
-    const nk_cost *c = &s->info[h].cost;
     double ls = dmax(dmax(s->aux[h], E->ls_free), E->mm_start); /* one weight buffer in the background */
     double ls_end = ls + c->ls_ns;
     double mm = dmax(dmax(ls_end, E->mm_free), s->ready[h]);
@@ -591,9 +589,8 @@ static void commit_tensor(sim *s, engine *E, uint32_t h)
     note_span(s, h, ls, mm_end);
 }
 
-static void commit_stream(sim *s, uint32_t core, int e, engine *E, uint32_t h)
+static void commit_stream(sim *s, uint32_t core, int e, engine *E, uint32_t h, const nk_cost *c)
 {
-    const nk_cost *c = &s->info[h].cost;
     const nk_arch *a = s->a;
     double f = dmax(s->ready[h], E->fixed_free);
     double st = dmax(f + c->fixed_ns, E->stream_free);
@@ -625,10 +622,16 @@ static void commit_compute(sim *s, uint32_t id)
     engine *E = &s->e[c][e];
     E->queued = 0;
     uint32_t h = s->stream[E->cur++];
+    nk_cost cost;
+    int rc = nk__time_cost(s->a, s->p, instr_at(s, h), &cost);
+    if (rc) { /* an instruction the model does not know: the run stops with it */
+        s->rc = rc;
+        return;
+    }
     if (e == NK_ENGINE_TENSOR)
-        commit_tensor(s, E, h);
+        commit_tensor(s, E, h, &cost);
     else
-        commit_stream(s, c, e, E, h);
+        commit_stream(s, c, e, E, h, &cost);
     propagate(s, h);
     push_engine(s, c, e);
 }
@@ -663,7 +666,7 @@ static void dma_triggered(sim *s, uint32_t i, double t)
         commit_dma(s, i);
         return;
     }
-    const dmainfo *m = &s->info[i].dma;
+    const dmainfo *m = dma_of(s, i);
     uint32_t g0 = s->core[i] * s->ne;
     for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
         wake(s, g0 + e, s->ready[i]);
@@ -712,7 +715,7 @@ static void trigger_dma(sim *s, uint32_t i, double t)
  * the core's engine e) at time t. */
 static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
 {
-    const dmainfo *m = &s->info[i].dma;
+    const dmainfo *m = dma_of(s, i);
     uint32_t c = s->gcore[g], e = s->geng[g];
     uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, big = k < m->extra;
     double end = t + m->xfer_ns[big];
@@ -753,7 +756,7 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
 static inline uint32_t next_user(const sim *s, uint32_t e, uint32_t cq, uint32_t k)
 {
     for (uint32_t end = s->qoff[cq + 1]; k < end; k++) {
-        const dmainfo *m = &s->info[s->qlist[k]].dma;
+        const dmainfo *m = dma_of(s, s->qlist[k]);
         if ((e >= m->e0 ? e - m->e0 : e + s->ne - m->e0) < m->neng)
             break;
     }
@@ -1011,12 +1014,8 @@ static int plan_all(sim *s)
     for (uint32_t i = 0; i < s->n; i++) {
         const nk_instr *in = instr_at(s, i);
         s->left[i] = 0;
-        if (s->eng[i] != NK_ENGINE_DMA) {
-            int rc = nk__time_cost(s->a, s->p, in, &s->info[i].cost);
-            if (rc)
-                return rc;
+        if (s->eng[i] != NK_ENGINE_DMA)
             continue;
-        }
         nk_dma_plan pl;
         if (nk__time_dma_plan(s->a, s->p, in, &pl))
             return NK_EINVAL;
@@ -1024,7 +1023,8 @@ static int plan_all(sim *s)
         uint32_t *rp = &rots[s->core[i]], rot = *rp;
         uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
         double rate = s->a->dma_engine_gbps * pl.efficiency; /* bytes per ns of one engine */
-        dmainfo *m = &s->info[i].dma;
+        s->dord[i] = ndma;
+        dmainfo *m = &s->dma[ndma];
         *m = (dmainfo){{0, 0}, {0, 0}, pl.part_bytes, per, extra, s->queue[i], (uint8_t)rot, (uint8_t)pl.engines,
                        nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM, pl.hbm_sides};
         for (int big = 0; big < 2; big++) {
@@ -1058,7 +1058,7 @@ static int plan_all(sim *s)
     memcpy(fill, s->qoff, ncq * sizeof *fill);
     for (uint32_t i = 0; i < s->n; i++)
         if (s->eng[i] == NK_ENGINE_DMA)
-            s->qlist[fill[s->core[i] * s->nq + s->info[i].dma.queue % s->nq]++] = i;
+            s->qlist[fill[s->core[i] * s->nq + dma_of(s, i)->queue % s->nq]++] = i;
     free(fill);
     for (uint32_t g = 0; g < s->ncores * s->ne; g++)
         for (uint32_t q = 0; q < s->nq; q++) {
@@ -1477,7 +1477,11 @@ static int alloc_sim(sim *s)
     s->ready = malloc(n * sizeof *s->ready);
     s->aux = malloc(n * sizeof *s->aux);
     s->done = calloc(n, sizeof *s->done);
-    s->info = malloc(n * sizeof *s->info);
+    uint32_t ndma = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        ndma += s->eng[i] == NK_ENGINE_DMA;
+    s->dma = malloc((ndma ? ndma : 1) * sizeof *s->dma);
+    s->dord = malloc(n * sizeof *s->dord);
     s->left = malloc(n * sizeof *s->left);
     if (s->a->dma_trigger_in_order) {
         s->dma_after = malloc(n * sizeof *s->dma_after);
@@ -1509,7 +1513,7 @@ static int alloc_sim(sim *s)
         if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end || !s->inst_gated || !s->unit_t0)
             return NK_ENOMEM;
     }
-    if (!s->rem || !s->succ_off || !s->stream || !s->ready || !s->aux || !s->done || !s->info || !s->left)
+    if (!s->rem || !s->succ_off || !s->stream || !s->ready || !s->aux || !s->done || !s->dma || !s->dord || !s->left)
         return NK_ENOMEM;
     if (tl) {
         uint32_t nst = s->ncores * EV_STREAMS;
@@ -1547,7 +1551,7 @@ static void free_run(sim *s)
 {
     void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->queue, (void **)&s->unit, (void **)&s->rem,
                    (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
-                   (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->info, (void **)&s->left,
+                   (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord, (void **)&s->left,
                    (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
                    (void **)&s->ev_at, (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked};
