@@ -103,12 +103,10 @@ static int write_page_of(const char *what, const nk_profile *pr, const nk__view_
     return NK_EXIT_OK;
 }
 
-static const char *given(void *ctx) { return ctx; }
-
 static int write_page(const char *what, const nk_profile *pr, const char *insights, const char *notes,
                       const nk_profile *cmp, const char *out)
 {
-    nk__view_insights ins = {given, (void *)insights};
+    nk__view_insights ins = {nk__view_given, (void *)insights};
     return write_page_of(what, pr, &ins, notes, cmp, out);
 }
 

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 static _Thread_local struct {
     nk_text *t;
@@ -24,6 +26,60 @@ void nk__vb_stream(nk_text *t, nk__vb_sink sink, void *ctx)
 }
 
 int nk__vb_stream_status(void) { return stream.rc; }
+
+static int out_write(void *ctx, const char *s, size_t n)
+{
+    nk__vb_out *o = ctx;
+    int rc = o->to_file ? nk__afile_write(&o->f, s, n) : nk__fd_write_all(STDOUT_FILENO, s, n);
+    if (rc)
+        snprintf(o->why, sizeof o->why, "%s", o->to_file ? o->f.msg : strerror(errno));
+    else
+        o->bytes += n;
+    return rc;
+}
+
+int nk__vb_out_begin(nk__vb_out *o, nk_text *t, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    o->f.fd = -1;
+    o->to_file = path && strcmp(path, "-");
+    if (!o->to_file) {
+        if (fflush(stdout)) { /* what printf already buffered goes first */
+            snprintf(o->why, sizeof o->why, "%s", strerror(errno));
+            return NK_EIO;
+        }
+    } else if (nk__afile_open(&o->f, path)) {
+        snprintf(o->why, sizeof o->why, "%s", o->f.msg);
+        o->to_file = 0; /* nothing to abort */
+        return NK_EIO;
+    }
+    nk__vb_stream(t, out_write, o);
+    return 0;
+}
+
+int nk__vb_out_end(nk__vb_out *o, nk_text *t, int rc, uint64_t *bytes, char *why, size_t whylen)
+{
+    int st = nk__vb_stream_status();
+    nk__vb_stream(NULL, NULL, NULL);
+    if (!rc && !st && t->len)
+        st = out_write(o, t->s, t->len);
+    if (!rc && st)
+        rc = NK_EIO;
+    if (o->to_file) {
+        if (rc)
+            nk__afile_abort(&o->f);
+        else if (nk__afile_commit(&o->f)) {
+            snprintf(o->why, sizeof o->why, "%s", o->f.msg);
+            rc = NK_EIO;
+        }
+    }
+    nk__text_free(t);
+    if (bytes)
+        *bytes = o->bytes;
+    if (why && whylen)
+        snprintf(why, whylen, "%s", rc == NK_EIO ? o->why : "");
+    return rc;
+}
 
 int nk__vb_reserve(nk_text *t, size_t n)
 {

@@ -8,6 +8,7 @@
 #define NK_VBUF_H
 
 #include "nkint.h"
+#include "core/atomicfile.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -27,6 +28,21 @@ typedef int (*nk__vb_sink)(void *ctx, const char *s, size_t n);
 void nk__vb_stream(nk_text *t, nk__vb_sink sink, void *ctx);
 /* The first failure of the stream's sink, 0 if none. */
 int nk__vb_stream_status(void);
+
+/* A text written to path (NULL or "-": standard output) as it is made: the
+ * file replaces path only when the whole text is written (core/atomicfile.h).
+ * nk__vb_out_begin opens it and streams t into it; nk__vb_out_end (always
+ * called after a begin) stops the stream, writes the rest when rc is 0,
+ * commits or aborts, frees t and returns rc, or NK_EIO when writing failed
+ * (why then says how). *bytes: what was written. */
+typedef struct nk__vb_out {
+    nk__afile f;
+    int to_file;
+    uint64_t bytes;
+    char why[384];
+} nk__vb_out;
+int nk__vb_out_begin(nk__vb_out *o, nk_text *t, const char *path);
+int nk__vb_out_end(nk__vb_out *o, nk_text *t, int rc, uint64_t *bytes, char *why, size_t whylen);
 /* The appends: inline while the text has room (the common case: these run
  * per character and per number of a page), the rest out of line. */
 void nk__vb_mem_slow(nk_text *t, const char *s, size_t n);

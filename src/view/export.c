@@ -19,44 +19,12 @@
 
 static int64_t ps(double ns) { return isfinite(ns) ? llround(ns * 1000.0) : 0; }
 
-/* ---- streaming (nk__export_to): the text goes out in chunks of about
- * EXPORT_CHUNK bytes, at record boundaries, as it is made; and the operand
- * text of repeated instructions comes from a cache (view/opnd.h). Both are
- * the calling thread's, set for the length of one export. */
+/* ---- nk__export_to: the text goes out to its file a megabyte at a time as
+ * it is made (nk__vb_out), and the operand text of repeated instructions
+ * comes from a cache (view/opnd.h), the calling thread's for the length of
+ * one export. */
 
-#define EXPORT_CHUNK (1u << 20)
-
-typedef struct esink {
-    nk__afile f;      /* a file; else standard output */
-    int to_file;
-    int rc;
-    uint64_t bytes;
-    char why[384];
-} esink;
-
-static _Thread_local esink *cur_sink;
 static _Thread_local nk_opnd_cache *cur_opnd;
-
-static void sink_write(esink *k, const char *s, size_t n)
-{
-    if (k->rc || !n)
-        return;
-    k->rc = k->to_file ? nk__afile_write(&k->f, s, n) : nk__fd_write_all(STDOUT_FILENO, s, n);
-    if (k->rc)
-        snprintf(k->why, sizeof k->why, "%s", k->to_file ? k->f.msg : strerror(errno));
-    k->bytes += n;
-}
-
-/* At a record boundary: hands the text made so far over when streaming. */
-static inline void drain(nk_text *t)
-{
-    esink *k = cur_sink;
-    if (!k || t->len < EXPORT_CHUNK || t->oom)
-        return;
-    sink_write(k, t->s, t->len);
-    t->len = 0;
-    t->s[0] = 0;
-}
 
 static void export_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
 {
@@ -380,7 +348,6 @@ static void put_counter_events(const nk_timeline *tl, nk_text *t)
             nk__vb_chr(t, ':');
             nk__vb_num(t, k->value[i], 6);
             nk__vb_str(t, "}}");
-            drain(t);
         }
     }
 }
@@ -436,7 +403,6 @@ static void put_flows(const nk_profile *pr, const nk_view_rows *rows, const lane
             put_flow(pr, rows, L, consumer_event(pr, ie, i, j), 0, id, t);
             id++;
         }
-        drain(t);
     }
 }
 
@@ -476,7 +442,6 @@ int nk__export_perfetto(const nk_profile *pr, const nk_export_opts *o, nk_text *
     put_launch_regions(pr->tl, &rows, &L, t);
     for (uint32_t e = 0; e < pr->tl->nevents; e++) {
         put_slice(pr, &rows, &L, e, t);
-        drain(t);
     }
     put_counter_events(pr->tl, t);
     if (!o || !o->no_flows)
@@ -689,7 +654,6 @@ int nk__export_json(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
             continue;
         put_instr_json(pr, i, s, e, first, t);
         first = 0;
-        drain(t);
     }
     nk__vb_str(t, "\n]");
     rc = put_allocations_json(pr, &ie, o, t);
@@ -763,7 +727,6 @@ int nk__export_csv(const nk_profile *pr, const nk_export_opts *o, nk_text *t)
         if (nk__instr_lowered_from(p, in))
             nk__vb_csv(t, call);
         nk__vb_str(t, "\r\n");
-        drain(t);
     }
     rc = t->oom ? NK_ENOMEM : NK_OK;
 out:
@@ -784,45 +747,18 @@ int nk__export_to(const nk_profile *pr, const char *format, const nk_export_opts
         why[0] = 0;
     if (!fn || !pr || !pr->prog)
         return NK_EINVAL;
-    esink *k = calloc(1, sizeof *k);
-    if (!k)
+    nk__vb_out *out = malloc(sizeof *out);
+    if (!out)
         return NK_ENOMEM;
-    int rc = 0;
-    k->to_file = path && strcmp(path, "-");
-    if (!k->to_file) {
-        if (fflush(stdout)) { /* what printf already buffered goes first */
-            snprintf(k->why, sizeof k->why, "%s", strerror(errno));
-            rc = NK_EIO;
-        }
-    } else if (nk__afile_open(&k->f, path)) {
-        snprintf(k->why, sizeof k->why, "%s", k->f.msg);
-        rc = NK_EIO;
-    }
     nk_text t = {0};
+    int rc = nk__vb_out_begin(out, &t, path);
     if (!rc) {
-        cur_sink = k;
         cur_opnd = nk__opnd_new(pr->prog); /* NULL: formatted one by one */
         rc = fn(pr, o, &t);
-        if (!rc)
-            sink_write(k, t.s, t.len);
         nk__opnd_free(cur_opnd);
         cur_opnd = NULL;
-        cur_sink = NULL;
-        if (!rc && k->rc)
-            rc = NK_EIO;
-        if (k->to_file) {
-            if (rc)
-                nk__afile_abort(&k->f);
-            else if (nk__afile_commit(&k->f)) {
-                snprintf(k->why, sizeof k->why, "%s", k->f.msg);
-                rc = NK_EIO;
-            }
-        }
     }
-    nk__text_free(&t);
-    if (rc == NK_EIO && why && whylen)
-        snprintf(why, whylen, "%s", k->why);
-    *bytes = k->bytes;
-    free(k);
+    rc = nk__vb_out_end(out, &t, rc, bytes, why, whylen);
+    free(out);
     return rc;
 }

@@ -7,11 +7,9 @@
 #include "core/atomicfile.h"
 #include "core/vbuf.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Appends s with HTML's special characters escaped (for the <title>). */
 static void put_html_text(nk_text *t, const char *s)
@@ -65,12 +63,11 @@ static void put_script_text(nk_text *t, const char *s)
 
 static int page(const nk_profile *pr, const nk__view_insights *ins, const char *notes_json, const nk_profile *cmp,
                 nk_text *t);
-static const char *given_insights(void *ctx) { return ctx; }
 
 int nk__view_page(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                  nk_text *t)
 {
-    nk__view_insights ins = {given_insights, (void *)insights_json};
+    nk__view_insights ins = {nk__view_given, (void *)insights_json};
     return page(pr, &ins, notes_json, cmp, t);
 }
 
@@ -113,74 +110,24 @@ static int page(const nk_profile *pr, const nk__view_insights *ins, const char *
 
 /* ---- the page written as it is made */
 
-typedef struct page_sink {
-    nk__afile f;
-    int to_file;
-    uint64_t bytes;
-    char why[384];
-} page_sink;
-
-static int page_write(void *ctx, const char *s, size_t n)
-{
-    page_sink *k = ctx;
-    int rc = k->to_file ? nk__afile_write(&k->f, s, n) : nk__fd_write_all(STDOUT_FILENO, s, n);
-    if (rc)
-        snprintf(k->why, sizeof k->why, "%s", k->to_file ? k->f.msg : strerror(errno));
-    else
-        k->bytes += n;
-    return rc;
-}
-
 int nk__view_page_to(const nk_profile *pr, const char *insights_json, const char *notes_json, const nk_profile *cmp,
                      const char *path, uint64_t *bytes, char *why, size_t whylen)
 {
-    nk__view_insights ins = {given_insights, (void *)insights_json};
+    nk__view_insights ins = {nk__view_given, (void *)insights_json};
     return nk__view_page_to_deferred(pr, &ins, notes_json, cmp, path, bytes, why, whylen);
 }
 
 int nk__view_page_to_deferred(const nk_profile *pr, const nk__view_insights *ins, const char *notes_json,
                               const nk_profile *cmp, const char *path, uint64_t *bytes, char *why, size_t whylen)
 {
-    *bytes = 0;
-    if (why && whylen)
-        why[0] = 0;
-    page_sink *k = calloc(1, sizeof *k);
-    if (!k)
+    nk__vb_out *o = malloc(sizeof *o);
+    if (!o)
         return NK_ENOMEM;
-    int rc = 0;
-    k->to_file = path && strcmp(path, "-");
-    if (!k->to_file) {
-        if (fflush(stdout)) { /* what printf already buffered goes first */
-            snprintf(k->why, sizeof k->why, "%s", strerror(errno));
-            rc = NK_EIO;
-        }
-    } else if (nk__afile_open(&k->f, path)) {
-        snprintf(k->why, sizeof k->why, "%s", k->f.msg);
-        rc = NK_EIO;
-    }
     nk_text t = {0};
-    if (!rc) {
-        nk__vb_stream(&t, page_write, k);
+    int rc = nk__vb_out_begin(o, &t, path);
+    if (!rc)
         rc = page(pr, ins, notes_json, cmp, &t);
-        int st = nk__vb_stream_status();
-        nk__vb_stream(NULL, NULL, NULL);
-        if (!rc && !st && t.len)
-            st = page_write(k, t.s, t.len);
-        if (!rc && st)
-            rc = NK_EIO;
-        if (k->to_file) {
-            if (rc)
-                nk__afile_abort(&k->f);
-            else if (nk__afile_commit(&k->f)) {
-                snprintf(k->why, sizeof k->why, "%s", k->f.msg);
-                rc = NK_EIO;
-            }
-        }
-    }
-    nk__text_free(&t);
-    if (rc == NK_EIO && why && whylen)
-        snprintf(why, whylen, "%s", k->why);
-    *bytes = k->bytes;
-    free(k);
+    rc = nk__vb_out_end(o, &t, rc, bytes, why, whylen);
+    free(o);
     return rc;
 }

@@ -90,6 +90,8 @@ typedef struct nk__view_insights {
     void *ctx;
 } nk__view_insights;
 int nk__view_json_deferred(const nk_profile *pr, const nk__view_insights *ins, nk_text *out);
+/* A get for insights known already: returns ctx, the JSON itself. */
+const char *nk__view_given(void *ctx);
 /* One self-contained HTML page: styles, script and data inline. */
 int nk__view_html(const nk_profile *pr, const char *insights_json, nk_text *out);
 /* The same with the viewer's notes (time markers; a JSON document the page

@@ -530,11 +530,11 @@ void nk__view_regions_json(const nk_timeline *tl, nk_text *t)
     nk__vb_chr(t, ']');
 }
 
-static const char *given_insights(void *ctx) { return ctx; }
+const char *nk__view_given(void *ctx) { return ctx; }
 
 int nk__view_json(const nk_profile *pr, const char *insights_json, nk_text *t)
 {
-    nk__view_insights ins = {given_insights, (void *)insights_json};
+    nk__view_insights ins = {nk__view_given, (void *)insights_json};
     return nk__view_json_deferred(pr, &ins, t);
 }
 

@@ -1106,6 +1106,61 @@ TEST(view_rejects_bad_arguments)
 
 /* ---------------------------------------------------------------- text helpers */
 
+/* The file a streamed export or page writes (nk__vb_out: a megabyte at a
+ * time as the text is made) is the text made in memory, byte for byte, for
+ * a profile whose every output is more than two of them (about 10,000
+ * instructions); and it reports what it wrote. */
+static int file_is(const char *path, const nk_text *t)
+{
+    FILE *f = fopen(path, "rb");
+    char *b = malloc(t->len + 1);
+    size_t got = f && b ? fread(b, 1, t->len + 1, f) : 0;
+    int same = b && got == t->len && !memcmp(b, t->s, t->len);
+    if (f)
+        fclose(f);
+    free(b);
+    return same;
+}
+
+TEST(export_and_page_streamed_are_the_text_in_memory)
+{
+    nk_array args[2] = {{NK_BF16, 2, {4096, 2048}, NULL}, {NK_BF16, 2, {4096, 4096}, NULL}};
+    nk_kernel *k = nk_kernel_new("matmul_tiled", nk_kernel_matmul_tiled);
+    nk_options opt = {.target = "trn1"};
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    CHECK_INT(nk_kernel_compile(k, args, 2, &opt, &p), 0);
+    if (p)
+        CHECK_INT(nk_profile_capture(p, NULL, &pr), 0);
+    static const char *const fmts[3] = {"perfetto", "json", "csv"};
+    int (*const fns[3])(const nk_profile *, const nk_export_opts *, nk_text *) = {
+        nk__export_perfetto, nk__export_json, nk__export_csv};
+    nk_export_opts o = {0};
+    for (int f = 0; pr && f < 4; f++) {
+        nk_text t = {0};
+        uint64_t bytes = 0;
+        char why[256] = "x";
+        if (f < 3) {
+            CHECK_INT(fns[f](pr, &o, &t), 0);
+            CHECK_INT(nk__export_to(pr, fmts[f], &o, fx_tmp("e.out"), &bytes, why, sizeof why), 0);
+        } else {
+            CHECK_INT(nk__view_page(pr, NULL, NULL, NULL, &t), 0);
+            CHECK_INT(nk__view_page_to(pr, NULL, NULL, NULL, fx_tmp("e.out"), &bytes, why, sizeof why), 0);
+        }
+        if (t.len <= (3u << 19)) /* two chunks at least */
+            nk_test_fail(__FILE__, __LINE__, "%s: %zu bytes", f < 3 ? fmts[f] : "page", t.len);
+        CHECK_INT(bytes, t.len);
+        CHECK_STR(why, "");
+        if (!file_is(fx_tmp("e.out"), &t))
+            nk_test_fail(__FILE__, __LINE__, "%s: the streamed file is not the text", f < 3 ? fmts[f] : "page");
+        nk__text_free(&t);
+    }
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+    unlink(fx_tmp("e.out"));
+    fx_tmp_done();
+}
+
 /* nk__vb_g10 against snprintf's "%.10g": values of every magnitude (both
  * sides of the fast path's range), integers, halves, exact ties at the tenth
  * digit, numbers that round up to the next power of ten, and random bit
