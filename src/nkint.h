@@ -265,6 +265,15 @@ static inline nk_tensor nk__opnd_tensor(const nk_program *p, const nk_opnd *o)
     }
     return t;
 }
+/* *o: t as an operand whose layout is lay (t's, interned); field by field,
+ * so the record's padding stays as it was (zero). */
+static inline void nk__opnd_put(nk_opnd *o, const nk_tensor *t, uint32_t lay)
+{
+    o->buf = t->buf;
+    o->lay = lay;
+    o->off = t->off;
+    o->part0 = t->part0;
+}
 /* t's layout, all of it (unused dimensions included, so two access patterns
  * intern alike exactly when their nk_tensor fields agree). */
 static inline nk_layout nk__layout_of(const nk_tensor *t)

@@ -376,10 +376,7 @@ int nk__opnd_set(nk_program *p, nk_opnd *o, const nk_tensor *t)
     uint32_t lay = nk__lay_intern(p, &l);
     if (lay == UINT32_MAX)
         return NK_ENOMEM;
-    o->buf = t->buf;
-    o->lay = lay;
-    o->off = t->off;
-    o->part0 = t->part0;
+    nk__opnd_put(o, t, lay);
     return 0;
 }
 

@@ -711,6 +711,25 @@ static void trigger_dma(sim *s, uint32_t i, double t)
     }
 }
 
+/* Descriptor transfer x into its instruction's DMA span: the one open while
+ * its transfers overlap or touch (they come in order of start), else a new
+ * one, in the slot its start gives it among all spans v[0..*n). at[i]: the
+ * slot + 1 of instruction i's latest span (0: none yet). */
+static inline void span_add(nk_dma_span *v, uint32_t *n, uint32_t *at, const nk_dma_xfer *x)
+{
+    nk_dma_span *sp = at[x->instr] ? &v[at[x->instr] - 1] : NULL;
+    if (!sp || x->start > sp->end) {
+        sp = &v[(*n)++];
+        *sp = (nk_dma_span){x->instr, x->queue, x->to_hbm, 0, 0, 0, 0, 0, x->start, x->end};
+        at[x->instr] = *n;
+    }
+    sp->descriptors++;
+    sp->partitions += x->partitions;
+    sp->bytes += x->bytes;
+    sp->engines |= 1ull << x->dma_engine;
+    sp->end = dmax(sp->end, x->end);
+}
+
 /* Starts the descriptor of DMA instruction i on DMA engine g (core * ne +
  * the core's engine e) at time t. */
 static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
@@ -730,20 +749,8 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
         if (tl->xfers)
             tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
         ts_add(&s->tput, t, end, bytes);
-        /* i's DMA span: the one open while its transfers overlap or touch
-         * (descriptors start in time order), else a new one, in the slot
-         * its start gives it among all spans */
-        nk_dma_span *sp = s->dspan_at[i] ? &tl->dspans[s->dspan_at[i] - 1] : NULL;
-        if (!sp || t > sp->end) {
-            sp = &tl->dspans[tl->ndspans++];
-            *sp = (nk_dma_span){i, m->queue, m->store, 0, 0, 0, 0, 0, t, end};
-            s->dspan_at[i] = tl->ndspans;
-        }
-        sp->descriptors++;
-        sp->partitions += parts;
-        sp->bytes += bytes;
-        sp->engines |= 1ull << e;
-        sp->end = dmax(sp->end, end);
+        span_add(tl->dspans, &tl->ndspans, s->dspan_at,
+                 &(nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end});
     }
     s->d[g].busy = end;
     s->done[i] = dmax(s->done[i], end);
@@ -1697,17 +1704,7 @@ int nk__dma_spans_of(const nk_dma_xfer *x, uint32_t n, uint32_t ninstr, nk_dma_s
             free(at);
             return NK_EINVAL;
         }
-        nk_dma_span *sp = at[x[k].instr] ? &v[at[x[k].instr] - 1] : NULL;
-        if (!sp || x[k].start > sp->end) {
-            sp = &v[nv++];
-            *sp = (nk_dma_span){x[k].instr, x[k].queue, x[k].to_hbm, 0, 0, 0, 0, 0, x[k].start, x[k].end};
-            at[x[k].instr] = nv;
-        }
-        sp->descriptors++;
-        sp->partitions += x[k].partitions;
-        sp->bytes += x[k].bytes;
-        sp->engines |= 1ull << x[k].dma_engine;
-        sp->end = dmax(sp->end, x[k].end);
+        span_add(v, &nv, at, &x[k]);
     }
     free(at);
     *out = v;

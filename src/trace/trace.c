@@ -257,10 +257,7 @@ static int emit_opnd(nk_ctx *nc, nk_loc loc, nk_opnd *o, const nk_tensor *t)
             return NK_ENOMEM;
         }
     }
-    o->buf = t->buf;
-    o->lay = lay;
-    o->off = t->off;
-    o->part0 = t->part0;
+    nk__opnd_put(o, t, lay);
     return 0;
 }
 
