@@ -112,15 +112,22 @@ typedef struct nk_instr {
     uint32_t xsrc2;         /* the third source: p->xop[xsrc2 - 1]; 0 = none */
     uint32_t xdst2;         /* the second output (activation, tensor_scalar_reduce: the
                                reduction): p->xop[xdst2 - 1]; 0 = none */
-    double imm0, imm1;      /* scalar operands, memset value, scale, on_false */
-    nk_affine aff;          /* IOTA / AFFINE_SELECT expression */
+    uint32_t xarg;          /* the scalars and the affine expression: p->xarg[xarg - 1]; 0 = all
+                               zero (read them with nk__imm0, nk__imm1, nk__aff) */
     nk_opnd dst;
     nk_opnd src[2];         /* src[2] is nk__src(p, in, 2) */
 } nk_instr;
 /* Every pass over a program (scheduling, timing, encoding) reads the whole
  * record once per instruction: keep it from growing unnoticed (the size on
  * 64-bit targets). */
-_Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 160, "nk_instr is 160 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 128, "nk_instr is 128 bytes");
+
+/* An instruction's scalar operands and affine expression, which DMAs,
+ * matmuls and most copies do not have: outside the record, in p->xarg. */
+typedef struct nk_xarg {
+    double imm0, imm1; /* scalar operands, memset value, scale, on_false */
+    nk_affine aff;     /* IOTA / AFFINE_SELECT expression */
+} nk_xarg;
 _Static_assert(sizeof(nk_opnd) == 24 || sizeof(void *) != 8, "nk_opnd is 24 bytes");
 
 /* What an HBM buffer is to the kernel. */
@@ -182,6 +189,8 @@ struct nk_program {
     nk_opnd *xop;         /* the operands outside the records (nk_instr xsrc2, xdst2), in no
                              particular order: entries of removed instructions may stay */
     uint32_t nxop, cap_xop;
+    nk_xarg *xarg;        /* the scalars outside the records (nk_instr xarg), the same way */
+    uint32_t nxarg, cap_xarg;
     nk_layout *lays;      /* the operands' layouts, each once (nk_opnd lay - 1); never the
                              all-zero one */
     uint32_t nlays, cap_lays;
@@ -327,6 +336,24 @@ static inline nk_opnd *nk__dst2_w(nk_program *p, nk_instr *in)
 {
     return in->xdst2 ? &p->xop[in->xdst2 - 1] : NULL;
 }
+/* The scalars and the affine expression of in (zero when it has none). */
+extern const nk_xarg nk__no_xarg;
+static inline const nk_xarg *nk__xarg(const nk_program *p, const nk_instr *in)
+{
+    return in->xarg ? &p->xarg[in->xarg - 1] : &nk__no_xarg;
+}
+static inline double nk__imm0(const nk_program *p, const nk_instr *in) { return nk__xarg(p, in)->imm0; }
+static inline double nk__imm1(const nk_program *p, const nk_instr *in) { return nk__xarg(p, in)->imm1; }
+static inline const nk_affine *nk__aff(const nk_program *p, const nk_instr *in) { return &nk__xarg(p, in)->aff; }
+/* in's entry to write, appended (zero) when it has none; NULL when p->xarg
+ * cannot grow. */
+nk_xarg *nk__xarg_w(nk_program *p, nk_instr *in);
+/* Stores *x as in's scalars: no entry when they are all zero bits and in
+ * has none (core/core.c). NK_ENOMEM when p->xarg cannot grow. */
+int nk__set_xarg(nk_program *p, nk_instr *in, const nk_xarg *x);
+/* Are x's scalars and expression all zero bits (what no entry reads as)? */
+int nk__xarg_is_zero(const nk_xarg *x);
+
 /* Every operand in slot order (dst, dst2, src[0..2], as NK_OPND_* numbers
  * them); absent ones nk__no_opnd. */
 static inline void nk__operands(const nk_program *p, const nk_instr *in, const nk_opnd *ts[5])

@@ -404,6 +404,49 @@ int nk__set_xop(nk_program *p, uint32_t *x, const nk_opnd *o)
     return 0;
 }
 
+const nk_xarg nk__no_xarg;
+
+nk_xarg *nk__xarg_w(nk_program *p, nk_instr *in)
+{
+    if (in->xarg)
+        return &p->xarg[in->xarg - 1];
+    if (p->nxarg >= p->cap_xarg) {
+        if (p->cap_xarg >= UINT32_MAX / 2)
+            return NULL;
+        uint32_t c = p->cap_xarg ? 2 * p->cap_xarg : 16;
+        nk_xarg *v = realloc(p->xarg, (size_t)c * sizeof *v);
+        if (!v)
+            return NULL;
+        p->xarg = v;
+        p->cap_xarg = c;
+    }
+    nk_xarg *x = &p->xarg[p->nxarg++];
+    memset(x, 0, sizeof *x);
+    in->xarg = p->nxarg;
+    return x;
+}
+
+int nk__xarg_is_zero(const nk_xarg *x)
+{
+    uint64_t a, b;
+    memcpy(&a, &x->imm0, sizeof a);
+    memcpy(&b, &x->imm1, sizeof b);
+    return !a && !b && !memcmp(&x->aff, &nk__no_xarg.aff, sizeof x->aff);
+}
+
+int nk__set_xarg(nk_program *p, nk_instr *in, const nk_xarg *x)
+{
+    if (!in->xarg && nk__xarg_is_zero(x))
+        return 0;
+    nk_xarg *w = nk__xarg_w(p, in);
+    if (!w)
+        return NK_ENOMEM;
+    w->imm0 = x->imm0; /* field by field: the padding stays zero */
+    w->imm1 = x->imm1;
+    w->aff = x->aff;
+    return 0;
+}
+
 static int set_xop(nk_program *p, uint32_t *x, const nk_tensor *t)
 {
     nk_opnd o;
@@ -501,6 +544,7 @@ void nk__program_destroy(nk_program *p)
         return;
     free(p->instrs);
     free(p->xop);
+    free(p->xarg);
     free(p->lays);
     free(p->lay_hash);
     free(p->bufs);

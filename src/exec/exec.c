@@ -916,8 +916,8 @@ int nk__exec_activation(exec *x, const nk_instr *in)
     bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
     int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     const float *bias, *scale;
-    if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &bias) ||
-        column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &scale))
+    if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, nk__imm0(x->p, in), P, &bias) ||
+        column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, nk__imm1(x->p, in), P, &scale))
         return NK_ENOMEM;
     act_fn f = in->func < NK_ACT_COUNT ? act_table[in->func] : NULL;
     if (!f)
@@ -988,8 +988,8 @@ static int run_tensor_scalar_int(exec *x, const nk_instr *in, int64_t P, int64_t
     bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
     int64_t *a = scratch_i64(0, (size_t)(P * F));
     const int64_t *o0, *o1;
-    if (!a || column_i64(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
-        column_i64(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &o1))
+    if (!a || column_i64(x, 1, in, 1, in->flags & NK_IF_OPND0_T, nk__imm0(x->p, in), P, &o0) ||
+        column_i64(x, 2, in, 2, in->flags & NK_IF_OPND1_T, nk__imm1(x->p, in), P, &o1))
         return NK_ENOMEM;
     gather_i64(&s, a);
     nk_alu op0 = (nk_alu)in->alu0, op1 = (nk_alu)in->alu1;
@@ -1010,8 +1010,8 @@ int nk__exec_tensor_scalar(exec *x, const nk_instr *in)
         return run_tensor_scalar_int(x, in, P, F);
     bview s = view_of(x, &x->src[0]), d = view_of(x, &x->dst);
     const float *o0, *o1;
-    if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0) ||
-        column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm1, P, &o1))
+    if (column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, nk__imm0(x->p, in), P, &o0) ||
+        column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, nk__imm1(x->p, in), P, &o1))
         return NK_ENOMEM;
     int r0 = in->flags & NK_IF_REV0, r1 = in->flags & NK_IF_REV1;
     if (f32_rows(&s) && f32_rows(&d) && same_shape(&s, &d) && no_hazard(&d, &s)) { /* in place */
@@ -1170,13 +1170,13 @@ int nk__exec_memset(exec *x, const nk_instr *in)
         if (!a)
             return NK_ENOMEM;
         int_range(d.dt, &lo, &hi);
-        int64_t v = d2i(in->imm0, lo, hi);
+        int64_t v = d2i(nk__imm0(x->p, in), lo, hi);
         for (size_t i = 0; i < n; i++)
             a[i] = v;
         scatter_i64(&d, a, 0);
         return 0;
     }
-    float *a = scratch(0, n), v = (float)in->imm0;
+    float *a = scratch(0, n), v = (float)nk__imm0(x->p, in);
     if (!a)
         return NK_ENOMEM;
     for (size_t i = 0; i < n; i++)
@@ -1209,7 +1209,7 @@ int nk__exec_iota(exec *x, const nk_instr *in)
     int64_t *a = scratch_i64(0, (size_t)vnumel(&d));
     if (!a)
         return NK_ENOMEM;
-    affine_values(&x->dst, &in->aff, a);
+    affine_values(&x->dst, nk__aff(x->p, in), a);
     scatter_i64(&d, a, 0);
     return 0;
 }
@@ -1223,8 +1223,8 @@ int nk__exec_affine_select(exec *x, const nk_instr *in)
     if (!a || !e)
         return NK_ENOMEM;
     gather(&s, a);
-    affine_values(&x->dst, &in->aff, e);
-    float f = (float)in->imm0;
+    affine_values(&x->dst, nk__aff(x->p, in), e);
+    float f = (float)nk__imm0(x->p, in);
 #define SEL(cond) for (int64_t i = 0; i < n; i++) { int64_t v = e[i]; a[i] = (cond) ? a[i] : f; }
     switch (in->cmp) {
     case NK_CMP_GE: SEL(v >= 0); break;
@@ -1335,7 +1335,7 @@ int nk__exec_tensor_tensor_scan(exec *x, const nk_instr *in)
     int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
     const float *init;
-    if (!a || !b || column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, in->imm0, P, &init))
+    if (!a || !b || column(x, 2, in, 2, in->flags & NK_IF_OPND1_T, nk__imm0(x->p, in), P, &init))
         return NK_ENOMEM;
     gather(&v0, a);
     gather(&v1, b);
@@ -1368,7 +1368,7 @@ int nk__exec_scalar_tensor_tensor(exec *x, const nk_instr *in)
     int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *b = scratch(1, (size_t)(P * F));
     const float *o0;
-    if (!a || !b || column(x, 2, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0))
+    if (!a || !b || column(x, 2, in, 1, in->flags & NK_IF_OPND0_T, nk__imm0(x->p, in), P, &o0))
         return NK_ENOMEM;
     gather(&s, a);
     gather(&o, b);
@@ -1395,7 +1395,7 @@ int nk__exec_tensor_scalar_reduce(exec *x, const nk_instr *in)
     int64_t P = x->src[0].shape[0], F = nk__free_size(&x->src[0]);
     float *a = scratch(0, (size_t)(P * F)), *r = scratch(3, (size_t)P);
     const float *o0;
-    if (!a || !r || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &o0))
+    if (!a || !r || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, nk__imm0(x->p, in), P, &o0))
         return NK_ENOMEM;
     gather(&s, a);
     nk_alu op0 = (nk_alu)in->alu0, rop = (nk_alu)in->alu1;
@@ -1435,12 +1435,12 @@ int nk__exec_select(exec *x, const nk_instr *in)
         } else { /* the immediate in dst's dtype, repeated */
             uint8_t one[4];
             if (nk_dtype_is_float(d.dt)) {
-                float v = (float)in->imm0;
+                float v = (float)nk__imm0(x->p, in);
                 nk_convert_from_f32(d.dt, &v, one, 1);
             } else {
                 int64_t lo, hi;
                 int_range(d.dt, &lo, &hi);
-                uint32_t u = (uint32_t)(uint64_t)d2i(in->imm0, lo, hi);
+                uint32_t u = (uint32_t)(uint64_t)d2i(nk__imm0(x->p, in), lo, hi);
                 memcpy(one, &u, 4);
             }
             for (size_t i = 0; i < n; i++)
@@ -1461,7 +1461,7 @@ int nk__exec_select(exec *x, const nk_instr *in)
             gather_i64(&fv, f);
         int64_t lo, hi, v;
         int_range(d.dt, &lo, &hi);
-        v = d2i(in->imm0, lo, hi);
+        v = d2i(nk__imm0(x->p, in), lo, hi);
         for (size_t i = 0; i < n; i++)
             if (pr[i] == 0.0f)
                 t[i] = tile_f ? f[i] : v;
@@ -1476,7 +1476,7 @@ int nk__exec_select(exec *x, const nk_instr *in)
         gather(&fv, f);
     for (size_t i = 0; i < n; i++)
         if (pr[i] == 0.0f)
-            t[i] = tile_f ? f[i] : (float)in->imm0;
+            t[i] = tile_f ? f[i] : (float)nk__imm0(x->p, in);
     scatter(&d, t);
     return 0;
 }
@@ -1503,7 +1503,7 @@ int nk__exec_dropout(exec *x, const nk_instr *in)
     int es = s.es;
     uint8_t *a = scratch_bytes(0, (size_t)(P * F * es));
     const float *prob;
-    if (!a || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, in->imm0, P, &prob))
+    if (!a || column(x, 1, in, 1, in->flags & NK_IF_OPND0_T, nk__imm0(x->p, in), P, &prob))
         return NK_ENOMEM;
     uint32_t seed = 0;
     if (in->flags & NK_IF_OPND1_T) { /* the seed's 32 bits as stored */
@@ -1512,7 +1512,7 @@ int nk__exec_dropout(exec *x, const nk_instr *in)
     }
     gather_bytes(&s, a);
     const uint64_t golden = 0x9E3779B97F4A7C15ull;
-    uint64_t key = mix64((uint64_t)seed ^ golden), k = (uint64_t)in->imm1;
+    uint64_t key = mix64((uint64_t)seed ^ golden), k = (uint64_t)nk__imm1(x->p, in);
     for (int64_t p = 0; p < P; p++) {
         double pp = prob[p];
         for (int64_t i = 0; i < F; i++, k++) {

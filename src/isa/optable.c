@@ -95,9 +95,9 @@ static void attrs_activation(nk_opbuf *b, const nk_instr *in)
 {
     put(b, "func=%s", nk_act_name((nk_act)in->func));
     if (!(in->flags & NK_IF_OPND0_T))
-        put(b, "bias=%g", in->imm0);
+        put(b, "bias=%g", b->x->imm0);
     if (!(in->flags & NK_IF_OPND1_T))
-        put(b, "scale=%g", in->imm1);
+        put(b, "scale=%g", b->x->imm1);
 }
 
 static void attrs_tensor_tensor(nk_opbuf *b, const nk_instr *in) { put(b, "op=%s", nk_alu_name((nk_alu)in->alu0)); }
@@ -106,14 +106,14 @@ static void attrs_tensor_scalar(nk_opbuf *b, const nk_instr *in)
 {
     put(b, "op0=%s", nk_alu_name((nk_alu)in->alu0));
     if (!(in->flags & NK_IF_OPND0_T))
-        put(b, "operand0=%g", in->imm0);
+        put(b, "operand0=%g", b->x->imm0);
     if (in->flags & NK_IF_REV0)
         put(b, "reverse0");
     if (in->alu1 == NK_ALU_BYPASS)
         return;
     put(b, "op1=%s", nk_alu_name((nk_alu)in->alu1));
     if (!(in->flags & NK_IF_OPND1_T))
-        put(b, "operand1=%g", in->imm1);
+        put(b, "operand1=%g", b->x->imm1);
     if (in->flags & NK_IF_REV1)
         put(b, "reverse1");
 }
@@ -125,12 +125,17 @@ static void attrs_tensor_reduce(nk_opbuf *b, const nk_instr *in)
         put(b, "keepdims");
 }
 
-static void attrs_memset(nk_opbuf *b, const nk_instr *in) { put(b, "value=%g", in->imm0); }
+static void attrs_memset(nk_opbuf *b, const nk_instr *in)
+{
+    (void)in;
+    put(b, "value=%g", b->x->imm0);
+}
 
 static void attrs_iota(nk_opbuf *b, const nk_instr *in)
 {
+    (void)in;
     char e[96];
-    affine_text(e, sizeof e, &in->aff);
+    affine_text(e, sizeof e, &b->x->aff);
     put(b, "expr=%s", e);
 }
 
@@ -138,8 +143,8 @@ static void attrs_iota(nk_opbuf *b, const nk_instr *in)
 static void attrs_affine_select(nk_opbuf *b, const nk_instr *in)
 {
     char e[96];
-    affine_text(e, sizeof e, &in->aff);
-    put(b, "pred=%s cmp=%s on_false=%g", e, cmp_name(in->cmp), in->imm0);
+    affine_text(e, sizeof e, &b->x->aff);
+    put(b, "pred=%s cmp=%s on_false=%g", e, cmp_name(in->cmp), b->x->imm0);
 }
 
 /* tensor_tensor_scan: op0, op1, the initial value when an immediate */
@@ -152,7 +157,7 @@ static void attrs_scan(nk_opbuf *b, const nk_instr *in)
     if (in->flags & NK_IF_REV1)
         put(b, "reverse1");
     if (!(in->flags & NK_IF_OPND1_T))
-        put(b, "initial=%g", in->imm0);
+        put(b, "initial=%g", b->x->imm0);
 }
 
 /* scalar_tensor_tensor: op0 with operand0 (an immediate or src[1]), op1
@@ -161,7 +166,7 @@ static void attrs_stt(nk_opbuf *b, const nk_instr *in)
 {
     put(b, "op0=%s", nk_alu_name((nk_alu)in->alu0));
     if (!(in->flags & NK_IF_OPND0_T))
-        put(b, "operand0=%g", in->imm0);
+        put(b, "operand0=%g", b->x->imm0);
     if (in->flags & NK_IF_REV0)
         put(b, "reverse0");
     put(b, "op1=%s", nk_alu_name((nk_alu)in->alu1));
@@ -173,7 +178,7 @@ static void attrs_tensor_scalar_reduce(nk_opbuf *b, const nk_instr *in)
 {
     put(b, "op0=%s", nk_alu_name((nk_alu)in->alu0));
     if (!(in->flags & NK_IF_OPND0_T))
-        put(b, "operand0=%g", in->imm0);
+        put(b, "operand0=%g", b->x->imm0);
     put(b, "reduce_op=%s", nk_alu_name((nk_alu)in->alu1));
 }
 
@@ -181,7 +186,7 @@ static void attrs_tensor_scalar_reduce(nk_opbuf *b, const nk_instr *in)
 static void attrs_select(nk_opbuf *b, const nk_instr *in)
 {
     if (!(in->flags & NK_IF_OPND1_T))
-        put(b, "on_false=%g", in->imm0);
+        put(b, "on_false=%g", b->x->imm0);
 }
 
 /* dropout: the drop probability (an immediate or src[1]) and where in the
@@ -189,8 +194,8 @@ static void attrs_select(nk_opbuf *b, const nk_instr *in)
 static void attrs_dropout(nk_opbuf *b, const nk_instr *in)
 {
     if (!(in->flags & NK_IF_OPND0_T))
-        put(b, "prob=%g", in->imm0);
-    put(b, "draw=%.0f", in->imm1);
+        put(b, "prob=%g", b->x->imm0);
+    put(b, "draw=%.0f", b->x->imm1);
 }
 
 /* ---- cost-table work [ISA-old] */
@@ -222,7 +227,7 @@ static double work_tensor_reduce(const nk_program *p, const nk_instr *in, double
 /* N, or N/2 for zeros in a 16-bit float tile */
 static double work_memset(const nk_program *p, const nk_instr *in, double n)
 {
-    return in->imm0 == 0.0 && is16f(nk__lay(p, &in->dst)->dtype) ? n / 2 : n;
+    return nk__imm0(p, in) == 0.0 && is16f(nk__lay(p, &in->dst)->dtype) ? n / 2 : n;
 }
 
 /* tensor_tensor_scan: 2N */
@@ -666,11 +671,11 @@ const nk_opnd *nk__op_operand(const nk_program *p, const nk_instr *in, int k)
     return k == D ? &in->dst : k == D2 ? nk__dst2(p, in) : nk__src(p, in, k - S0);
 }
 
-size_t nk__op_attrs(const nk_instr *in, char *buf, size_t n)
+size_t nk__op_attrs(const nk_program *p, const nk_instr *in, char *buf, size_t n)
 {
     if (!n)
         return 0;
-    nk_opbuf b = {buf, n, 0};
+    nk_opbuf b = {buf, n, 0, nk__xarg(p, in)};
     buf[0] = 0;
     const nk_opdef *d = nk__op_def(in->op);
     if (d && d->attrs)

@@ -78,6 +78,7 @@ typedef struct nk_opcost {
 typedef struct nk_opbuf {
     char *s;
     size_t n, len;
+    const nk_xarg *x; /* the instruction's scalars */
 } nk_opbuf;
 
 struct nk__exec; /* the executor's state during one run (src/exec) */
@@ -122,6 +123,6 @@ const char *nk__mem_names(unsigned mask);
 
 /* The instruction's attribute text, as every listing, view and export
  * shows it, into buf (truncated to n - 1 bytes); returns its length. */
-size_t nk__op_attrs(const nk_instr *in, char *buf, size_t n);
+size_t nk__op_attrs(const nk_program *p, const nk_instr *in, char *buf, size_t n);
 
 #endif

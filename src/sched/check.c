@@ -27,7 +27,7 @@ void nk__program_assert(const nk_program *p)
         for (uint32_t d = in->dep_off; d < in->dep_off + in->ndep && d < p->ndeps; d++)
             NK_ASSERT(p->deps[d] < i); /* an instruction waits for earlier ones only */
         check_operand(p, &in->dst);
-        NK_ASSERT(in->xsrc2 <= p->nxop && in->xdst2 <= p->nxop);
+        NK_ASSERT(in->xsrc2 <= p->nxop && in->xdst2 <= p->nxop && in->xarg <= p->nxarg);
         check_operand(p, nk__dst2(p, in));
         for (int k = 0; k < 3; k++)
             check_operand(p, nk__src(p, in, k));

@@ -523,12 +523,13 @@ static void put_instr(nk_wr *w, const nk_program *p, uint32_t i)
     nk__wr_uv(w, in->loc);
     nk__wr_uv(w, in->loop);
     nk__wr_uv(w, in->iter);
-    nk__wr_fc(w, in->imm0);
-    nk__wr_fc(w, in->imm1);
-    nk__wr_sv(w, in->aff.c);
-    nk__wr_sv(w, in->aff.cp);
+    const nk_xarg *xa = nk__xarg(p, in);
+    nk__wr_fc(w, xa->imm0);
+    nk__wr_fc(w, xa->imm1);
+    nk__wr_sv(w, xa->aff.c);
+    nk__wr_sv(w, xa->aff.cp);
     for (int k = 0; k < NK_MAXDIM - 1; k++)
-        nk__wr_sv(w, in->aff.cf[k]);
+        nk__wr_sv(w, xa->aff.cf[k]);
     put_deps(w, p, i, in);
     /* the file holds whole access patterns, as before layouts were interned */
     nk_tensor t = nk__opnd_tensor(p, &in->dst);
@@ -961,12 +962,17 @@ static int get_instrs(nk_rd *r, nk_program *p)
         in->loc = nk__rd_vu32(&s);
         in->loop = nk__rd_vu32(&s);
         in->iter = nk__rd_vu32(&s);
-        in->imm0 = nk__rd_vfc(&s);
-        in->imm1 = nk__rd_vfc(&s);
-        in->aff.c = nk__rd_vi32(&s);
-        in->aff.cp = nk__rd_vi32(&s);
+        nk_xarg xa;
+        xa.imm0 = nk__rd_vfc(&s);
+        xa.imm1 = nk__rd_vfc(&s);
+        xa.aff.c = nk__rd_vi32(&s);
+        xa.aff.cp = nk__rd_vi32(&s);
         for (int k = 0; k < NK_MAXDIM - 1; k++)
-            in->aff.cf[k] = nk__rd_vi32(&s);
+            xa.aff.cf[k] = nk__rd_vi32(&s);
+        if (nk__set_xarg(p, in, &xa)) {
+            nk__rd_fail(&s, NK_ENOMEM, "out of memory");
+            break;
+        }
         uint32_t nd = get_dep_count(&s);
         if (s.rc)
             break;
@@ -1273,6 +1279,8 @@ int nk__program_copy(const nk_program *p, nk_program **out)
     q->instrs = dup_array(p->instrs, p->ninstr, sizeof *p->instrs, &bad);
     q->xop = dup_array(p->xop, p->nxop, sizeof *p->xop, &bad);
     q->cap_xop = p->nxop;
+    q->xarg = dup_array(p->xarg, p->nxarg, sizeof *p->xarg, &bad);
+    q->cap_xarg = p->nxarg;
     q->lays = dup_array(p->lays, p->nlays, sizeof *p->lays, &bad);
     q->cap_lays = p->nlays;
     q->lay_hash = NULL; /* rebuilt when the copy interns a layout */
@@ -1573,6 +1581,8 @@ static int check_fields(chk *c, uint32_t i, const nk_instr *in)
     if (in->xsrc2 > p->nxop || in->xdst2 > p->nxop || (p->nxop && !p->xop))
         return bad(c, "instruction %u: operands %u, %u outside the side table of %u", i, in->xsrc2, in->xdst2,
                    p->nxop);
+    if (in->xarg > p->nxarg || (p->nxarg && !p->xarg))
+        return bad(c, "instruction %u: scalars %u outside the side table of %u", i, in->xarg, p->nxarg);
     const nk_opnd *ts[5];
     nk__operands(p, in, ts);
     for (int k = 0; k < 5; k++)
@@ -1752,10 +1762,10 @@ static void dump_operands(nk_text *t, const nk_program *p, const nk_instr *in)
 }
 
 /* The attributes, as every view and export shows them (src/isa). */
-static void dump_details(nk_text *t, const nk_instr *in)
+static void dump_details(nk_text *t, const nk_program *p, const nk_instr *in)
 {
     char a[256];
-    if (nk__op_attrs(in, a, sizeof a))
+    if (nk__op_attrs(p, in, a, sizeof a))
         nk__text_printf(t, " %s", a);
 }
 
@@ -1810,7 +1820,7 @@ int nk_program_dump(const nk_program *p, char **text)
             nk__text_printf(&t, "    ");
         nk__text_printf(&t, " %-13s ", nk__op_name(in->op));
         dump_operands(&t, p, in);
-        dump_details(&t, in);
+        dump_details(&t, p, in);
         nk__text_printf(&t, "  deps ");
         for (uint32_t k = 0; k < in->ndep; k++)
             nk__text_printf(&t, "%s%u", k ? "," : "", p->deps[in->dep_off + k]);

@@ -450,6 +450,11 @@ static void trim(nk_program *p)
         p->xop = x;
         p->cap_xop = p->nxop;
     }
+    nk_xarg *xa = p->nxarg ? realloc(p->xarg, (size_t)p->nxarg * sizeof *xa) : NULL;
+    if (xa) {
+        p->xarg = xa;
+        p->cap_xarg = p->nxarg;
+    }
     nk_layout *l = p->nlays ? realloc(p->lays, (size_t)p->nlays * sizeof *l) : NULL;
     if (l) {
         p->lays = l;

@@ -837,7 +837,7 @@ static int check_program(const nk_program *p)
         for (uint32_t k = 0; k < in->ndep; k++)
             if (p->deps[in->dep_off + k] >= i) /* dependencies point backwards */
                 return NK_EINVAL;
-        if (in->xsrc2 > p->nxop || in->xdst2 > p->nxop)
+        if (in->xsrc2 > p->nxop || in->xdst2 > p->nxop || in->xarg > p->nxarg)
             return NK_EINVAL;
         const nk_opnd *ts[5];
         nk__operands(p, in, ts);

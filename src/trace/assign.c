@@ -84,7 +84,7 @@ static int account(nk_ctx *nc)
         clear_zero(nc, nk__dst2(p, in), i);
         for (int k = 0; k < 3; k++)
             clear_zero(nc, nk__src(p, in, k), i);
-        if (in->op == NK_OP_MEMSET && in->imm0 == 0.0 && nk__opnd_mem(p, &in->dst) != NK_SHARED_HBM &&
+        if (in->op == NK_OP_MEMSET && nk__imm0(p, in) == 0.0 && nk__opnd_mem(p, &in->dst) != NK_SHARED_HBM &&
             in->dst.buf < nc->cap_bs) {
             if (nk__grow((void **)&nc->zpool, &nc->cap_z, nc->nz + 1, sizeof *nc->zpool))
                 return NK_ENOMEM;

@@ -412,14 +412,14 @@ static void activation(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {
-        in->imm0 = bias.value;
+        nk__emit_imm(nc, loc, in, 0, bias.value);
     }
     if (scale.is_tensor) {
         nk__emit_src2(nc, loc, in, scale.t);
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     } else {
-        in->imm1 = scale.value;
+        nk__emit_imm(nc, loc, in, 1, scale.value);
     }
     if (reduce_dst.buf) {
         nk__emit_dst2(nc, loc, in, reduce_dst);
@@ -514,14 +514,14 @@ void nk_isa_tensor_scalar_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor sr
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {
-        in->imm0 = o0.value;
+        nk__emit_imm(nc, loc, in, 0, o0.value);
     }
     if (o1.is_tensor) {
         nk__emit_src2(nc, loc, in, o1.t);
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     } else {
-        in->imm1 = o1.value;
+        nk__emit_imm(nc, loc, in, 1, o1.value);
     }
     wrote(nc, dst);
 }
@@ -605,7 +605,7 @@ void nk_isa_memset_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, double value, nk_en
     if (!in)
         return;
     nk__emit_opnd(nc, loc, &in->dst, dst);
-    in->imm0 = value;
+    nk__emit_imm(nc, loc, in, 0, value);
     wrote(nc, dst);
 }
 
@@ -622,7 +622,7 @@ void nk_isa_iota_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine expr)
     if (!in)
         return;
     nk__emit_opnd(nc, loc, &in->dst, dst);
-    in->aff = expr;
+    nk__emit_aff(nc, loc, in, expr);
     wrote(nc, dst);
 }
 
@@ -646,9 +646,9 @@ void nk_isa_affine_select_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_affine pr
     nk__emit_opnd(nc, loc, &in->dst, dst);
     nk__emit_opnd(nc, loc, &in->src[0], on_true);
     in->nsrc = 1;
-    in->aff = pred;
+    nk__emit_aff(nc, loc, in, pred);
     in->cmp = (uint8_t)cmp;
-    in->imm0 = on_false;
+    nk__emit_imm(nc, loc, in, 0, on_false);
     wrote(nc, dst);
 }
 
@@ -815,7 +815,7 @@ void nk_isa_tensor_tensor_scan_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tens
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     } else {
-        in->imm0 = initial.value;
+        nk__emit_imm(nc, loc, in, 0, initial.value);
     }
     wrote(nc, dst);
 }
@@ -842,7 +842,7 @@ void nk_isa_scalar_tensor_tensor_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
         nk__emit_opnd(nc, loc, &in->src[1], operand0.t);
         in->flags |= NK_IF_OPND0_T;
     } else {
-        in->imm0 = operand0.value;
+        nk__emit_imm(nc, loc, in, 0, operand0.value);
     }
     wrote(nc, dst);
 }
@@ -880,7 +880,7 @@ void nk_isa_tensor_scalar_reduce_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_te
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {
-        in->imm0 = operand0.value;
+        nk__emit_imm(nc, loc, in, 0, operand0.value);
     }
     wrote(nc, dst);
     wrote(nc, reduce_res);
@@ -1398,7 +1398,7 @@ static nk_tensor where(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor cond, n
             in->flags = NK_IF_OPND1_T;
             in->nsrc = 3;
         } else {
-            in->imm0 = yv;
+            nk__emit_imm(nc, loc, in, 0, yv);
         }
     }
     wrote(nc, t);
@@ -1493,14 +1493,14 @@ static void dropout(nk_ctx *nc, nk_loc loc, const char *op, nk_tensor dst, nk_te
         in->flags |= NK_IF_OPND0_T;
         in->nsrc = 2;
     } else {
-        in->imm0 = prob.value;
+        nk__emit_imm(nc, loc, in, 0, prob.value);
     }
     if (nc->rng_seed.buf) {
         nk__emit_src2(nc, loc, in, nc->rng_seed);
         in->flags |= NK_IF_OPND1_T;
         in->nsrc = 3;
     }
-    in->imm1 = nc->rng_draws;
+    nk__emit_imm(nc, loc, in, 1, nc->rng_draws);
     nc->rng_draws += (double)nk__numel(&data);
     wrote(nc, dst);
 }

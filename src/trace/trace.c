@@ -150,7 +150,8 @@ static int within_budget(nk_ctx *nc, nk_loc loc, uint64_t more)
                     (uint64_t)nc->cap_bs * sizeof(nk_bufstate) + (uint64_t)nc->cap_locs * sizeof(nk_locinfo) +
                     (uint64_t)nc->lochash_cap * sizeof(struct lockey) + (uint64_t)nc->cap_loops * sizeof(nk_loopinfo) +
                     (uint64_t)nc->cap_la * sizeof(nk_loopalloc) + nc->cap_dead +
-                    (uint64_t)nc->p->cap_xop * sizeof(nk_opnd) + (uint64_t)nc->p->cap_lays * sizeof(nk_layout) +
+                    (uint64_t)nc->p->cap_xop * sizeof(nk_opnd) + (uint64_t)nc->p->cap_xarg * sizeof(nk_xarg) +
+                    (uint64_t)nc->p->cap_lays * sizeof(nk_layout) +
                     (uint64_t)nc->p->lay_hcap * sizeof(uint32_t);
     if (have + more <= (uint64_t)nc->max_bytes)
         return 1;
@@ -281,6 +282,43 @@ static int emit_xop(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t, int dst2)
         nk__fail(nc, loc, rc, "out of memory recording instruction %u", p->ninstr - 1);
     return rc;
 }
+/* in's scalars to write, as emit_xop grows its table; NULL when it failed. */
+static nk_xarg *emit_xarg(nk_ctx *nc, nk_loc loc, nk_instr *in)
+{
+    nk_program *p = nc->p;
+    if (!in->xarg && p->nxarg >= p->cap_xarg &&
+        !within_budget(nc, loc, (grown(p->cap_xarg, p->nxarg + 1) - p->cap_xarg) * sizeof(nk_xarg)))
+        return NULL;
+    nk_xarg *x = nk__xarg_w(p, in);
+    if (!x)
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory recording instruction %u", p->ninstr - 1);
+    return x;
+}
+
+int nk__emit_imm(nk_ctx *nc, nk_loc loc, nk_instr *in, int k, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    if (!in->xarg && !bits)
+        return 0; /* what an instruction without an entry reads */
+    nk_xarg *x = emit_xarg(nc, loc, in);
+    if (!x)
+        return nc->status ? nc->status : NK_ENOMEM;
+    *(k ? &x->imm1 : &x->imm0) = v;
+    return 0;
+}
+
+int nk__emit_aff(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_affine a)
+{
+    if (!in->xarg && nk__xarg_is_zero(&(nk_xarg){.aff = a}))
+        return 0;
+    nk_xarg *x = emit_xarg(nc, loc, in);
+    if (!x)
+        return nc->status ? nc->status : NK_ENOMEM;
+    x->aff = a;
+    return 0;
+}
+
 int nk__emit_src2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t) { return emit_xop(nc, loc, in, t, 0); }
 int nk__emit_dst2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t) { return emit_xop(nc, loc, in, t, 1); }
 

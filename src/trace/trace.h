@@ -96,6 +96,11 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine);
  * (held in the program's side table, within the trace's memory bound);
  * nonzero after failing the trace at loc. */
 int nk__emit_src2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t);
+/* Sets in's scalar operand k (0: imm0, 1: imm1) or its affine expression,
+ * in p->xarg (an entry only once one is not zero), counted against
+ * nk_options.max_trace_bytes; fails at loc. */
+int nk__emit_imm(nk_ctx *nc, nk_loc loc, nk_instr *in, int k, double v);
+int nk__emit_aff(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_affine a);
 int nk__emit_dst2(nk_ctx *nc, nk_loc loc, nk_instr *in, nk_tensor t);
 /* Sets *o, an operand of the instruction just emitted (dst, src[0],
  * src[1]), to t, its layout interned within the trace's memory bound;

@@ -509,7 +509,7 @@ static void put_instr_json(const nk_profile *pr, uint32_t i, double s, double e,
     nk__vb_i64(t, line);
     put_call_args(p, i, 0, file, line, t);
     char attrs[256];
-    nk__op_attrs(in, attrs, sizeof attrs);
+    nk__op_attrs(p, in, attrs, sizeof attrs);
     nk__vb_str(t, ",\"attrs\":");
     nk__vb_jstr(t, attrs);
     nk__vb_str(t, ",\"deps\":[");

@@ -72,9 +72,10 @@ static void key_of(const nk_program *p, const nk_instr *in, okey *k)
     k->nsrc = in->nsrc;
     k->axis = in->axis;
     k->flags = in->flags;
-    memcpy(&k->imm0, &in->imm0, sizeof k->imm0);
-    memcpy(&k->imm1, &in->imm1, sizeof k->imm1);
-    k->aff = in->aff;
+    const nk_xarg *xa = nk__xarg(p, in);
+    memcpy(&k->imm0, &xa->imm0, sizeof k->imm0);
+    memcpy(&k->imm1, &xa->imm1, sizeof k->imm1);
+    k->aff = xa->aff;
     for (int o = 0; o < NK_OPND_COUNT; o++) {
         if (o >= NK_OPND_SRC0 && o - NK_OPND_SRC0 >= in->nsrc)
             continue;

@@ -181,7 +181,7 @@ void nk__view_operands(const nk_program *p, uint32_t i, char *buf, size_t n)
     if (i >= p->ninstr)
         return;
     const nk_instr *in = &p->instrs[i];
-    c.k = nk__op_attrs(in, buf, n);
+    c.k = nk__op_attrs(p, in, buf, n);
     for (int k = 0; k < NK_OPND_COUNT; k++)
         if (k < NK_OPND_SRC0 || k - NK_OPND_SRC0 < in->nsrc)
             put_ap(&c, p, nk__op_operand_name(in, k), nk__op_operand(p, in, k));

@@ -216,7 +216,8 @@ typedef struct fixture {
     nk_counter counter;
     double ct[3], cv[3];
     nk_source src;
-    nk_layout lays[4]; /* the program's layout table, static as the rest */
+    nk_layout lays[4];
+    nk_xarg xarg[1]; /* the program's layout table, static as the rest */
 } fixture;
 
 static const char kern_src[] = "void kern(nk_ctx *nc)\n    x = load(in)\n    y = matmul(x)\n    z = add(exp(y), y)\n    store(out, z)\n";
@@ -260,6 +261,8 @@ static void fixture_init(fixture *f)
     p->arch = nk__arch_get("trn1");
     p->lays = f->lays;
     p->cap_lays = NK_ARRAY_LEN(f->lays);
+    p->xarg = f->xarg; /* room for one: nothing to free */
+    p->cap_xarg = NK_ARRAY_LEN(f->xarg);
     f->files[0] = "tests/kern.c";
     p->files = f->files;
     p->nfiles = 1;
@@ -299,7 +302,7 @@ static void fixture_init(fixture *f)
     f->instrs[2].src[1] = fop(f, ap(3, NK_SBUF, 512));
     f->instrs[2].nsrc = 2;
     f->instrs[3].func = NK_ACT_EXP;
-    f->instrs[3].imm1 = 1.0;
+    nk__xarg_w(p, &f->instrs[3])->imm1 = 1.0;
     f->instrs[4].alu0 = NK_ALU_ADD;
     f->instrs[4].src[1] = fop(f, ap(4, NK_PSUM, 0));
     f->instrs[4].nsrc = 2;

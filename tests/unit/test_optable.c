@@ -198,7 +198,7 @@ static const char *attrs_of(const nk_program *p, int op, char *buf, size_t n)
 {
     for (uint32_t i = 0; i < p->ninstr; i++)
         if (p->instrs[i].op == op) {
-            nk__op_attrs(&p->instrs[i], buf, n);
+            nk__op_attrs(p, &p->instrs[i], buf, n);
             return buf;
         }
     return "(no such instruction)";
@@ -229,7 +229,7 @@ TEST(optable_listing_and_exports_print_the_same_attributes)
         seen[ins->op] = 1;
         if (ins->op == NK_OP_TRANSPOSE)
             engines[ins->engine] = 1;
-        size_t n = nk__op_attrs(ins, attrs, sizeof attrs);
+        size_t n = nk__op_attrs(p, ins, attrs, sizeof attrs);
         CHECK_INT(n, strlen(attrs));
         /* the listing: the attributes after the operands */
         CHECK(dump_line(dump, i, line, sizeof line));
@@ -316,7 +316,7 @@ TEST(optable_affine_select_on_false_is_the_value_written)
         for (uint32_t i = 0; i < p->ninstr; i++)
             if (p->instrs[i].op == NK_OP_AFFINE_SELECT) {
                 char opnd[1024];
-                CHECK(p->instrs[i].imm1 == 0 && p->instrs[i].imm0 == on_false_value);
+                CHECK(nk__imm1(p, &p->instrs[i]) == 0 && nk__imm0(p, &p->instrs[i]) == on_false_value);
                 nk__view_operands(p, i, opnd, sizeof opnd);
                 CHECK_CONTAINS(opnd, "on_false=-7 ");
             }

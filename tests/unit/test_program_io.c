@@ -176,8 +176,9 @@ static void check_same_program(const nk_program *a, const nk_program *b)
               x->alu1 == y->alu1 && x->cmp == y->cmp && x->axis == y->axis && x->nsrc == y->nsrc &&
               x->flags == y->flags && x->queue == y->queue && x->loc == y->loc && x->loop == y->loop &&
               x->iter == y->iter && x->ndep == y->ndep && x->dep_off == y->dep_off);
-        CHECK(!memcmp(&x->imm0, &y->imm0, sizeof x->imm0) && !memcmp(&x->imm1, &y->imm1, sizeof x->imm1));
-        CHECK(!memcmp(&x->aff, &y->aff, sizeof x->aff));
+        const nk_xarg *xa = nk__xarg(a, x), *ya = nk__xarg(b, y);
+        CHECK(!memcmp(&xa->imm0, &ya->imm0, sizeof xa->imm0) && !memcmp(&xa->imm1, &ya->imm1, sizeof xa->imm1));
+        CHECK(!memcmp(&xa->aff, &ya->aff, sizeof xa->aff));
         nk_tensor xd = nk__opnd_tensor(a, &x->dst), yd = nk__opnd_tensor(b, &y->dst);
         nk_tensor x2 = nk__opnd_tensor(a, nk__dst2(a, x)), y2 = nk__opnd_tensor(b, nk__dst2(b, y));
         CHECK(same_tensor(&xd, &yd) && same_tensor(&x2, &y2));
