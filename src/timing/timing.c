@@ -53,14 +53,17 @@ typedef struct hent {
 /* A load/store as the DMA engines see it: one descriptor per engine used,
  * engines e0, e0 + 1, ... (mod the engine count), partitions spread evenly. */
 typedef struct dmainfo {
-    double xfer_ns[2];   /* a descriptor of per (extra) partitions: bytes / rate */
-    double hbm_ns[2];    /* its time on the shared HBM bandwidth: hbm_sides * bytes / hbm_gbps */
+    double rate;         /* one engine's bytes per ns: a descriptor takes bytes / rate, and
+                            hbm_sides * bytes / hbm_gbps on the shared HBM bandwidth (both
+                            computed where the descriptor starts: a third of a large
+                            program's instructions are DMAs, and this is kept for each) */
     uint64_t part_bytes; /* bytes per partition */
     uint32_t per, extra; /* parts / neng, parts % neng: the first `extra` descriptors take one more */
     uint16_t queue;
     uint8_t e0, neng, store;
     uint8_t hbm_sides;   /* times its bytes pass the shared HBM bandwidth */
 } dmainfo;
+_Static_assert(sizeof(void *) != 8 || sizeof(dmainfo) == 32, "dmainfo is 32 bytes");
 
 
 typedef struct engine {
@@ -737,15 +740,15 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
     const dmainfo *m = dma_of(s, i);
     uint32_t c = s->gcore[g], e = s->geng[g];
     uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, big = k < m->extra;
-    double end = t + m->xfer_ns[big];
+    uint32_t parts = m->per + big;
+    uint64_t bytes = (uint64_t)parts * m->part_bytes;
+    double end = t + (double)bytes / m->rate;
     if (m->hbm_sides) { /* SBUF to SBUF leaves HBM alone */
-        s->hbm_free[c] = dmax(s->hbm_free[c], t) + m->hbm_ns[big];
+        s->hbm_free[c] = dmax(s->hbm_free[c], t) + (double)m->hbm_sides * (double)bytes / s->a->hbm_gbps;
         end = dmax(end, s->hbm_free[c]);
     }
     if (s->tl) {
         nk_timeline *tl = s->tl;
-        uint32_t parts = m->per + big;
-        uint64_t bytes = (uint64_t)parts * m->part_bytes;
         if (tl->xfers)
             tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
         ts_add(&s->tput, t, end, bytes);
@@ -1032,13 +1035,8 @@ static int plan_all(sim *s)
         double rate = s->a->dma_engine_gbps * pl.efficiency; /* bytes per ns of one engine */
         s->dord[i] = ndma;
         dmainfo *m = &s->dma[ndma];
-        *m = (dmainfo){{0, 0}, {0, 0}, pl.part_bytes, per, extra, s->queue[i], (uint8_t)rot, (uint8_t)pl.engines,
+        *m = (dmainfo){rate, pl.part_bytes, per, extra, s->queue[i], (uint8_t)rot, (uint8_t)pl.engines,
                        nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM, pl.hbm_sides};
-        for (int big = 0; big < 2; big++) {
-            uint64_t bytes = (uint64_t)(per + (uint32_t)big) * pl.part_bytes;
-            m->xfer_ns[big] = (double)bytes / rate;
-            m->hbm_ns[big] = (double)pl.hbm_sides * (double)bytes / s->a->hbm_gbps;
-        }
         s->left[i] = pl.engines;
         s->qoff[s->core[i] * s->nq + q + 1]++;
         ndma++;
