@@ -493,14 +493,11 @@ static inline uint32_t add_event_on(sim *s, uint32_t i, int engine, int kind, do
     return at;
 }
 
-/* Instruction i's span on its engine: recorded in the timeline, and the
- * latest end per core (the launch's tear-down follows it). */
-static inline void note_span(sim *s, uint32_t i, double start, double end)
+/* Instruction i's span on its engine ends at end: the latest end per core
+ * (the launch's tear-down follows it). The span itself is its events'
+ * (instr_spans, after the run). */
+static inline void note_span(sim *s, uint32_t i, double end)
 {
-    if (s->tl) {
-        s->tl->instr_start[i] = start;
-        s->tl->instr_end[i] = end;
-    }
     uint32_t c = s->core[i];
     s->core_end[c] = dmax(s->core_end[c], end);
 }
@@ -589,7 +586,7 @@ static void commit_tensor(sim *s, engine *E, uint32_t h, const nk_cost *c)
         add_event_on(s, h, NK_ENGINE_TENSOR, NK_EV_LOAD_STATIONARY, ls, ls_end);
         add_event_on(s, h, NK_ENGINE_TENSOR, NK_EV_MULTIPLY_MOVING, mm, mm_end);
     }
-    note_span(s, h, ls, mm_end);
+    note_span(s, h, mm_end);
 }
 
 static void commit_stream(sim *s, uint32_t core, int e, engine *E, uint32_t h, const nk_cost *c)
@@ -615,7 +612,7 @@ static void commit_stream(sim *s, uint32_t core, int e, engine *E, uint32_t h, c
     s->done[h] = end + c->write_ns;
     if (s->tl)
         add_event_on(s, h, e, NK_EV_INSTR, bar, end);
-    note_span(s, h, bar, end);
+    note_span(s, h, end);
 }
 
 static void commit_compute(sim *s, uint32_t id)
@@ -650,10 +647,9 @@ static inline void wake(sim *s, uint32_t g, double t)
 
 static void commit_dma(sim *s, uint32_t i)
 {
-    double trig = s->aux[i];
     if (s->tl) /* the issue bar went in at the trigger; now it has its end */
         s->tl->events[s->ev_at[i]].end = s->done[i];
-    note_span(s, i, trig, s->done[i]);
+    note_span(s, i, s->done[i]);
     propagate(s, i);
 }
 
@@ -1401,6 +1397,31 @@ static void *counters_work(void *arg)
     return NULL;
 }
 
+/* Each instruction's earliest event start and latest event end, made once
+ * the run is over (while it runs, the per-instruction state takes the
+ * memory): the Tensor engine's weight load starts before its multiply, which
+ * ends last; a DMA's trigger starts with its issue bar, which ends last. */
+static int instr_spans(nk_timeline *tl, uint32_t n)
+{
+    tl->instr_start = malloc((n ? n : 1) * sizeof(double));
+    tl->instr_end = malloc((n ? n : 1) * sizeof(double));
+    if (!tl->instr_start || !tl->instr_end)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        tl->instr_start[i] = INFINITY;
+        tl->instr_end[i] = -INFINITY;
+    }
+    for (uint32_t k = 0; k < tl->nevents; k++) {
+        const nk_event *e = &tl->events[k];
+        tl->instr_start[e->instr] = fmin(tl->instr_start[e->instr], e->start);
+        tl->instr_end[e->instr] = dmax(tl->instr_end[e->instr], e->end);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (tl->instr_start[i] == INFINITY) /* no event (the run stopped first) */
+            tl->instr_start[i] = tl->instr_end[i] = 0;
+    return 0;
+}
+
 static int finish(sim *s)
 {
     nk_timeline *tl = s->tl;
@@ -1415,6 +1436,8 @@ static int finish(sim *s)
         if (v)
             tl->dspans = v;
     }
+    if ((rc = instr_spans(tl, s->n))) /* before the tile counters, which read them */
+        return rc;
     counters_job cj = {p, tl, 0};
     pthread_t th;
     int threaded = nk__threads(p->threads) > 1 && !pthread_create(&th, NULL, counters_work, &cj);
@@ -1543,9 +1566,7 @@ static int alloc_sim(sim *s)
         memcpy(s->ev_cur, s->ev_off, nst * sizeof *s->ev_cur);
         tl->nevents = nev;
         tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
-        tl->instr_start = calloc(n, sizeof(double));
-        tl->instr_end = calloc(n, sizeof(double));
-        if (!tl->events || !tl->instr_start || !tl->instr_end)
+        if (!tl->events)
             return NK_ENOMEM;
     }
     return 0;
