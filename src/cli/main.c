@@ -6,6 +6,9 @@
 #include "core/atomicfile.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,6 +100,16 @@ static void remove_temporaries_on_signals(void)
 
 int main(int argc, char **argv)
 {
+#ifdef __GLIBC__
+    /* A large program's arrays (tens of megabytes each: a few bytes per
+     * instruction) come and go phase by phase. glibc raises its mmap
+     * threshold to the size of each mapped block freed, and the arrays
+     * allocated after that come from the heap, where what is freed stays
+     * resident behind what is not. A fixed threshold keeps every block of a
+     * megabyte or more mapped, given back to the system when freed: the
+     * timing-only profile of a 794,624-instruction matmul peaks 28 MiB lower. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     remove_temporaries_on_signals();
     /* profiles of built-in kernels hold their source from any directory */
     nk_builtin_kernel_sources_register();
