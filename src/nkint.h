@@ -79,11 +79,12 @@ typedef struct nk_layout {
  * Read it with the nk__opnd_* accessors or nk__opnd_tensor; set it with
  * nk__opnd_set (which interns). */
 typedef struct nk_opnd {
-    uint32_t buf;    /* buffer id; 0 = no operand */
-    uint32_t lay;
-    int64_t off;     /* element offset (within a partition for tiles) */
-    uint8_t part0;   /* first partition (tiles) */
+    uint32_t buf;        /* buffer id; 0 = no operand */
+    uint32_t lay : 24;   /* a program has at most NK_MAX_LAYOUTS layouts */
+    uint32_t part0 : 8;  /* first partition (tiles) */
+    int64_t off;         /* element offset (within a partition for tiles) */
 } nk_opnd;
+#define NK_MAX_LAYOUTS ((1u << 24) - 1)
 
 /* One instruction. The record holds dst, src[0] and src[1]; the third
  * source and the reduce output, which few instructions have, live in the
@@ -120,7 +121,7 @@ typedef struct nk_instr {
 /* Every pass over a program (scheduling, timing, encoding) reads the whole
  * record once per instruction: keep it from growing unnoticed (the size on
  * 64-bit targets). */
-_Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 128, "nk_instr is 128 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 104, "nk_instr is 104 bytes");
 
 /* An instruction's scalar operands and affine expression, which DMAs,
  * matmuls and most copies do not have: outside the record, in p->xarg. */
@@ -128,7 +129,7 @@ typedef struct nk_xarg {
     double imm0, imm1; /* scalar operands, memset value, scale, on_false */
     nk_affine aff;     /* IOTA / AFFINE_SELECT expression */
 } nk_xarg;
-_Static_assert(sizeof(nk_opnd) == 24 || sizeof(void *) != 8, "nk_opnd is 24 bytes");
+_Static_assert(sizeof(nk_opnd) == 16 || sizeof(void *) != 8, "nk_opnd is 16 bytes");
 
 /* What an HBM buffer is to the kernel. */
 enum { NK_ROLE_INPUT = 0, NK_ROLE_OUTPUT, NK_ROLE_SCRATCH, NK_ROLE_TILE,

@@ -339,6 +339,8 @@ uint32_t nk__lay_intern(nk_program *p, const nk_layout *l)
     for (; p->lay_hash[j]; j = (j + 1) & (p->lay_hcap - 1))
         if (lay_same(&p->lays[p->lay_hash[j] - 1], &k))
             return p->lay_hash[j];
+    if (p->nlays >= NK_MAX_LAYOUTS) /* what nk_opnd can name */
+        return UINT32_MAX;
     if (p->nlays >= p->cap_lays) {
         if (p->cap_lays >= UINT32_MAX / 4)
             return UINT32_MAX;

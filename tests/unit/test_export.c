@@ -248,7 +248,7 @@ static nk_opnd fop(fixture *f, nk_tensor t)
         k++;
     if (k == p->nlays && k < NK_ARRAY_LEN(f->lays))
         memcpy(&p->lays[p->nlays++], &l, sizeof l);
-    nk_opnd o = {t.buf, k + 1, t.off, t.part0};
+    nk_opnd o = {.buf = t.buf, .lay = k + 1, .part0 = t.part0, .off = t.off};
     return o;
 }
 
