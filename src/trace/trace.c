@@ -20,7 +20,7 @@
 
 /* ---- growable arrays */
 
-int nk__grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
+int nk__grow_raw(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -30,9 +30,18 @@ int nk__grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
     void *q = realloc(*ptr, (size_t)c * elem);
     if (!q)
         return -1;
-    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
     *ptr = q;
     *cap = c;
+    return 0;
+}
+
+int nk__grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    uint32_t old = *cap;
+    if (nk__grow_raw(ptr, cap, need, elem))
+        return -1;
+    if (*cap > old)
+        memset((char *)*ptr + (size_t)old * elem, 0, (size_t)(*cap - old) * elem);
     return 0;
 }
 
@@ -219,7 +228,7 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
             return NULL;
         nc->p->seg_loc[nc->seg] = nc->driver_loc;
     }
-    if (nk__grow((void **)&p->instrs, &nc->cap_instrs, p->ninstr + 1, sizeof *p->instrs)) {
+    if (nk__grow_raw((void **)&p->instrs, &nc->cap_instrs, p->ninstr + 1, sizeof *p->instrs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory recording instruction %u", p->ninstr);
         return NULL;
     }
@@ -329,7 +338,7 @@ static uint32_t new_buf(nk_ctx *nc, nk_loc loc)
         !within_budget(nc, loc, (grown(nc->cap_bufs, p->nbufs + 1) - nc->cap_bufs) *
                                     (sizeof(nk_bufinfo) + sizeof(nk_bufstate))))
         return 0;
-    if (nk__grow((void **)&p->bufs, &nc->cap_bufs, p->nbufs + 1, sizeof *p->bufs)) {
+    if (nk__grow_raw((void **)&p->bufs, &nc->cap_bufs, p->nbufs + 1, sizeof *p->bufs)) {
         nk__fail(nc, loc, NK_ENOMEM, "out of memory allocating a buffer");
         return 0;
     }

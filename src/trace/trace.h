@@ -82,6 +82,10 @@ struct nk_ctx {
 /* Grows *ptr (an array of *cap elements of elem bytes) to hold need,
  * zeroing the new elements; -1 when out of memory. */
 int nk__grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem);
+/* The same without zeroing, for arrays whose users set each element as
+ * they take it (the records and buffers: zeroing up to half again as many
+ * as a large program ends with touched pages the trim gives back). */
+int nk__grow_raw(void **ptr, uint32_t *cap, uint32_t need, size_t elem);
 /* Records the first error (later ones are dropped); returns status. */
 int nk__fail(nk_ctx *nc, nk_loc loc, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
