@@ -58,20 +58,24 @@ int nk_cli_profile_file(const char *cmd, const char *path)
 int nk_cli_write_profile(const nk_program *p, const char *path, FILE *note)
 {
     nk_profile *pr;
-    int st = nk__profile_capture_view(p, NULL, &pr); /* p outlives pr: no copy of it */
-    nk_cli_env_stamp_profile(pr);
-    if (st)
-        return nk_cli_error(NK_EXIT_FAIL, "profile: capturing %s failed: %s", path, nk_strerror(st));
-    int code;
+    int st, code;
     if (nk_cli_is_stdout(path)) {
+        st = nk__profile_capture_view(p, NULL, &pr); /* p outlives pr: no copy of it */
+        nk_cli_env_stamp_profile(pr);
+        if (st)
+            return nk_cli_error(NK_EXIT_FAIL, "profile: capturing %s failed: %s", path, nk_strerror(st));
         nk_wr w = {0};
         st = nk__profile_encode(pr, &w);
         code = st ? nk_cli_write_failed("profile", path, st, NULL) : nk_cli_write_text("profile", path, w.p, w.n);
         nk__wr_free(&w);
         note = stderr;
-    } else {
-        st = nk_profile_write(pr, path);
-        code = st ? nk_cli_write_failed("profile", path, st, st == NK_EIO ? nk__file_error() : NULL) : NK_EXIT_OK;
+    } else { /* the program's part of the file is written while the model times it */
+        double t;
+        int wst;
+        st = nk__profile_capture_write(p, path, nk_cli_env_created(&t) ? &t : NULL, &pr, &wst);
+        if (st)
+            return nk_cli_error(NK_EXIT_FAIL, "profile: capturing %s failed: %s", path, nk_strerror(st));
+        code = wst ? nk_cli_write_failed("profile", path, wst, wst == NK_EIO ? nk__file_error() : NULL) : NK_EXIT_OK;
     }
     if (!code)
         fprintf(note, "wrote %s (%zu instructions, device time %.3f us on %s)\n",

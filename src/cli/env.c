@@ -17,13 +17,19 @@ int nk_cli_env_threads(void)
     return *end || n < 1 ? 0 : n > INT_MAX ? INT_MAX : (int)n;
 }
 
-void nk_cli_env_stamp_profile(nk_profile *pr)
+int nk_cli_env_created(double *t)
 {
     const char *e = getenv("NK_PROFILE_FIXED_TIME");
-    if (!pr || !e || !*e)
-        return;
+    if (!e || !*e)
+        return 0;
     char *end;
-    double t = strtod(e, &end);
-    if (!*end && isfinite(t))
+    *t = strtod(e, &end);
+    return !*end && isfinite(*t);
+}
+
+void nk_cli_env_stamp_profile(nk_profile *pr)
+{
+    double t;
+    if (pr && nk_cli_env_created(&t))
         nk_profile_set_created(pr, t);
 }

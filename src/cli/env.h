@@ -18,8 +18,11 @@
 /* NK_THREADS as a positive count, or 0 (unset, empty or not a positive
  * integer: the library's default). */
 int nk_cli_env_threads(void);
-/* Gives pr the creation time NK_PROFILE_FIXED_TIME names, when it is set to a
- * finite number; otherwise leaves the capture's clock time. */
+/* The creation time NK_PROFILE_FIXED_TIME names into *t: 1 when it is set to
+ * a finite number, else 0. */
+int nk_cli_env_created(double *t);
+/* Gives pr that creation time, when there is one; otherwise leaves the
+ * capture's clock time. */
 void nk_cli_env_stamp_profile(nk_profile *pr);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +97,9 @@ int nk__profile_read_sources(nk_profile *pr)
     return 0;
 }
 
-/* A capture whose program is p itself (view) or a copy of it. */
-static int capture(const nk_program *p, const nk_arch *arch, int view, nk_profile **out)
+/* The profile of a capture before its timing: its program p itself (view)
+ * or a copy of it. */
+static int capture_begin(const nk_program *p, const nk_arch *arch, int view, nk_profile **out)
 {
     *out = NULL;
     if (!p)
@@ -126,18 +128,33 @@ static int capture(const nk_program *p, const nk_arch *arch, int view, nk_profil
         pr->prog->owned = 0;
         pr->prog->view = 1;
     }
-    /* a timeline the model has just computed is trusted as it is (the
-     * reader checks those that come from files) */
-    if (!rc)
-        rc = nk__time_program(pr->prog, &pr->arch, &pr->tl);
-    if (!rc)
-        rc = nk__profile_read_sources(pr);
     if (rc) {
         nk_profile_free(pr);
         return rc;
     }
     *out = pr;
     return 0;
+}
+
+/* The rest of a capture: the timeline and the sources. */
+static int capture_finish(nk_profile *pr)
+{
+    /* a timeline the model has just computed is trusted as it is (the
+     * reader checks those that come from files) */
+    int rc = nk__time_program(pr->prog, &pr->arch, &pr->tl);
+    if (!rc)
+        rc = nk__profile_read_sources(pr);
+    return rc;
+}
+
+static int capture(const nk_program *p, const nk_arch *arch, int view, nk_profile **out)
+{
+    int rc = capture_begin(p, arch, view, out);
+    if (!rc && (rc = capture_finish(*out))) {
+        nk_profile_free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int nk_profile_capture(const nk_program *p, const nk_arch *arch, nk_profile **out)
@@ -554,12 +571,16 @@ typedef struct sout {
     uint64_t len;
 } sout;
 
+static int sout_put(sout *o, const uint8_t *p, size_t n)
+{
+    xxh_update(&o->h, p, n);
+    o->len += n;
+    return n ? nk__afile_write(o->f, p, n) : 0;
+}
+
 static int sout_flush(void *ctx, nk_wr *w)
 {
-    sout *o = ctx;
-    xxh_update(&o->h, w->p, w->n);
-    o->len += w->n;
-    int rc = w->n ? nk__afile_write(o->f, w->p, w->n) : 0;
+    int rc = sout_put(ctx, w->p, w->n);
     w->n = 0;
     return rc;
 }
@@ -569,9 +590,6 @@ static int sout_flush(void *ctx, nk_wr *w)
 #define STREAM_MIN_BYTES (4u << 20)
 #define STREAM_CHUNK (1u << 20)
 
-/* Streams pr to the open file f: 1 written (commit next), 0 when f cannot
- * take a stream (written in place: nothing written, encode in memory
- * instead), < 0 an error. */
 /* The PROG section, its instructions a chunk at a time (at a million
  * instructions they are 67 MB, which the file need not hold in memory): the
  * parts before and after them in memory, the instructions' bytes counted
@@ -580,22 +598,29 @@ static int stream_program(const nk_program *p, nk_wr *w, sout *so)
 {
     nk_wr head = {0}, tail = {0};
     uint64_t ib = 0;
-    int rc = nk__program_encode_head(p, &head);
+    int rc = nk__program_instrs_bytes(p, &ib);
     if (!rc)
         rc = nk__program_encode_tail(p, &tail);
     if (!rc)
-        rc = nk__program_instrs_bytes(p, &ib);
+        rc = nk__program_encode_head(p, &head);
     if (!rc) {
         uint64_t inst = 4 + ib;
         nk__wr_bytes(w, "PROG", 4);
         nk__wr_u64(w, head.n + 12 + inst + tail.n);
-        nk__wr_bytes(w, head.p, head.n);
+        /* the head (the buffers' table: megabytes at a million
+         * instructions) straight to the file, not through w, which would
+         * keep its size to the end */
+        if (!(rc = sout_flush(so, w)))
+            rc = sout_put(so, head.p, head.n);
+        nk__wr_free(&head);
         nk__wr_bytes(w, "INST", 4);
         nk__wr_u64(w, inst);
         nk__wr_u32(w, p->ninstr);
         uint64_t before = so->len + w->n;
-        for (uint32_t i = 0; i < p->ninstr && !rc && !w->oom; i += 4096) {
-            nk__program_encode_instrs(p, w, i, i + 4096 < p->ninstr ? i + 4096 : p->ninstr);
+        /* 512 records (about 45 KB) at a time stay within the slack w was
+         * reserved with past a chunk, so that it never grows */
+        for (uint32_t i = 0; i < p->ninstr && !rc && !w->oom; i += 512) {
+            nk__program_encode_instrs(p, w, i, i + 512 < p->ninstr ? i + 512 : p->ninstr);
             if (w->n >= STREAM_CHUNK)
                 rc = sout_flush(so, w);
         }
@@ -608,65 +633,96 @@ static int stream_program(const nk_program *p, nk_wr *w, sout *so)
     return rc ? rc : w->oom ? NK_ENOMEM : 0;
 }
 
-static int stream_profile(const nk_profile *pr, nk__afile *f)
+/* A profile streaming to its file: the writer, its output and the header's
+ * placeholder bytes. */
+typedef struct pstream {
+    nk_wr w;
+    sout so;
+    uint8_t header[NK_FILE_HEADER_BYTES];
+} pstream;
+
+/* The parts before the timeline: the header's placeholder, META, ARCH and
+ * PROG, which depend on the program alone (and the creation time). 0 or an
+ * error; ps->w is the pstream's to free either way. */
+static int stream_head(const nk_profile *pr, nk__afile *f, pstream *ps)
 {
-    if (f->through || f->fd < 0)
-        return 0;
+    memset(ps, 0, sizeof *ps);
+    ps->so.f = f;
+    xxh_init(&ps->so.h);
     char *arch_text = NULL;
     int rc = nk__arch_format(&pr->arch, &arch_text);
     if (rc)
         return rc;
-    nk_wr w = {0};
-    sout so = {f, {{0}}, 0};
-    xxh_init(&so.h);
-    tout o = {&w, STREAM_CHUNK, sout_flush, &so, 0};
-    nk__wr_reserve(&w, STREAM_CHUNK + (64u << 10));
+    nk_wr *w = &ps->w;
+    nk__wr_reserve(w, STREAM_CHUNK + (64u << 10));
     /* the header's placeholder: the content starts after it, so the bytes
      * handed over are hashed as they go */
-    nk__file_begin(&w, NK_MAGIC_PROFILE);
-    uint8_t header[NK_FILE_HEADER_BYTES];
-    memcpy(header, w.p, sizeof header);
-    rc = w.oom ? NK_ENOMEM : nk__afile_write(f, w.p, w.n);
-    w.n = 0;
+    nk__file_begin(w, NK_MAGIC_PROFILE);
+    memcpy(ps->header, w->p, sizeof ps->header);
+    rc = w->oom ? NK_ENOMEM : nk__afile_write(f, w->p, w->n);
+    w->n = 0;
     if (!rc) {
-        put_meta(&w, pr);
-        size_t s = nk__wr_begin(&w, "ARCH");
-        nk__wr_str(&w, arch_text);
-        nk__wr_end(&w, s);
-        rc = stream_program(pr->prog, &w, &so);
+        put_meta(w, pr);
+        size_t s = nk__wr_begin(w, "ARCH");
+        nk__wr_str(w, arch_text);
+        nk__wr_end(w, s);
+        rc = stream_program(pr->prog, w, &ps->so);
     }
     free(arch_text);
-    if (!rc && !w.oom) {
-        /* the timeline's length first (its section header comes before it) */
-        nk__wr_bytes(&w, "TIME", 4);
-        nk__wr_u64(&w, timeline_bytes(pr->tl, pr->prog->ninstr));
-        size_t before = so.len + w.n;
-        put_timeline(&o, pr->tl, pr->prog->ninstr);
-        rc = o.rc;
-        if (!rc && so.len + w.n - before != timeline_bytes(pr->tl, pr->prog->ninstr))
-            rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
+    return rc ? rc : w->oom ? NK_ENOMEM : 0;
+}
+
+/* The rest, once the timeline is there: TIME and SRCS, then the header over
+ * its placeholder. 1 written (commit next), < 0 an error. */
+static int stream_tail(const nk_profile *pr, nk__afile *f, pstream *ps)
+{
+    nk_wr *w = &ps->w;
+    sout *so = &ps->so;
+    int rc = 0;
+    /* the timeline's length first (its section header comes before it) */
+    nk__wr_bytes(w, "TIME", 4);
+    nk__wr_u64(w, timeline_bytes(pr->tl, pr->prog->ninstr));
+    size_t before = so->len + w->n;
+    tout o = {w, STREAM_CHUNK, sout_flush, so, 0};
+    put_timeline(&o, pr->tl, pr->prog->ninstr);
+    rc = o.rc;
+    if (!rc && so->len + w->n - before != timeline_bytes(pr->tl, pr->prog->ninstr))
+        rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
+    if (!rc && !w->oom) {
+        put_sources(w, pr);
+        rc = sout_flush(so, w);
     }
-    if (!rc && !w.oom) {
-        put_sources(&w, pr);
-        rc = sout_flush(&so, &w);
-    }
-    if (!rc && w.oom)
+    if (!rc && w->oom)
         rc = NK_ENOMEM;
-    nk__wr_free(&w);
     if (rc)
         return rc;
     /* the header: bytes 16..31 are the content's length and checksum. Its
      * placeholder is in the file once the writer has passed it on (more
      * than its buffer has been written since), and is then written over
      * where it lies; else the bytes are encoded again in memory. */
-    nk__put_le(header + 16, so.len, 8);
-    nk__put_le(header + 24, xxh_digest(&so.h), 8);
-    if (lseek(f->fd, 0, SEEK_CUR) < (off_t)sizeof header)
+    nk__put_le(ps->header + 16, so->len, 8);
+    nk__put_le(ps->header + 24, xxh_digest(&so->h), 8);
+    if (lseek(f->fd, 0, SEEK_CUR) < (off_t)sizeof ps->header)
         return 0;
-    ssize_t k = pwrite(f->fd, header, sizeof header, 0);
-    if (k != (ssize_t)sizeof header)
+    ssize_t k = pwrite(f->fd, ps->header, sizeof ps->header, 0);
+    if (k != (ssize_t)sizeof ps->header)
         return nk__afile_fail(f, k < 0 ? errno : ENOSPC);
     return 1;
+}
+
+/* Streams pr to the open file f: 1 written (commit next), 0 when f cannot
+ * take a stream (written in place: nothing written, encode in memory
+ * instead), < 0 an error. */
+static int stream_profile(const nk_profile *pr, nk__afile *f)
+{
+    if (f->through || f->fd < 0)
+        return 0;
+    pstream ps;
+    int rc = stream_head(pr, f, &ps);
+    if (!rc)
+        rc = stream_tail(pr, f, &ps);
+    nk__wr_free(&ps.w);
+    return rc;
 }
 
 int nk_profile_write(const nk_profile *pr, const char *path)
@@ -693,6 +749,73 @@ int nk_profile_write(const nk_profile *pr, const char *path)
     if (!rc)
         rc = nk__file_write_atomic(path, w.p, w.n);
     nk__wr_free(&w);
+    return rc;
+}
+
+/* The file's parts before the timeline, on a thread of their own. */
+typedef struct head_job {
+    const nk_profile *pr;
+    nk__afile *f;
+    pstream *ps;
+    int rc;
+} head_job;
+
+static void *head_work(void *arg)
+{
+    head_job *j = arg;
+    j->rc = stream_head(j->pr, j->f, j->ps);
+    return NULL;
+}
+
+int nk__profile_capture_write(const nk_program *p, const char *path, const double *created, nk_profile **out,
+                              int *write_rc)
+{
+    *write_rc = 0;
+    if (!path)
+        return NK_EINVAL;
+    nk_profile *pr;
+    int rc = capture_begin(p, NULL, 1, &pr);
+    if (rc) {
+        *out = NULL;
+        return rc;
+    }
+    if (created)
+        nk_profile_set_created(pr, *created); /* one it refuses leaves the clock's */
+    /* what is worth streaming, with a second thread to write it on: the
+     * program's part of the file goes out while the model times it (both
+     * only read the program); else capture, then write */
+    nk__afile f;
+    int opened = (size_t)p->ninstr * 80 >= STREAM_MIN_BYTES && nk__threads(p->threads) > 1 &&
+                 !nk__afile_open(&f, path);
+    pthread_t th;
+    pstream ps;
+    head_job hj = {pr, &f, &ps, 0};
+    int started = opened && !f.through && f.fd >= 0 && !pthread_create(&th, NULL, head_work, &hj);
+    if (opened && !started) /* a target written in place, or no thread: as below */
+        nk__afile_abort(&f);
+    rc = capture_finish(pr);
+    if (started) {
+        pthread_join(th, NULL);
+        int w = rc ? 0 : hj.rc ? hj.rc : stream_tail(pr, &f, &ps);
+        nk__wr_free(&ps.w);
+        if (w == 1)
+            *write_rc = nk__afile_commit(&f);
+        else
+            nk__afile_abort(&f);
+        if (w < 0)
+            *write_rc = w;
+        else if (!w && !rc)
+            *write_rc = nk_profile_write(pr, path); /* written in place after all */
+    } else if (!rc) {
+        *write_rc = nk_profile_write(pr, path); /* (an open that failed fails there again, with its message) */
+    }
+    if (rc)
+        goto fail;
+    *out = pr;
+    return 0;
+fail:
+    nk_profile_free(pr);
+    *out = NULL;
     return rc;
 }
 

@@ -41,6 +41,14 @@ int nk_profile_write(const nk_profile *pr, const char *path);
 int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen);
 void nk_profile_free(nk_profile *pr);
 
+/* nk__profile_capture_view of p (its program p itself, timed on its target)
+ * written to path as nk_profile_write writes it, with the creation time
+ * *created (NULL, or one nk_profile_set_created refuses: the clock's). The file's parts that depend on the program
+ * alone are written on a second thread while the model times it. Returns
+ * the capture's status (*out NULL unless 0); *write_rc gets the write's. */
+int nk__profile_capture_write(const nk_program *p, const char *path, const double *created, nk_profile **out,
+                              int *write_rc);
+
 /* ---- below: for the file's own tests, the fuzzer and tools */
 
 /* The whole file (header and sections) into w. */

@@ -232,6 +232,66 @@ TEST(profile_streamed_file_is_the_encoding)
     fx_tmp_done();
 }
 
+/* The file's bytes at path equal n bytes at want. */
+static int file_is(const char *path, const uint8_t *want, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *b = malloc(n + 1);
+    size_t got = f && b ? fread(b, 1, n + 1, f) : 0;
+    int same = b && got == n && !memcmp(b, want, n);
+    if (f)
+        fclose(f);
+    free(b);
+    return same;
+}
+
+/* nk__profile_capture_write (what `nklab profile` does: the program's part
+ * of the file written on a second thread while the model times it) gives
+ * the bytes of a capture then a write, streamed or not, threaded or not;
+ * a write that fails is its own status, the capture's profile kept. */
+TEST(profile_capture_write_is_capture_then_write)
+{
+    const double created = 1700000000.0;
+    struct { const char *kernel; nk_kernel_fn fn; int nargs; nk_array args[2]; int threads; } cases[] = {
+        {"matmul_tiled", nk_kernel_matmul_tiled, 2, {{NK_BF16, 2, {4096, 4096}, NULL}, {NK_BF16, 2, {4096, 8192}, NULL}},
+         0},
+        {"matmul_tiled", nk_kernel_matmul_tiled, 2, {{NK_BF16, 2, {4096, 4096}, NULL}, {NK_BF16, 2, {4096, 8192}, NULL}},
+         1},
+        {"tensor_exp", nk_kernel_tensor_exp, 1, {{NK_F32, 2, {256, 512}, NULL}}, 0},
+    };
+    for (size_t c = 0; c < NK_ARRAY_LEN(cases); c++) {
+        nk_kernel *k = nk_kernel_new(cases[c].kernel, cases[c].fn);
+        nk_options o = {.target = "trn1", .threads = cases[c].threads};
+        const nk_program *p = NULL;
+        nk_profile *pr = NULL, *q = NULL;
+        CHECK_INT(nk_kernel_compile(k, cases[c].args, cases[c].nargs, &o, &p), 0);
+        if (p && !nk_profile_capture(p, NULL, &pr))
+            nk_profile_set_created(pr, created);
+        nk_wr w = {0};
+        if (pr && !nk__profile_encode(pr, &w)) {
+            int wst = -1;
+            CHECK_INT(nk__profile_capture_write(p, fx_tmp("c.nkp"), &created, &q, &wst), 0);
+            CHECK_INT(wst, 0);
+            CHECK(q && q->tl && q->tl->total_ns == pr->tl->total_ns);
+            CHECK(file_is(fx_tmp("c.nkp"), w.p, w.n));
+            nk_profile_free(q);
+            q = NULL;
+            /* a file that cannot be written */
+            wst = 0;
+            CHECK_INT(nk__profile_capture_write(p, fx_tmp("missing/c.nkp"), NULL, &q, &wst), 0);
+            CHECK_INT(wst, NK_EIO);
+            CHECK(q && q->tl);
+            CHECK_CONTAINS(nk_last_error(), "missing/c.nkp");
+        }
+        nk__wr_free(&w);
+        nk_profile_free(pr);
+        nk_profile_free(q);
+        nk_kernel_free(k);
+        unlink(fx_tmp("c.nkp"));
+    }
+    fx_tmp_done();
+}
+
 TEST(profile_records_source_text_and_absent_files)
 {
     nk_kernel *k;
