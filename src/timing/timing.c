@@ -165,19 +165,35 @@ static inline int mpoint_less(const mpoint *a, const mpoint *b)
 }
 NK__DEFINE_SORT(sort_mpoints, mpoint, mpoint_less)
 
-/* One step of the throughput's sweep: the change pt, next_t the time of the
- * change after it (NAN for none). */
+/* A change of the throughput: n equal ones (the descriptors of one DMA
+ * start together on as many engines, at one rate, and end together). */
+typedef struct tpoint {
+    double t, delta;
+    uint32_t n;
+} tpoint;
+
+/* By time, then frees first (the smaller delta), as mpoint_less. */
+static inline int tpoint_less(const tpoint *a, const tpoint *b)
+{
+    return a->t < b->t || (a->t == b->t && a->delta < b->delta);
+}
+
+/* One step of the throughput's sweep: the changes pt, next_t the time of
+ * the change after them (NAN for none). n equal changes are taken one by
+ * one, as n points would be: each but the last has the next at its time. */
 typedef struct tsweep {
     double v;
     long active; /* transfers in flight */
 } tsweep;
 
-static inline void tsweep_step(tsweep *w, cbuild *b, const mpoint *pt, int more, double next_t)
+static inline void tsweep_step(tsweep *w, cbuild *b, const tpoint *pt, int more, double next_t)
 {
-    w->v += pt->delta;
-    w->active += pt->delta > 0 ? 1 : -1;
-    if (!w->active)
-        w->v = 0; /* nothing in flight: exactly zero, whatever the rounding */
+    for (uint32_t k = 0; k < pt->n; k++) {
+        w->v += pt->delta;
+        w->active += pt->delta > 0 ? 1 : -1;
+        if (!w->active)
+            w->v = 0; /* nothing in flight: exactly zero, whatever the rounding */
+    }
     if (more && next_t == pt->t)
         return; /* the value after every change at this time */
     nk_counter *c = b->c;
@@ -188,22 +204,22 @@ static inline void tsweep_step(tsweep *w, cbuild *b, const mpoint *pt, int more,
 
 /* The ends of the transfers in flight, earliest (then largest rate) first. */
 typedef struct endheap {
-    mpoint *h;
+    tpoint *h;
     uint32_t n, cap;
 } endheap;
 
-static int eh_push(endheap *e, mpoint x)
+static int eh_push(endheap *e, tpoint x)
 {
     if (e->n == e->cap) {
         uint32_t cap = e->cap ? e->cap * 2 : 64;
-        mpoint *h = realloc(e->h, cap * sizeof *h);
+        tpoint *h = realloc(e->h, cap * sizeof *h);
         if (!h)
             return NK_ENOMEM;
         e->h = h;
         e->cap = cap;
     }
     uint32_t i = e->n++;
-    while (i > 0 && mpoint_less(&x, &e->h[(i - 1) / 2])) {
+    while (i > 0 && tpoint_less(&x, &e->h[(i - 1) / 2])) {
         e->h[i] = e->h[(i - 1) / 2];
         i = (i - 1) / 2;
     }
@@ -211,17 +227,17 @@ static int eh_push(endheap *e, mpoint x)
     return 0;
 }
 
-static mpoint eh_pop(endheap *e)
+static tpoint eh_pop(endheap *e)
 {
-    mpoint top = e->h[0], x = e->h[--e->n];
+    tpoint top = e->h[0], x = e->h[--e->n];
     uint32_t i = 0, n = e->n;
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && mpoint_less(&e->h[c + 1], &e->h[c]))
+        if (c + 1 < n && tpoint_less(&e->h[c + 1], &e->h[c]))
             c++;
-        if (!mpoint_less(&e->h[c], &x))
+        if (!tpoint_less(&e->h[c], &x))
             break;
         e->h[i] = e->h[c];
         i = c;
@@ -243,9 +259,13 @@ static mpoint eh_pop(endheap *e)
  * until a later start (or the end) closes it, and the ends wait in a heap of
  * the transfers in flight (a DMA engine moves one descriptor at a time: a
  * few dozen). The changes are taken in order of time, frees first, then
- * starts by rate; a descriptor of no bytes or no duration changes nothing. */
+ * starts by rate; a descriptor of no bytes or no duration changes nothing.
+ * Descriptors that start at one time with one rate and one end (a DMA's, on
+ * each of its engines) are one entry with their count, in the group and in
+ * the heap, and are summed one by one as separate entries would be. */
 typedef struct gstart {
     double t, rate, end;
+    uint32_t n; /* descriptors with these three */
 } gstart;
 
 typedef struct tstream {
@@ -263,13 +283,13 @@ static void ts_drain(tstream *z, int have_next, double next)
     uint32_t gi = 0;
     while (!z->rc) {
         int have_s = gi < z->ng;
-        mpoint cur;
-        if (z->eh.n && (have_s ? mpoint_less(&z->eh.h[0], &(mpoint){z->g[gi].t, z->g[gi].rate})
+        tpoint cur;
+        if (z->eh.n && (have_s ? tpoint_less(&z->eh.h[0], &(tpoint){z->g[gi].t, z->g[gi].rate, 1})
                                : !have_next || z->eh.h[0].t <= next))
             cur = eh_pop(&z->eh);
         else if (have_s) {
-            cur = (mpoint){z->g[gi].t, z->g[gi].rate};
-            if ((z->rc = eh_push(&z->eh, (mpoint){z->g[gi].end, -z->g[gi].rate})))
+            cur = (tpoint){z->g[gi].t, z->g[gi].rate, z->g[gi].n};
+            if ((z->rc = eh_push(&z->eh, (tpoint){z->g[gi].end, -z->g[gi].rate, z->g[gi].n})))
                 break;
             gi++;
         } else
@@ -301,6 +321,15 @@ static void ts_add(tstream *z, double start, double end, uint64_t bytes)
     NK_ASSERT(!z->ng || start >= z->g[0].t);
     if (z->ng && start != z->g[0].t)
         ts_drain(z, 1, start);
+    gstart x = {start, (double)bytes / (end - start), end, 1};
+    uint32_t j = z->ng;
+    while (j > 0 && x.rate < z->g[j - 1].rate)
+        j--;
+    for (uint32_t q = j; q > 0 && z->g[q - 1].rate == x.rate; q--)
+        if (z->g[q - 1].end == x.end) { /* one more of the same: a DMA's descriptors */
+            z->g[q - 1].n++;
+            return;
+        }
     if (z->ng == z->gcap) {
         uint32_t cap = z->gcap ? 2 * z->gcap : 64;
         gstart *g = realloc(z->g, cap * sizeof *g);
@@ -311,11 +340,9 @@ static void ts_add(tstream *z, double start, double end, uint64_t bytes)
         z->g = g;
         z->gcap = cap;
     }
-    gstart x = {start, (double)bytes / (end - start), end};
-    uint32_t j = z->ng++;
-    for (; j > 0 && x.rate < z->g[j - 1].rate; j--)
-        z->g[j] = z->g[j - 1];
+    memmove(z->g + j + 1, z->g + j, (z->ng - j) * sizeof *z->g);
     z->g[j] = x;
+    z->ng++;
 }
 
 static void ts_free(tstream *z)
