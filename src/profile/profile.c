@@ -571,16 +571,12 @@ typedef struct sout {
     uint64_t len;
 } sout;
 
-static int sout_put(sout *o, const uint8_t *p, size_t n)
-{
-    xxh_update(&o->h, p, n);
-    o->len += n;
-    return n ? nk__afile_write(o->f, p, n) : 0;
-}
-
 static int sout_flush(void *ctx, nk_wr *w)
 {
-    int rc = sout_put(ctx, w->p, w->n);
+    sout *o = ctx;
+    xxh_update(&o->h, w->p, w->n);
+    o->len += w->n;
+    int rc = w->n ? nk__afile_write(o->f, w->p, w->n) : 0;
     w->n = 0;
     return rc;
 }
@@ -590,42 +586,51 @@ static int sout_flush(void *ctx, nk_wr *w)
 #define STREAM_MIN_BYTES (4u << 20)
 #define STREAM_CHUNK (1u << 20)
 
-/* The PROG section, its instructions a chunk at a time (at a million
- * instructions they are 67 MB, which the file need not hold in memory): the
- * parts before and after them in memory, the instructions' bytes counted
- * first so that the lengths go in front. The bytes of nk__program_encode. */
+/* The PROG section with its buffers and instructions a chunk at a time (at
+ * a million instructions they are 10 and 67 MB, which the file need not
+ * hold in memory): the parts before and after them in memory, the buffers'
+ * and the instructions' bytes counted first so that the lengths go in front.
+ * The bytes of nk__program_encode. The chunks (512 records, about 45 KB)
+ * stay within the slack w was reserved with past a chunk, so that it never
+ * grows. */
 static int stream_program(const nk_program *p, nk_wr *w, sout *so)
 {
     nk_wr head = {0}, tail = {0};
-    uint64_t ib = 0;
+    uint64_t ib = 0, bb = 0;
     int rc = nk__program_instrs_bytes(p, &ib);
+    if (!rc)
+        rc = nk__program_bufs_bytes(p, &bb);
     if (!rc)
         rc = nk__program_encode_tail(p, &tail);
     if (!rc)
-        rc = nk__program_encode_head(p, &head);
+        rc = nk__program_encode_head0(p, &head);
     if (!rc) {
-        uint64_t inst = 4 + ib;
+        uint64_t bufs = 4 + bb, inst = 4 + ib;
         nk__wr_bytes(w, "PROG", 4);
-        nk__wr_u64(w, head.n + 12 + inst + tail.n);
-        /* the head (the buffers' table: megabytes at a million
-         * instructions) straight to the file, not through w, which would
-         * keep its size to the end */
-        if (!(rc = sout_flush(so, w)))
-            rc = sout_put(so, head.p, head.n);
-        nk__wr_free(&head);
+        nk__wr_u64(w, head.n + 12 + bufs + 12 + inst + tail.n);
+        nk__wr_bytes(w, head.p, head.n);
+        nk__wr_bytes(w, "BUFS", 4);
+        nk__wr_u64(w, bufs);
+        nk__wr_u32(w, p->nbufs ? p->nbufs - 1 : 0);
+        uint64_t before = so->len + w->n;
+        for (uint32_t b = 1; b < p->nbufs && !rc && !w->oom; b += 512) {
+            nk__program_encode_bufs(p, w, b, b + 512 < p->nbufs ? b + 512 : p->nbufs);
+            if (w->n >= STREAM_CHUNK)
+                rc = sout_flush(so, w);
+        }
+        if (!rc && !w->oom && so->len + w->n - before != bb)
+            rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
         nk__wr_bytes(w, "INST", 4);
         nk__wr_u64(w, inst);
         nk__wr_u32(w, p->ninstr);
-        uint64_t before = so->len + w->n;
-        /* 512 records (about 45 KB) at a time stay within the slack w was
-         * reserved with past a chunk, so that it never grows */
+        before = so->len + w->n;
         for (uint32_t i = 0; i < p->ninstr && !rc && !w->oom; i += 512) {
             nk__program_encode_instrs(p, w, i, i + 512 < p->ninstr ? i + 512 : p->ninstr);
             if (w->n >= STREAM_CHUNK)
                 rc = sout_flush(so, w);
         }
         if (!rc && !w->oom && so->len + w->n - before != ib)
-            rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
+            rc = NK_EINVAL;
         nk__wr_bytes(w, tail.p, tail.n);
     }
     nk__wr_free(&head);

@@ -594,6 +594,39 @@ int nk__program_instrs_bytes(const nk_program *p, uint64_t *bytes)
 
 int nk__program_encode_head(const nk_program *p, nk_wr *w)
 {
+    int rc = nk__program_encode_head0(p, w);
+    if (rc)
+        return rc;
+    size_t s = nk__wr_begin(w, "BUFS");
+    nk__wr_u32(w, p->nbufs ? p->nbufs - 1 : 0); /* id 0 is the invalid id, not stored */
+    nk__program_encode_bufs(p, w, 1, p->nbufs);
+    nk__wr_end(w, s);
+    return w->oom ? NK_ENOMEM : 0;
+}
+
+void nk__program_encode_bufs(const nk_program *p, nk_wr *w, uint32_t b0, uint32_t b1)
+{
+    for (uint32_t b = b0 ? b0 : 1; b < b1 && b < p->nbufs; b++)
+        put_buf(w, &p->bufs[b]);
+}
+
+int nk__program_bufs_bytes(const nk_program *p, uint64_t *bytes)
+{
+    nk_wr w = {0};
+    uint64_t n = 0;
+    for (uint32_t b = 1; b < p->nbufs && !w.oom; b += 4096) { /* a chunk at a time, as the records */
+        w.n = 0;
+        nk__program_encode_bufs(p, &w, b, b + 4096 < p->nbufs ? b + 4096 : p->nbufs);
+        n += w.n;
+    }
+    int oom = w.oom;
+    nk__wr_free(&w);
+    *bytes = n;
+    return oom ? NK_ENOMEM : 0;
+}
+
+int nk__program_encode_head0(const nk_program *p, nk_wr *w)
+{
     char *table = NULL;
     if (!p->arch)
         return NK_EINVAL;
@@ -645,12 +678,6 @@ int nk__program_encode_head(const nk_program *p, nk_wr *w)
         nk__wr_u8(w, l->bufs);
         nk__wr_u16(w, l->depth);
     }
-    nk__wr_end(w, s);
-
-    s = nk__wr_begin(w, "BUFS");
-    nk__wr_u32(w, p->nbufs ? p->nbufs - 1 : 0); /* id 0 is the invalid id, not stored */
-    for (uint32_t b = 1; b < p->nbufs; b++)
-        put_buf(w, &p->bufs[b]);
     nk__wr_end(w, s);
     return w->oom ? NK_ENOMEM : 0;
 }

@@ -327,6 +327,12 @@ int nk__program_encode_head(const nk_program *p, nk_wr *w);
 void nk__program_encode_instrs(const nk_program *p, nk_wr *w, uint32_t i0, uint32_t i1);
 int nk__program_instrs_bytes(const nk_program *p, uint64_t *bytes);
 int nk__program_encode_tail(const nk_program *p, nk_wr *w);
+/* head itself in parts: the subsections before BUFS, the BUFS records of
+ * buffers b0..b1 (ids; 0 is not stored: BUFS's header, length and count are
+ * the caller's) and the bytes of all of them. */
+int nk__program_encode_head0(const nk_program *p, nk_wr *w);
+void nk__program_encode_bufs(const nk_program *p, nk_wr *w, uint32_t b0, uint32_t b1);
+int nk__program_bufs_bytes(const nk_program *p, uint64_t *bytes);
 /* Reads those sections from r into a new program (owned = 1) and validates
  * it with nk__program_check. */
 int nk__program_decode(nk_rd *r, nk_program **out);
