@@ -197,7 +197,7 @@ static int simulate(g *s, double *span)
 }
 
 int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t *ndep, const uint32_t *deps,
-                    const uint16_t *queue, uint32_t *orders)
+                    const uint16_t *queue, uint32_t *orders, int npol)
 {
     uint32_t n = p->ninstr;
     int rc = NK_ENOMEM;
@@ -278,7 +278,7 @@ int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t
         bl[i] = dur[i] + m + (eng[i] == NK_ENGINE_DMA ? p->arch->dma_latency_ns : 0);
     }
     /* each list policy's order; the caller times them against trace order */
-    for (int pol = 1; pol < NK_POLICIES; pol++) {
+    for (int pol = 1; pol < NK_POLICIES && pol <= npol; pol++) {
         g g = {p, n, nunits, dur, bl, ready, fin, ufree, npred, soff, succ, cand, order, done, pol, useq, uoff, upos,
                nq, nseq, eng, qk};
         memcpy(npred, npred0, n * sizeof *npred);

@@ -270,10 +270,11 @@ static void install(nk_program *p, graph *g)
     graph_free(g);
 }
 
-/* listsched.c: NK_LIST_POLICIES orders of p over its conservative graph g
- * (dependencies and queues in trace order). */
+/* listsched.c: the orders of the first npol (1 .. NK_LIST_POLICIES) list
+ * policies of p over its conservative graph g (dependencies and queues in
+ * trace order). */
 int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t *ndep, const uint32_t *deps,
-                    const uint16_t *queue, uint32_t *orders);
+                    const uint16_t *queue, uint32_t *orders, int npol);
 #define NK_LIST_POLICIES 2
 
 /* Programs up to this size choose their schedule by timing each candidate on
@@ -487,17 +488,20 @@ static int choose(const nk_program *p, choice *ch)
     int rc, slot[1 + NK_LIST_POLICIES];
     memset(ch, 0, sizeof *ch);
     ch->best = 1;
-    ch->orders = malloc((size_t)NK_LIST_POLICIES * n * sizeof *ch->orders);
+    /* a program too large to time its candidates keeps the first policy's
+     * order: the others are not made */
+    int npol = n <= NK_SCHED_TIMED_MAX ? NK_LIST_POLICIES : 1;
+    ch->orders = malloc((size_t)npol * n * sizeof *ch->orders);
     if (!ch->orders)
         return NK_ENOMEM;
     uint32_t *orders = ch->orders;
     cand *c = ch->c;
     if ((rc = derive(p, NULL, 1, &ch->g0)))
         return rc;
-    if ((rc = nk__list_orders(p, ch->g0.dep_off, ch->g0.ndep, ch->g0.deps, ch->g0.queue, orders)))
+    if ((rc = nk__list_orders(p, ch->g0.dep_off, ch->g0.ndep, ch->g0.deps, ch->g0.queue, orders, npol)))
         return rc;
     graph_free(&ch->g0);
-    for (int k = 0; k < NK_LIST_POLICIES; k++)
+    for (int k = 0; k < npol; k++)
         if ((rc = group_by_instance(p, orders + (size_t)k * n)))
             return rc;
     if (n <= NK_SCHED_TIMED_MAX) {
