@@ -382,26 +382,37 @@ int nk__opnd_set(nk_program *p, nk_opnd *o, const nk_tensor *t)
     return 0;
 }
 
+/* A new last element of a side table (*v, *n of them, room for *cap of
+ * elem bytes), uninitialised; NULL when it cannot grow. Doubling, as the
+ * tracer's arrays grow: a program traced with one such entry per
+ * instruction appends a million times. */
+static void *side_append(void **v, uint32_t *n, uint32_t *cap, size_t elem)
+{
+    if (*n >= *cap) {
+        if (*cap >= UINT32_MAX / 2)
+            return NULL;
+        uint32_t c = *cap ? 2 * *cap : 16;
+        void *q = realloc(*v, (size_t)c * elem);
+        if (!q)
+            return NULL;
+        *v = q;
+        *cap = c;
+    }
+    return (char *)*v + (size_t)(*n)++ * elem;
+}
+
 /* Stores *o at *x (an index + 1 into p->xop), appending an entry when *x is
- * 0. Doubling, as the tracer's arrays grow: a program traced with one such
- * operand per instruction appends a million times. */
+ * 0. */
 int nk__set_xop(nk_program *p, uint32_t *x, const nk_opnd *o)
 {
     if (*x) {
         p->xop[*x - 1] = *o;
         return 0;
     }
-    if (p->nxop >= p->cap_xop) {
-        if (p->cap_xop >= UINT32_MAX / 2)
-            return NK_ENOMEM;
-        uint32_t c = p->cap_xop ? 2 * p->cap_xop : 16;
-        nk_opnd *v = realloc(p->xop, (size_t)c * sizeof *v);
-        if (!v)
-            return NK_ENOMEM;
-        p->xop = v;
-        p->cap_xop = c;
-    }
-    p->xop[p->nxop++] = *o;
+    nk_opnd *e = side_append((void **)&p->xop, &p->nxop, &p->cap_xop, sizeof *e);
+    if (!e)
+        return NK_ENOMEM;
+    *e = *o;
     *x = p->nxop;
     return 0;
 }
@@ -412,17 +423,9 @@ nk_xarg *nk__xarg_w(nk_program *p, nk_instr *in)
 {
     if (in->xarg)
         return &p->xarg[in->xarg - 1];
-    if (p->nxarg >= p->cap_xarg) {
-        if (p->cap_xarg >= UINT32_MAX / 2)
-            return NULL;
-        uint32_t c = p->cap_xarg ? 2 * p->cap_xarg : 16;
-        nk_xarg *v = realloc(p->xarg, (size_t)c * sizeof *v);
-        if (!v)
-            return NULL;
-        p->xarg = v;
-        p->cap_xarg = c;
-    }
-    nk_xarg *x = &p->xarg[p->nxarg++];
+    nk_xarg *x = side_append((void **)&p->xarg, &p->nxarg, &p->cap_xarg, sizeof *x);
+    if (!x)
+        return NULL;
     memset(x, 0, sizeof *x);
     in->xarg = p->nxarg;
     return x;

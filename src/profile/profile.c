@@ -586,13 +586,30 @@ static int sout_flush(void *ctx, nk_wr *w)
 #define STREAM_MIN_BYTES (4u << 20)
 #define STREAM_CHUNK (1u << 20)
 
+/* Records from .. to - 1 as enc writes them, into w and on to the file a
+ * chunk at a time; expect: their bytes, counted before. 512 records (about
+ * 45 KB) stay within the slack w was reserved with past a chunk, so that
+ * it never grows. */
+static int stream_records(const nk_program *p, nk_wr *w, sout *so, uint32_t from, uint32_t to,
+                          void (*enc)(const nk_program *, nk_wr *, uint32_t, uint32_t), uint64_t expect)
+{
+    int rc = 0;
+    uint64_t before = so->len + w->n;
+    for (uint32_t i = from; i < to && !rc && !w->oom; i += 512) {
+        enc(p, w, i, i + 512 < to ? i + 512 : to);
+        if (w->n >= STREAM_CHUNK)
+            rc = sout_flush(so, w);
+    }
+    if (!rc && !w->oom && so->len + w->n - before != expect)
+        rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
+    return rc;
+}
+
 /* The PROG section with its buffers and instructions a chunk at a time (at
  * a million instructions they are 10 and 67 MB, which the file need not
  * hold in memory): the parts before and after them in memory, the buffers'
  * and the instructions' bytes counted first so that the lengths go in front.
- * The bytes of nk__program_encode. The chunks (512 records, about 45 KB)
- * stay within the slack w was reserved with past a chunk, so that it never
- * grows. */
+ * The bytes of nk__program_encode. */
 static int stream_program(const nk_program *p, nk_wr *w, sout *so)
 {
     nk_wr head = {0}, tail = {0};
@@ -612,25 +629,12 @@ static int stream_program(const nk_program *p, nk_wr *w, sout *so)
         nk__wr_bytes(w, "BUFS", 4);
         nk__wr_u64(w, bufs);
         nk__wr_u32(w, p->nbufs ? p->nbufs - 1 : 0);
-        uint64_t before = so->len + w->n;
-        for (uint32_t b = 1; b < p->nbufs && !rc && !w->oom; b += 512) {
-            nk__program_encode_bufs(p, w, b, b + 512 < p->nbufs ? b + 512 : p->nbufs);
-            if (w->n >= STREAM_CHUNK)
-                rc = sout_flush(so, w);
-        }
-        if (!rc && !w->oom && so->len + w->n - before != bb)
-            rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
+        rc = stream_records(p, w, so, 1, p->nbufs, nk__program_encode_bufs, bb);
         nk__wr_bytes(w, "INST", 4);
         nk__wr_u64(w, inst);
         nk__wr_u32(w, p->ninstr);
-        before = so->len + w->n;
-        for (uint32_t i = 0; i < p->ninstr && !rc && !w->oom; i += 512) {
-            nk__program_encode_instrs(p, w, i, i + 512 < p->ninstr ? i + 512 : p->ninstr);
-            if (w->n >= STREAM_CHUNK)
-                rc = sout_flush(so, w);
-        }
-        if (!rc && !w->oom && so->len + w->n - before != ib)
-            rc = NK_EINVAL;
+        if (!rc)
+            rc = stream_records(p, w, so, 0, p->ninstr, nk__program_encode_instrs, ib);
         nk__wr_bytes(w, tail.p, tail.n);
     }
     nk__wr_free(&head);
@@ -814,13 +818,11 @@ int nk__profile_capture_write(const nk_program *p, const char *path, const doubl
     } else if (!rc) {
         *write_rc = nk_profile_write(pr, path); /* (an open that failed fails there again, with its message) */
     }
-    if (rc)
-        goto fail;
+    if (rc) {
+        nk_profile_free(pr);
+        pr = NULL;
+    }
     *out = pr;
-    return 0;
-fail:
-    nk_profile_free(pr);
-    *out = NULL;
     return rc;
 }
 

@@ -577,19 +577,27 @@ void nk__program_encode_instrs(const nk_program *p, nk_wr *w, uint32_t i0, uint3
         put_instr(w, p, i);
 }
 
-int nk__program_instrs_bytes(const nk_program *p, uint64_t *bytes)
+/* The bytes of records from .. to - 1 as enc writes them, counted a chunk
+ * at a time: no buffer of them all. */
+static int records_bytes(const nk_program *p, uint32_t from, uint32_t to,
+                         void (*enc)(const nk_program *, nk_wr *, uint32_t, uint32_t), uint64_t *bytes)
 {
     nk_wr w = {0};
     uint64_t n = 0;
-    for (uint32_t i = 0; i < p->ninstr && !w.oom; i += 4096) { /* a chunk at a time: no buffer of them all */
+    for (uint32_t i = from; i < to && !w.oom; i += 4096) {
         w.n = 0;
-        nk__program_encode_instrs(p, &w, i, i + 4096 < p->ninstr ? i + 4096 : p->ninstr);
+        enc(p, &w, i, i + 4096 < to ? i + 4096 : to);
         n += w.n;
     }
     int oom = w.oom;
     nk__wr_free(&w);
     *bytes = n;
     return oom ? NK_ENOMEM : 0;
+}
+
+int nk__program_instrs_bytes(const nk_program *p, uint64_t *bytes)
+{
+    return records_bytes(p, 0, p->ninstr, nk__program_encode_instrs, bytes);
 }
 
 int nk__program_encode_head(const nk_program *p, nk_wr *w)
@@ -612,17 +620,7 @@ void nk__program_encode_bufs(const nk_program *p, nk_wr *w, uint32_t b0, uint32_
 
 int nk__program_bufs_bytes(const nk_program *p, uint64_t *bytes)
 {
-    nk_wr w = {0};
-    uint64_t n = 0;
-    for (uint32_t b = 1; b < p->nbufs && !w.oom; b += 4096) { /* a chunk at a time, as the records */
-        w.n = 0;
-        nk__program_encode_bufs(p, &w, b, b + 4096 < p->nbufs ? b + 4096 : p->nbufs);
-        n += w.n;
-    }
-    int oom = w.oom;
-    nk__wr_free(&w);
-    *bytes = n;
-    return oom ? NK_ENOMEM : 0;
+    return records_bytes(p, 1, p->nbufs, nk__program_encode_bufs, bytes);
 }
 
 int nk__program_encode_head0(const nk_program *p, nk_wr *w)
