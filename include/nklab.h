@@ -191,7 +191,9 @@ typedef struct nk_loc {
     const char *file;
     int line;
     /* the API call the kernel wrote ("nk_matmul", "nl.matmul"; NULL: unknown):
-     * error messages name it, with the instruction it lowered to */
+     * error messages name it, with the instruction it lowered to. Like file,
+     * a string that stays as it is while the kernel is traced (a literal):
+     * the tracer knows it again by its address */
     const char *call;
 } nk_loc;
 #define NK_HERE ((nk_loc){__FILE__, __LINE__, NULL})

@@ -179,8 +179,9 @@ static uint16_t intern_call(nk_ctx *nc, const char *call)
 {
     if (!call || !call[0])
         return 0;
-    if (call == nc->call_last)
-        return nc->call_last_idx;
+    struct callkey *ck = &nc->call_cache[((uintptr_t)call >> 3) % NK_CALL_CACHE];
+    if (call == ck->call)
+        return ck->idx;
     nk_program *p = nc->p;
     /* as stored: at most 63 characters (the file format's bound on a name),
        no blanks, quotes or commas (the reader's rule); looked up so, or a
@@ -205,9 +206,9 @@ static uint16_t intern_call(nk_ctx *nc, const char *call)
         }
         p->ncalls++;
     }
-    nc->call_last = call;
-    nc->call_last_idx = (uint16_t)(k + 1);
-    return nc->call_last_idx;
+    ck->call = call;
+    ck->idx = (uint16_t)(k + 1);
+    return ck->idx;
 }
 
 nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)

@@ -32,6 +32,8 @@ typedef struct nk_bufstate {
     uint32_t moved;  /* 1 + loc index where nk_assign moved its value into another tile; 0 otherwise */
 } nk_bufstate;
 
+#define NK_CALL_CACHE 16
+
 struct nk_ctx {
     nk_program *p;
     const nk_arch *arch;
@@ -74,9 +76,9 @@ struct nk_ctx {
     int launch_max, launch_n;
     uint32_t cap_segs;      /* entries of p->seg_name / seg_loc */
     uint32_t driver_loc;    /* the calling kernel's segment location */
-    /* API calls instructions name (p->calls): the last one found, by pointer */
-    const char *call_last;
-    uint16_t call_last_idx;
+    /* API calls instructions name (p->calls): those found lately, by pointer
+     * (a kernel's loop body alternates between a few: direct-mapped) */
+    struct callkey { const char *call; uint16_t idx; } call_cache[NK_CALL_CACHE];
 };
 
 /* Grows *ptr (an array of *cap elements of elem bytes) to hold need,
