@@ -47,9 +47,25 @@ static void graph_free(graph *g)
     memset(g, 0, sizeof *g);
 }
 
+/* On-chip memories (SBUF, PSUM) are searched by address: the accesses of a
+ * key fall into buckets of 2^nk__sched_bucket_shift of a partition's bytes
+ * (1 KiB), each access in every bucket it touches, or, spanning more than
+ * nk__sched_bucket_span of them (16), in the key's list itself (then
+ * searched with every access). An access meets only those that share a bucket with it, or are
+ * wide; a write finds every access it covers in its own buckets (or among
+ * the wide ones). HBM tensors keep one list each (a strided tile of a large
+ * tensor spans much of it). */
+uint32_t nk__sched_bucket_shift = 10, nk__sched_bucket_span = 16;
+
+typedef struct bkey {
+    alist *b;       /* buckets 0 .. nb - 1 */
+    uint32_t nb;
+} bkey;
+
 typedef struct sched {
     const nk_program *p;
-    alist *lists;   /* per key */
+    alist *lists;   /* per key (on chip: the wide accesses) */
+    bkey bk[NK_REGION_KEY_HBM0]; /* on-chip keys: the buckets */
     uint8_t *hbm_written;
     uint32_t *deps;
     uint32_t ndeps, cap_deps;
@@ -89,23 +105,49 @@ static int cmp_u32(const void *a, const void *b)
 
 static int tracked(const sched *s, const region *r) { return r->key < NK_REGION_KEY_HBM0 || s->hbm_written[r->key - NK_REGION_KEY_HBM0]; }
 
-static void find_deps(sched *s, const region *r, int write)
+static void find_in(sched *s, const alist *l, const region *r, int write)
 {
-    if (!tracked(s, r))
-        return;
-    alist *l = &s->lists[r->key];
     for (uint32_t i = 0; i < l->n; i++)
         if ((write || l->e[i].write) && nk__regions_overlap(&l->e[i].r, r))
             add_dep(s, l->e[i].instr);
 }
 
-static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int write)
+/* The buckets region r touches, [*k0, *k1] (none for an empty one); 1 when
+ * r is wide (and then in the key's list). */
+static int buckets_of(const region *r, uint32_t *k0, uint32_t *k1)
+{
+    *k0 = 1;
+    *k1 = 0;
+    if (r->b1 <= r->b0)
+        return 0; /* nothing in it to meet */
+    if (r->b1 <= 0)
+        return 1; /* below address 0 (not expected): wide, in no bucket */
+    int64_t k0w = (r->b0 < 0 ? 0 : r->b0) >> nk__sched_bucket_shift, k1w = (r->b1 - 1) >> nk__sched_bucket_shift;
+    const int64_t most = UINT32_MAX / 2; /* far past any partition (not expected): the buckets there are */
+    *k0 = (uint32_t)(k0w < most ? k0w : most);
+    *k1 = (uint32_t)(k1w < most ? k1w : most);
+    return r->b0 < 0 || k1w >= most || *k1 - *k0 >= nk__sched_bucket_span;
+}
+
+static void find_deps(sched *s, const region *r, int write)
 {
     if (!tracked(s, r))
-        return 0;
-    alist *l = &s->lists[r->key];
-    /* the accesses this one makes redundant leave (the others keep their
-     * order); nothing moves before the first of them */
+        return;
+    find_in(s, &s->lists[r->key], r, write);
+    if (r->key >= NK_REGION_KEY_HBM0)
+        return;
+    const bkey *bk = &s->bk[r->key];
+    uint32_t k0, k1;
+    buckets_of(r, &k0, &k1);
+    for (uint32_t k = k0; k <= k1 && k < bk->nb; k++)
+        find_in(s, &bk->b[k], r, write);
+}
+
+/* Drops from l the accesses r makes redundant (the others keep their
+ * order; nothing moves before the first of them), and appends r unless
+ * add is 0. */
+static int record_in(sched *s, alist *l, const region *r, uint32_t instr, uint32_t unit, int write, int add)
+{
 #define DROP(e) (write ? covers(r, &(e)->r) \
                        : (!s->conservative && !(e)->write && (e)->unit == unit && covers(r, &(e)->r))) /* same unit: in order */
     uint32_t i = 0;
@@ -117,6 +159,8 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
             l->e[k++] = l->e[i];
 #undef DROP
     l->n = k;
+    if (!add)
+        return 0;
     if (l->n == l->cap) {
         uint32_t cap = l->cap ? l->cap * 2 : 16;
         entry *e = realloc(l->e, cap * sizeof *e);
@@ -127,6 +171,33 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
     }
     l->e[l->n++] = (entry){*r, instr, unit, (uint8_t)write};
     return 0;
+}
+
+static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int write)
+{
+    if (!tracked(s, r))
+        return 0;
+    if (r->key >= NK_REGION_KEY_HBM0)
+        return record_in(s, &s->lists[r->key], r, instr, unit, write, 1);
+    /* what r covers lies in its own buckets, or is wide */
+    bkey *bk = &s->bk[r->key];
+    uint32_t k0, k1;
+    int wide = buckets_of(r, &k0, &k1);
+    if (!wide && k0 <= k1 && k1 >= bk->nb) {
+        uint32_t nb = bk->nb ? bk->nb : 64;
+        while (nb <= k1)
+            nb *= 2;
+        alist *b = realloc(bk->b, (size_t)nb * sizeof *b);
+        if (!b)
+            return NK_ENOMEM;
+        memset(b + bk->nb, 0, (size_t)(nb - bk->nb) * sizeof *b);
+        bk->b = b;
+        bk->nb = nb;
+    }
+    int rc = record_in(s, &s->lists[r->key], r, instr, unit, write, wide);
+    for (uint32_t k = k0; !rc && k <= k1 && k < bk->nb; k++)
+        rc = record_in(s, &bk->b[k], r, instr, unit, write, !wide);
+    return rc;
 }
 
 /* DMA queues: one per (HBM tensor, direction) in order of first use, over the
@@ -248,6 +319,11 @@ out:
         for (uint32_t k = 0; k < p->nbufs + NK_REGION_KEY_HBM0; k++)
             free(s.lists[k].e);
     free(s.lists);
+    for (uint32_t k = 0; k < NK_REGION_KEY_HBM0; k++) {
+        for (uint32_t b = 0; b < s.bk[k].nb; b++)
+            free(s.bk[k].b[b].e);
+        free(s.bk[k].b);
+    }
     free(s.hbm_written);
     free(s.deps);
     free(s.cur);

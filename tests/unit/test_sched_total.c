@@ -96,3 +96,83 @@ TEST(sched_total_matches_copy_schedule_time)
         nk_kernel_free(k);
     }
 }
+
+/* The program compiled as p was, with the dependency search's buckets set
+ * to (shift, span); NULL when it fails. */
+static const nk_program *compile_with_buckets(const nk_kernel_info *ki, const nk_array *args, uint32_t shift,
+                                              uint32_t span, nk_kernel **k)
+{
+    uint32_t s0 = nk__sched_bucket_shift, n0 = nk__sched_bucket_span;
+    nk__sched_bucket_shift = shift;
+    nk__sched_bucket_span = span;
+    nk_options o = {ki->grid[0] ? "trn2" : "trn1", 0, NULL, NK_SCHED_LIST};
+    memcpy(o.grid, ki->grid, sizeof o.grid);
+    *k = nk_kernel_new(ki->name, ki->fn);
+    const nk_program *p = NULL;
+    if (nk_kernel_compile(*k, args, ki->nargs, &o, &p))
+        p = NULL;
+    nk__sched_bucket_shift = s0;
+    nk__sched_bucket_span = n0;
+    return p;
+}
+
+/* The same instructions in the same order, with the same dependencies and
+ * DMA queues. */
+static int same_schedule(const nk_program *a, const nk_program *b)
+{
+    if (a->ninstr != b->ninstr || a->ndeps != b->ndeps || (a->ndeps && memcmp(a->deps, b->deps, a->ndeps * 4)))
+        return 0;
+    for (uint32_t i = 0; i < a->ninstr; i++) {
+        const nk_instr *x = &a->instrs[i], *y = &b->instrs[i];
+        if (x->op != y->op || x->loc != y->loc || x->iter != y->iter || x->dep_off != y->dep_off ||
+            x->ndep != y->ndep || x->queue != y->queue || x->dst.buf != y->dst.buf || x->dst.off != y->dst.off)
+            return 0;
+    }
+    return 1;
+}
+
+/* The on-chip accesses are searched by address buckets: with one bucket
+ * for everything (one list per memory, as a plain search), with tiny
+ * buckets (most accesses in many, many wide) and with the default, every
+ * built-in kernel gets the same dependencies, queues and order, and so does
+ * a matmul of more than 8,000 instructions. */
+TEST(sched_address_buckets_find_what_one_list_finds)
+{
+    static const uint32_t cfg[][2] = {{40, UINT32_MAX}, {4, 3}, {10, 16}};
+    int kernels = 0;
+    for (int i = 0; i <= nk_builtin_kernel_count; i++) {
+        nk_kernel_info big;
+        const nk_kernel_info *ki = &nk_builtin_kernels[i < nk_builtin_kernel_count ? i : 0];
+        nk_array args[NK_KERNEL_MAX_ARGS];
+        if (i == nk_builtin_kernel_count) { /* matmul_tiled, larger, by shape only */
+            ki = nk_builtin_kernel("matmul_tiled");
+            CHECK(ki != NULL);
+            if (!ki)
+                break;
+            big = *ki;
+            ki = &big;
+            args[0] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+            args[1] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+        } else {
+            CHECK_INT(nk_kernel_example_args(ki, 3, args), 0);
+        }
+        nk_kernel *k[3] = {NULL, NULL, NULL};
+        const nk_program *p[3];
+        for (int c = 0; c < 3; c++)
+            p[c] = compile_with_buckets(ki, args, cfg[c][0], cfg[c][1], &k[c]);
+        CHECK(p[0] && p[1] && p[2]);
+        if (p[0] && p[1] && p[2]) {
+            if (!same_schedule(p[0], p[1]) || !same_schedule(p[0], p[2]))
+                nk_test_fail(__FILE__, __LINE__, "%s: the buckets change the schedule", ki->name);
+            kernels++;
+            if (i == nk_builtin_kernel_count)
+                CHECK(p[0]->ninstr > 8000);
+        }
+        for (int c = 0; c < 3; c++)
+            nk_kernel_free(k[c]);
+        if (i < nk_builtin_kernel_count)
+            for (int a = 0; a < ki->nargs; a++)
+                nk_array_free(&args[a]);
+    }
+    CHECK_INT(kernels, nk_builtin_kernel_count + 1);
+}
