@@ -252,9 +252,29 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
 /* An operand of the instruction just emitted: a layout new to the program
  * grows its table, within nk_options.max_trace_bytes like the tracer's own
  * arrays. */
+/* Is l t's layout (nk__layout_of(t), without making it)? */
+static int is_layout_of(const nk_layout *l, const nk_tensor *t)
+{
+    if (l->dtype != t->dtype || l->ndim != t->ndim || l->mem != t->mem || l->pdim != t->pdim)
+        return 0;
+    for (int d = 0; d < NK_MAXDIM; d++)
+        if (l->shape[d] != t->shape[d] || l->stride[d] != t->stride[d])
+            return 0;
+    return 1;
+}
+
 static int emit_opnd(nk_ctx *nc, nk_loc loc, nk_opnd *o, const nk_tensor *t)
 {
     nk_program *p = nc->p;
+    uint64_t h = ((uint64_t)(uint32_t)t->shape[0] | (uint64_t)(uint32_t)t->shape[1] << 32) * 0x9E3779B97F4A7C15ull ^
+                 ((uint64_t)(uint32_t)t->shape[2] | (uint64_t)t->dtype << 32 | (uint64_t)t->mem << 40) *
+                     0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)t->stride[0] * 0x165667B19E3779F9ull ^ (uint64_t)t->stride[1] * 0x27D4EB2F165667C5ull;
+    struct laykey *lk = &nc->lay_cache[(h >> 40) % NK_LAY_CACHE];
+    if (is_layout_of(&lk->l, t)) {
+        nk__opnd_put(o, t, lk->lay);
+        return 0;
+    }
     nk_layout l = nk__layout_of(t);
     uint32_t lay = nk__lay_lookup(p, &l);
     if (lay == UINT32_MAX) {
@@ -268,6 +288,8 @@ static int emit_opnd(nk_ctx *nc, nk_loc loc, nk_opnd *o, const nk_tensor *t)
             return NK_ENOMEM;
         }
     }
+    lk->l = l;
+    lk->lay = lay;
     nk__opnd_put(o, t, lay);
     return 0;
 }

@@ -33,6 +33,7 @@ typedef struct nk_bufstate {
 } nk_bufstate;
 
 #define NK_CALL_CACHE 16
+#define NK_LAY_CACHE 32
 
 struct nk_ctx {
     nk_program *p;
@@ -79,6 +80,9 @@ struct nk_ctx {
     /* API calls instructions name (p->calls): those found lately, by pointer
      * (a kernel's loop body alternates between a few: direct-mapped) */
     struct callkey { const char *call; uint16_t idx; } call_cache[NK_CALL_CACHE];
+    /* operands' layouts interned lately (a loop body's tiles have a few):
+     * direct-mapped, checked field by field */
+    struct laykey { nk_layout l; uint32_t lay; } lay_cache[NK_LAY_CACHE];
 };
 
 /* Grows *ptr (an array of *cap elements of elem bytes) to hold need,
