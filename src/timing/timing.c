@@ -1254,48 +1254,45 @@ static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
     static const int mems[2] = {NK_SBUF, NK_PSUM};
     static const char *names[2] = {"sbuf_bytes", "psum_bytes"};
     size_t nb = p->nbufs ? p->nbufs : 1;
-    double *first = malloc(2 * nb * sizeof *first), *last = malloc(2 * nb * sizeof *last);
+    double *first = malloc(nb * sizeof *first), *last = malloc(nb * sizeof *last);
     mpoint *pt = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *pt);
     mpoint *tmp = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *tmp);
     int rc = NK_ENOMEM;
     if (!first || !last || !pt || !tmp)
         goto out;
-    for (size_t b = 0; b < 2 * nb; b++) {
+    for (size_t b = 0; b < nb; b++) {
         first[b] = INFINITY;
         last[b] = -INFINITY;
     }
-    /* per memory m: first[m * nb + buffer], last[m * nb + buffer] */
+    /* per buffer, through the operands in its own memory (the only ones
+     * its counter reads) */
     for (uint32_t i = 0; i < p->ninstr; i++) {
         const nk_instr *in = &p->instrs[i];
         double t0 = tl->instr_start[i], t1 = tl->instr_end[i];
         const nk_opnd *w[2] = {&in->dst, nk__dst2(p, in)};
         for (int k = 0; k < 2; k++) {
             int mem = nk__opnd_mem(p, w[k]);
-            if (w[k]->buf && (mem == NK_SBUF || mem == NK_PSUM)) {
-                size_t at = (size_t)(mem == NK_PSUM) * nb + w[k]->buf;
-                first[at] = fmin(first[at], t0);
-                last[at] = dmax(last[at], t1);
+            if (w[k]->buf && (mem == NK_SBUF || mem == NK_PSUM) && mem == p->bufs[w[k]->buf].mem) {
+                first[w[k]->buf] = fmin(first[w[k]->buf], t0);
+                last[w[k]->buf] = dmax(last[w[k]->buf], t1);
             }
         }
         for (int k = 0; k < in->nsrc && k < 3; k++) {
             const nk_opnd *t = nk__src(p, in, k);
             int mem = nk__opnd_mem(p, t);
-            if (t->buf && (mem == NK_SBUF || mem == NK_PSUM)) {
-                size_t at = (size_t)(mem == NK_PSUM) * nb + t->buf;
-                last[at] = dmax(last[at], t1);
-            }
+            if (t->buf && (mem == NK_SBUF || mem == NK_PSUM) && mem == p->bufs[t->buf].mem)
+                last[t->buf] = dmax(last[t->buf], t1);
         }
     }
     for (int m = 0; m < 2; m++) {
         size_t np = 0;
         for (uint32_t b = 1; b < p->nbufs; b++) {
             const nk_bufinfo *bi = &p->bufs[b];
-            size_t at = (size_t)m * nb + b;
-            if (bi->mem != mems[m] || first[at] == INFINITY)
+            if (bi->mem != mems[m] || first[b] == INFINITY)
                 continue;
             double bytes = (double)bi->bytes * (double)bi->shape[0];
-            pt[np++] = (mpoint){first[at], bytes};
-            pt[np++] = (mpoint){last[at], -bytes};
+            pt[np++] = (mpoint){first[b], bytes};
+            pt[np++] = (mpoint){last[b], -bytes};
         }
         sort_mpoints(pt, np, tmp);
         cbuild cb;
