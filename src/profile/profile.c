@@ -734,6 +734,25 @@ static int stream_profile(const nk_profile *pr, nk__afile *f)
     return rc;
 }
 
+/* A target written in place (a FIFO, a character device) takes the file as
+ * one piece, encoded in memory (its header cannot be written over at the
+ * end), through the file as it was opened: opened again, a FIFO's reader
+ * would see the end of the first writer and the second would wait for a
+ * reader. */
+static int write_whole(const nk_profile *pr, nk__afile *f)
+{
+    nk_wr w = {0};
+    int rc = nk__profile_encode(pr, &w);
+    if (!rc)
+        rc = nk__afile_write(f, w.p, w.n);
+    nk__wr_free(&w);
+    if (rc) {
+        nk__afile_abort(f);
+        return rc;
+    }
+    return nk__afile_commit(f);
+}
+
 int nk_profile_write(const nk_profile *pr, const char *path)
 {
     if (!path)
@@ -745,13 +764,15 @@ int nk_profile_write(const nk_profile *pr, const char *path)
         int rc = nk__afile_open(&f, path);
         if (rc)
             return rc;
+        if (f.through || f.fd < 0)
+            return write_whole(pr, &f);
         rc = stream_profile(pr, &f);
         if (rc == 1)
             return nk__afile_commit(&f);
         nk__afile_abort(&f);
         if (rc < 0)
             return rc;
-        /* a target written in place: in memory, as below */
+        /* the placeholder could not be written over: in memory, as below */
     }
     nk_wr w = {0};
     int rc = nk__profile_encode(pr, &w);
@@ -799,11 +820,17 @@ int nk__profile_capture_write(const nk_program *p, const char *path, const doubl
     pthread_t th;
     pstream ps;
     head_job hj = {pr, &f, &ps, 0};
-    int started = opened && !f.through && f.fd >= 0 && !pthread_create(&th, NULL, head_work, &hj);
-    if (opened && !started) /* a target written in place, or no thread: as below */
+    int through = opened && (f.through || f.fd < 0);
+    int started = opened && !through && !pthread_create(&th, NULL, head_work, &hj);
+    if (opened && !through && !started) /* no thread: as below */
         nk__afile_abort(&f);
     rc = capture_finish(pr);
-    if (started) {
+    if (through) {
+        if (rc)
+            nk__afile_abort(&f);
+        else
+            *write_rc = write_whole(pr, &f);
+    } else if (started) {
         pthread_join(th, NULL);
         int w = rc ? 0 : hj.rc ? hj.rc : stream_tail(pr, &f, &ps);
         nk__wr_free(&ps.w);

@@ -73,6 +73,24 @@ if [ "$rc" -eq 0 ] && [ -p "$W/pipe" ] && cmp -s "$W/from-pipe" "$W/direct.csv" 
 fi
 rm -f "$W/pipe"
 
+# ---- a profile large enough to be streamed to a file (99,328 instructions,
+# 16 MB), to a FIFO: one writer, the whole file (a second open would leave
+# the reader with nothing and wait for another), the bytes of a regular file
+mkfifo "$W/pipe"
+timeout 60 cat "$W/pipe" >"$W/from-pipe" &
+reader=$!
+BIG="matmul_tiled --no-exec --random lhsT=8192x4096:bfloat16 --random rhs=8192x8192:bfloat16"
+# shellcheck disable=SC2086
+run env NK_PROFILE_FIXED_TIME=1 timeout 60 "$NK" profile $BIG -o "$W/pipe"
+wait "$reader"
+# shellcheck disable=SC2086
+NK_PROFILE_FIXED_TIME=1 "$NK" profile $BIG -o "$W/big.nkp" >/dev/null
+if [ "$rc" -eq 0 ] && [ -p "$W/pipe" ] && [ -s "$W/big.nkp" ] && cmp -s "$W/from-pipe" "$W/big.nkp"; then ok; else
+    bad "profile -o FIFO, streamed size: written through once" "exit $rc" "$(cat "$W/err")" \
+        "$(ls -l "$W/from-pipe" "$W/big.nkp")"
+fi
+rm -f "$W/pipe" "$W/from-pipe" "$W/big.nkp"
+
 # ---- refused: a directory, a dangling symlink
 mkdir "$W/adir"
 expect_fail "view -o DIR" 1 "nklab: view: cannot write $W/adir: is a directory" view "$P" -o "$W/adir"
