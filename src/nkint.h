@@ -122,6 +122,7 @@ typedef struct nk_instr {
  * record once per instruction: keep it from growing unnoticed (the size on
  * 64-bit targets). */
 _Static_assert(sizeof(void *) != 8 || sizeof(nk_instr) == 104, "nk_instr is 104 bytes");
+_Static_assert(sizeof(nk_opnd) == 16 || sizeof(void *) != 8, "nk_opnd is 16 bytes");
 
 /* An instruction's scalar operands and affine expression, which DMAs,
  * matmuls and most copies do not have: outside the record, in p->xarg. */
@@ -129,7 +130,6 @@ typedef struct nk_xarg {
     double imm0, imm1; /* scalar operands, memset value, scale, on_false */
     nk_affine aff;     /* IOTA / AFFINE_SELECT expression */
 } nk_xarg;
-_Static_assert(sizeof(nk_opnd) == 16 || sizeof(void *) != 8, "nk_opnd is 16 bytes");
 
 /* What an HBM buffer is to the kernel. */
 enum { NK_ROLE_INPUT = 0, NK_ROLE_OUTPUT, NK_ROLE_SCRATCH, NK_ROLE_TILE,

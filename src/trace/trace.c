@@ -249,9 +249,6 @@ nk_instr *nk__emit(nk_ctx *nc, nk_loc loc, int op, int engine)
     return in;
 }
 
-/* An operand of the instruction just emitted: a layout new to the program
- * grows its table, within nk_options.max_trace_bytes like the tracer's own
- * arrays. */
 /* Is l t's layout (nk__layout_of(t), without making it)? */
 static int is_layout_of(const nk_layout *l, const nk_tensor *t)
 {
@@ -263,6 +260,10 @@ static int is_layout_of(const nk_layout *l, const nk_tensor *t)
     return 1;
 }
 
+/* An operand of the instruction just emitted: its layout found in the
+ * cache of recent ones, or looked up; a layout new to the program grows
+ * its table, within nk_options.max_trace_bytes like the tracer's own
+ * arrays. */
 static int emit_opnd(nk_ctx *nc, nk_loc loc, nk_opnd *o, const nk_tensor *t)
 {
     nk_program *p = nc->p;
