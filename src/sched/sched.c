@@ -51,10 +51,10 @@ static void graph_free(graph *g)
  * key fall into buckets of 2^nk__sched_bucket_shift of a partition's bytes
  * (1 KiB), each access in every bucket it touches, or, spanning more than
  * nk__sched_bucket_span of them (16), in the key's list itself (then
- * searched with every access). An access meets only those that share a bucket with it, or are
- * wide; a write finds every access it covers in its own buckets (or among
- * the wide ones). HBM tensors keep one list each (a strided tile of a large
- * tensor spans much of it). */
+ * searched with every access). An access meets only those that share a
+ * bucket with it, or are wide; a write finds every access it covers in its
+ * own buckets (or among the wide ones). HBM tensors keep one list each (a
+ * strided tile of a large tensor spans much of it). */
 uint32_t nk__sched_bucket_shift = 10, nk__sched_bucket_span = 16;
 
 typedef struct bkey {
@@ -123,7 +123,7 @@ static int buckets_of(const region *r, uint32_t *k0, uint32_t *k1)
     if (r->b1 <= 0)
         return 1; /* below address 0 (not expected): wide, in no bucket */
     int64_t k0w = (r->b0 < 0 ? 0 : r->b0) >> nk__sched_bucket_shift, k1w = (r->b1 - 1) >> nk__sched_bucket_shift;
-    const int64_t most = UINT32_MAX / 2; /* far past any partition (not expected): the buckets there are */
+    const int64_t most = UINT32_MAX / 2; /* far past any partition (not expected): wide */
     *k0 = (uint32_t)(k0w < most ? k0w : most);
     *k1 = (uint32_t)(k1w < most ? k1w : most);
     return r->b0 < 0 || k1w >= most || *k1 - *k0 >= nk__sched_bucket_span;
