@@ -11,6 +11,7 @@
 #include "kernels.h"
 #include "profile/profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -165,6 +166,19 @@ static inline nk_profile *fx_exp_profile(const nk_program *p)
 }
 
 static inline char *fx_read_text(const char *path) { return nk_test_read_file(path); }
+
+/* Are the file's bytes at path the n bytes at want (no more, no fewer)? */
+static inline int fx_file_is(const char *path, const void *want, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    char *b = malloc(n + 1);
+    size_t got = f && b ? fread(b, 1, n + 1, f) : 0;
+    int same = b && got == n && !memcmp(b, want, n);
+    if (f)
+        fclose(f);
+    free(b);
+    return same;
+}
 
 
 /* A fresh temporary directory per call of fx_tmpdir; fx_tmp_done removes it

@@ -1113,18 +1113,6 @@ TEST(view_rejects_bad_arguments)
  * time as the text is made) is the text made in memory, byte for byte, for
  * a profile whose every output is more than two of them (about 10,000
  * instructions); and it reports what it wrote. */
-static int file_is(const char *path, const nk_text *t)
-{
-    FILE *f = fopen(path, "rb");
-    char *b = malloc(t->len + 1);
-    size_t got = f && b ? fread(b, 1, t->len + 1, f) : 0;
-    int same = b && got == t->len && !memcmp(b, t->s, t->len);
-    if (f)
-        fclose(f);
-    free(b);
-    return same;
-}
-
 TEST(export_and_page_streamed_are_the_text_in_memory)
 {
     nk_array args[2] = {{NK_BF16, 2, {4096, 2048}, NULL}, {NK_BF16, 2, {4096, 4096}, NULL}};
@@ -1154,7 +1142,7 @@ TEST(export_and_page_streamed_are_the_text_in_memory)
             nk_test_fail(__FILE__, __LINE__, "%s: %zu bytes", f < 3 ? fmts[f] : "page", t.len);
         CHECK_INT(bytes, t.len);
         CHECK_STR(why, "");
-        if (!file_is(fx_tmp("e.out"), &t))
+        if (!fx_file_is(fx_tmp("e.out"), t.s, t.len))
             nk_test_fail(__FILE__, __LINE__, "%s: the streamed file is not the text", f < 3 ? fmts[f] : "page");
         nk__text_free(&t);
     }

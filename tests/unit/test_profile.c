@@ -216,33 +216,13 @@ TEST(profile_streamed_file_is_the_encoding)
     if (pr && !nk__profile_encode(pr, &w)) {
         CHECK(w.n > (8u << 20) - (1u << 20));
         CHECK_INT(nk_profile_write(pr, fx_tmp("s.nkp")), 0);
-        FILE *f = fopen(fx_tmp("s.nkp"), "rb");
-        uint8_t *b = malloc(w.n + 1);
-        size_t got = f && b ? fread(b, 1, w.n + 1, f) : 0;
-        CHECK_INT(got, w.n);
-        CHECK(b && got == w.n && !memcmp(b, w.p, w.n));
-        if (f)
-            fclose(f);
-        free(b);
+        CHECK(fx_file_is(fx_tmp("s.nkp"), w.p, w.n));
     }
     nk__wr_free(&w);
     nk_profile_free(pr);
     nk_kernel_free(k);
     unlink(fx_tmp("s.nkp"));
     fx_tmp_done();
-}
-
-/* The file's bytes at path equal n bytes at want. */
-static int file_is(const char *path, const uint8_t *want, size_t n)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *b = malloc(n + 1);
-    size_t got = f && b ? fread(b, 1, n + 1, f) : 0;
-    int same = b && got == n && !memcmp(b, want, n);
-    if (f)
-        fclose(f);
-    free(b);
-    return same;
 }
 
 /* nk__profile_capture_write (what `nklab profile` does: the program's part
@@ -273,7 +253,7 @@ TEST(profile_capture_write_is_capture_then_write)
             CHECK_INT(nk__profile_capture_write(p, fx_tmp("c.nkp"), &created, &q, &wst), 0);
             CHECK_INT(wst, 0);
             CHECK(q && q->tl && q->tl->total_ns == pr->tl->total_ns);
-            CHECK(file_is(fx_tmp("c.nkp"), w.p, w.n));
+            CHECK(fx_file_is(fx_tmp("c.nkp"), w.p, w.n));
             nk_profile_free(q);
             q = NULL;
             /* a file that cannot be written */
