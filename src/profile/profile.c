@@ -689,13 +689,14 @@ static int stream_tail(const nk_profile *pr, nk__afile *f, pstream *ps)
     sout *so = &ps->so;
     int rc = 0;
     /* the timeline's length first (its section header comes before it) */
+    uint64_t tb = timeline_bytes(pr->tl, pr->prog->ninstr);
     nk__wr_bytes(w, "TIME", 4);
-    nk__wr_u64(w, timeline_bytes(pr->tl, pr->prog->ninstr));
+    nk__wr_u64(w, tb);
     size_t before = so->len + w->n;
     tout o = {w, STREAM_CHUNK, sout_flush, so, 0};
     put_timeline(&o, pr->tl, pr->prog->ninstr);
     rc = o.rc;
-    if (!rc && so->len + w->n - before != timeline_bytes(pr->tl, pr->prog->ninstr))
+    if (!rc && so->len + w->n - before != tb)
         rc = NK_EINVAL; /* cannot happen: the count and the encoder disagree */
     if (!rc && !w->oom) {
         put_sources(w, pr);
