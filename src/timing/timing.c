@@ -50,21 +50,33 @@ typedef struct hent {
     uint32_t id; /* compute engine, DMA trigger (from trig0); DMA engines wait in their own tree */
 } hent;
 
-/* A load/store as the DMA engines see it: one descriptor per engine used,
- * engines e0, e0 + 1, ... (mod the engine count), partitions spread evenly. */
-typedef struct dmainfo {
-    double rate;         /* one engine's bytes per ns: a descriptor takes bytes / rate, and
-                            hbm_sides * bytes / hbm_gbps on the shared HBM bandwidth (both
-                            computed where the descriptor starts: a third of a large
-                            program's instructions are DMAs, and this is kept for each) */
-    uint64_t part_bytes; /* bytes per partition */
-    uint32_t per, extra; /* parts / neng, parts % neng: the first `extra` descriptors take one more */
-    uint16_t queue;
-    uint8_t e0, neng, store;
-    uint8_t hbm_sides;   /* times its bytes pass the shared HBM bandwidth */
-} dmainfo;
-_Static_assert(sizeof(void *) != 8 || sizeof(dmainfo) == 32, "dmainfo is 32 bytes");
+/* What the DMA engines need of a load/store's shape: its descriptors'
+ * partitions (per, and per + 1 for the first `extra`), bytes per partition,
+ * and each descriptor's transfer (bytes / rate, the rate one engine's bytes
+ * per ns) and time on the shared HBM bandwidth (hbm_sides * bytes /
+ * hbm_gbps), by size: [0] per partitions, [1] per + 1. A program's DMAs come
+ * in a handful of shapes (the plan is a function of the two layouts and the
+ * op), so the divisions are made once per shape, not at each descriptor. */
+typedef struct dkind {
+    double dur[2], hbm[2];
+    uint64_t part_bytes;
+    uint32_t per, extra;
+    uint8_t neng;        /* descriptors: one per engine used */
+    uint8_t hbm_sides;   /* times its bytes pass the shared HBM bandwidth (0: SBUF to SBUF) */
+} dkind;
 
+/* A load/store as the DMA engines see it: one descriptor per engine used,
+ * engines e0, e0 + 1, ... (mod the engine count), partitions spread evenly
+ * as its kind says. */
+typedef struct dmainfo {
+    uint32_t kind;       /* s->kinds[kind] */
+    uint16_t queue;
+    uint8_t e0, neng;
+    uint8_t store;       /* to HBM */
+    uint8_t left;        /* descriptors not started (neng <= NK_ARCH_MAX_DMA_ENGINES) */
+} dmainfo;
+_Static_assert(sizeof(dmainfo) == 12, "dmainfo is 12 bytes");
+_Static_assert(NK_ARCH_MAX_DMA_ENGINES <= UINT8_MAX, "a DMA's descriptor count fits dmainfo.left");
 
 typedef struct engine {
     uint32_t off, end, cur;          /* its instructions: stream[off..end) */
@@ -384,6 +396,8 @@ typedef struct sim {
      * cost is computed when it commits, its one use: not stored) */
     dmainfo *dma;
     uint32_t *dord;
+    dkind *kinds;       /* the DMAs' shapes */
+    uint32_t nkinds;
     engine e[NK_MAX_CORES][NK_ENGINE_DMA];
     double lock_sbuf[NK_MAX_CORES], lock_psum[NK_MAX_CORES];
     double core_end[NK_MAX_CORES]; /* latest instruction end per core */
@@ -403,7 +417,6 @@ typedef struct sim {
      * descriptors: qcur[g * nq + q] is engine g's next there (one entry per
      * instruction, not per descriptor) */
     uint32_t *qlist, *qoff, *qcur;
-    uint32_t *left;     /* DMA: descriptors not started */
     dmaeng *d;          /* core * ne + DMA engine */
     uint8_t *gcore, *geng; /* per DMA engine g: its core and its engine on that core */
     /* DMA engines' next events: a tournament tree over dnext (the engine's
@@ -433,7 +446,7 @@ static inline const nk_instr *instr_at(const sim *s, uint32_t i)
     return &s->p->instrs[s->ord ? s->ord[i] : i];
 }
 
-static inline const dmainfo *dma_of(const sim *s, uint32_t i) { return &s->dma[s->dord[i]]; }
+static inline dmainfo *dma_of(const sim *s, uint32_t i) { return &s->dma[s->dord[i]]; }
 
 static inline uint32_t ndep_of(const sim *s, uint32_t i)
 {
@@ -687,12 +700,12 @@ static void dma_triggered(sim *s, uint32_t i, double t)
 {
     s->aux[i] = t;
     s->ready[i] = t + dmax(s->a->dma_latency_ns, s->a->dma_trigger_ns);
-    if (s->left[i] == 0) {
+    const dmainfo *m = dma_of(s, i);
+    if (m->left == 0) {
         s->done[i] = s->ready[i];
         commit_dma(s, i);
         return;
     }
-    const dmainfo *m = dma_of(s, i);
     uint32_t g0 = s->core[i] * s->ne;
     for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
         wake(s, g0 + e, s->ready[i]);
@@ -760,27 +773,28 @@ static inline void span_add(nk_dma_span *v, uint32_t *n, uint32_t *at, const nk_
  * the core's engine e) at time t. */
 static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
 {
-    const dmainfo *m = dma_of(s, i);
+    dmainfo *m = dma_of(s, i);
+    const dkind *kd = &s->kinds[m->kind];
     uint32_t c = s->gcore[g], e = s->geng[g];
-    uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, big = k < m->extra;
-    uint32_t parts = m->per + big;
-    uint64_t bytes = (uint64_t)parts * m->part_bytes;
-    double end = t + (double)bytes / m->rate;
-    if (m->hbm_sides) { /* SBUF to SBUF leaves HBM alone */
-        s->hbm_free[c] = dmax(s->hbm_free[c], t) + (double)m->hbm_sides * (double)bytes / s->a->hbm_gbps;
+    uint32_t k = e >= m->e0 ? e - m->e0 : e + s->ne - m->e0, big = k < kd->extra;
+    double end = t + kd->dur[big];
+    if (kd->hbm_sides) { /* SBUF to SBUF leaves HBM alone */
+        s->hbm_free[c] = dmax(s->hbm_free[c], t) + kd->hbm[big];
         end = dmax(end, s->hbm_free[c]);
     }
     if (s->tl) {
         nk_timeline *tl = s->tl;
+        uint32_t parts = kd->per + big;
+        uint64_t bytes = (uint64_t)parts * kd->part_bytes;
+        nk_dma_xfer x = {i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
         if (tl->xfers)
-            tl->xfers[tl->nxfers++] = (nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end};
+            tl->xfers[tl->nxfers++] = x;
         ts_add(&s->tput, t, end, bytes);
-        span_add(tl->dspans, &tl->ndspans, s->dspan_at,
-                 &(nk_dma_xfer){i, m->queue, (uint8_t)e, m->store, parts, bytes, t, end});
+        span_add(tl->dspans, &tl->ndspans, s->dspan_at, &x);
     }
     s->d[g].busy = end;
     s->done[i] = dmax(s->done[i], end);
-    if (--s->left[i] == 0)
+    if (--m->left == 0)
         commit_dma(s, i);
 }
 
@@ -1035,6 +1049,87 @@ static int build_graph(sim *s)
  * FIFOs of instruction ids in program order (one descriptor per engine and
  * instruction, so the id says which descriptor it is), each compute
  * instruction's cost. */
+/* The DMAs' shapes, found again by what the plan is made of: the
+ * destination's and source's layouts and whether the load transposes
+ * (open addressing; slot 0 free, else kind + 1). */
+typedef struct kindtab {
+    uint64_t *key;      /* per kind */
+    uint32_t *slot, cap;
+    uint32_t cap_kinds;
+} kindtab;
+
+static uint64_t kind_key(const nk_instr *in)
+{
+    return (uint64_t)in->dst.lay << 25 | (uint64_t)in->src[0].lay << 1 | (in->op == NK_OP_LOAD_TRANSPOSE);
+}
+
+static uint32_t kind_hash(uint64_t k)
+{
+    k *= 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(k >> 32);
+}
+
+/* The kind of DMA instruction in, made the first time its shape is seen.
+ * NK_EINVAL: the model cannot plan it. */
+static int kind_of(sim *s, kindtab *kt, const nk_instr *in, uint32_t *kind)
+{
+    if (in->nsrc < 1)
+        return NK_EINVAL;
+    uint64_t key = kind_key(in);
+    uint32_t h = 0;
+    if (kt->cap) {
+        for (h = kind_hash(key) & (kt->cap - 1); kt->slot[h]; h = (h + 1) & (kt->cap - 1))
+            if (kt->key[kt->slot[h] - 1] == key) {
+                *kind = kt->slot[h] - 1;
+                return 0;
+            }
+    }
+    nk_dma_plan pl;
+    if (nk__time_dma_plan(s->a, s->p, in, &pl))
+        return NK_EINVAL;
+    if (s->nkinds == kt->cap_kinds) {
+        uint32_t cap = kt->cap_kinds ? 2 * kt->cap_kinds : 16;
+        dkind *k = realloc(s->kinds, cap * sizeof *k);
+        if (!k)
+            return NK_ENOMEM;
+        s->kinds = k;
+        uint64_t *kk = realloc(kt->key, cap * sizeof *kk);
+        if (!kk)
+            return NK_ENOMEM;
+        kt->key = kk;
+        kt->cap_kinds = cap;
+    }
+    if (2 * (s->nkinds + 1) > kt->cap) { /* at most half full */
+        uint32_t cap = kt->cap ? 2 * kt->cap : 64, *sl = calloc(cap, sizeof *sl);
+        if (!sl)
+            return NK_ENOMEM;
+        for (uint32_t k = 0; k < s->nkinds; k++) {
+            uint32_t j = kind_hash(kt->key[k]) & (cap - 1);
+            while (sl[j])
+                j = (j + 1) & (cap - 1);
+            sl[j] = k + 1;
+        }
+        free(kt->slot);
+        kt->slot = sl;
+        kt->cap = cap;
+        for (h = kind_hash(key) & (cap - 1); kt->slot[h]; h = (h + 1) & (cap - 1))
+            ;
+    }
+    *kind = s->nkinds++;
+    kt->key[*kind] = key;
+    kt->slot[h] = *kind + 1;
+    uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
+    double rate = s->a->dma_engine_gbps * pl.efficiency; /* bytes per ns of one engine */
+    dkind *kd = &s->kinds[*kind];
+    *kd = (dkind){{0, 0}, {0, 0}, pl.part_bytes, per, extra, (uint8_t)pl.engines, pl.hbm_sides};
+    for (int k = 0; k < 2; k++) { /* the expressions a descriptor's start had */
+        uint64_t bytes = (uint64_t)(per + (uint32_t)k) * pl.part_bytes;
+        kd->dur[k] = (double)bytes / rate;
+        kd->hbm[k] = (double)pl.hbm_sides * (double)bytes / s->a->hbm_gbps;
+    }
+    return 0;
+}
+
 static int plan_all(sim *s)
 {
     size_t nslot = (size_t)s->ncores * s->ne * s->nq, ncq = (size_t)s->ncores * s->nq;
@@ -1044,28 +1139,31 @@ static int plan_all(sim *s)
     s->qcur = calloc(nslot, sizeof *s->qcur);
     if (!s->qoff || !s->qcur)
         return NK_ENOMEM;
+    kindtab kt = {0};
     for (uint32_t i = 0; i < s->n; i++) {
         const nk_instr *in = instr_at(s, i);
-        s->left[i] = 0;
         if (s->eng[i] != NK_ENGINE_DMA)
             continue;
-        nk_dma_plan pl;
-        if (nk__time_dma_plan(s->a, s->p, in, &pl))
-            return NK_EINVAL;
+        uint32_t kind;
+        int rc = kind_of(s, &kt, in, &kind);
+        if (rc) {
+            free(kt.slot);
+            free(kt.key);
+            return rc;
+        }
+        uint8_t neng = s->kinds[kind].neng;
         uint16_t q = (uint16_t)(s->queue[i] % s->nq);
         uint32_t *rp = &rots[s->core[i]], rot = *rp;
-        uint32_t per = pl.engines ? pl.partitions / pl.engines : 0, extra = pl.partitions - per * pl.engines;
-        double rate = s->a->dma_engine_gbps * pl.efficiency; /* bytes per ns of one engine */
         s->dord[i] = ndma;
-        dmainfo *m = &s->dma[ndma];
-        *m = (dmainfo){rate, pl.part_bytes, per, extra, s->queue[i], (uint8_t)rot, (uint8_t)pl.engines,
-                       nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM, pl.hbm_sides};
-        s->left[i] = pl.engines;
+        s->dma[ndma] = (dmainfo){kind, s->queue[i], (uint8_t)rot, neng, nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM,
+                                 neng};
         s->qoff[s->core[i] * s->nq + q + 1]++;
         ndma++;
-        *rp = (rot + pl.engines) % s->ne;
-        total += pl.engines;
+        *rp = (rot + neng) % s->ne;
+        total += neng;
     }
+    free(kt.slot);
+    free(kt.key);
     if (total > UINT32_MAX)
         return NK_ELIMIT;
     s->qlist = malloc((ndma ? ndma : 1) * sizeof *s->qlist);
@@ -1534,7 +1632,6 @@ static int alloc_sim(sim *s)
         ndma += s->eng[i] == NK_ENGINE_DMA;
     s->dma = malloc((ndma ? ndma : 1) * sizeof *s->dma);
     s->dord = malloc(n * sizeof *s->dord);
-    s->left = malloc(n * sizeof *s->left);
     if (s->a->dma_trigger_in_order) {
         s->dma_after = malloc(n * sizeof *s->dma_after);
         s->parked = calloc(n, 1);
@@ -1565,7 +1662,7 @@ static int alloc_sim(sim *s)
         if (!s->inst_off || !s->inst_left || !s->inst_next || !s->inst_end || !s->inst_gated || !s->unit_t0)
             return NK_ENOMEM;
     }
-    if (!s->rem || !s->succ_off || !s->stream || !s->ready || !s->aux || !s->done || !s->dma || !s->dord || !s->left)
+    if (!s->rem || !s->succ_off || !s->stream || !s->ready || !s->aux || !s->done || !s->dma || !s->dord)
         return NK_ENOMEM;
     if (tl) {
         uint32_t nst = s->ncores * EV_STREAMS;
@@ -1601,7 +1698,7 @@ static void free_run(sim *s)
 {
     void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->queue, (void **)&s->unit, (void **)&s->rem,
                    (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
-                   (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord, (void **)&s->left,
+                   (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord, (void **)&s->kinds,
                    (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
                    (void **)&s->ev_at, (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked};
