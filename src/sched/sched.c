@@ -437,9 +437,10 @@ static void apply_order(nk_program *p, uint32_t *order)
 
 /* ---- timing the candidates: each one's graph and device time is a task
  * of its own; tasks run on as many threads as there are processors (at
- * most NK_SCHED_THREADS), the choice among them is made afterwards in the
- * order the serial code made it, so the result does not depend on how
- * many threads ran. */
+ * most NK_SCHED_THREADS), trace order's from the start (while the list
+ * orders are made), the others' once they are made. The choice among them
+ * is made afterwards in the order the serial code made it, so the result
+ * does not depend on how many threads ran. */
 
 #define NK_SCHED_THREADS 4
 
@@ -475,11 +476,19 @@ static void time_candidate(const nk_program *p, cand *c)
     free(ident);
 }
 
+/* Candidates are given to the pool as they are known (trace order's at
+ * once, the list policies' once they are made) and taken by whichever
+ * thread is free. */
 typedef struct pool {
     const nk_program *p;
     cand *c;
-    int n, next;
+    int n, next;   /* candidates c[0 .. n) given so far; the next one to take */
+    int closed;    /* no more will be given */
+    int nt;        /* threads allowed, the calling one included */
+    int started;   /* helper threads running */
+    pthread_t th[NK_SCHED_THREADS];
     pthread_mutex_t mu;
+    pthread_cond_t cv;
 } pool;
 
 static void *pool_worker(void *arg)
@@ -487,6 +496,8 @@ static void *pool_worker(void *arg)
     pool *w = arg;
     for (;;) {
         pthread_mutex_lock(&w->mu);
+        while (w->next == w->n && !w->closed)
+            pthread_cond_wait(&w->cv, &w->mu);
         int k = w->next < w->n ? w->next++ : -1;
         pthread_mutex_unlock(&w->mu);
         if (k < 0)
@@ -495,20 +506,46 @@ static void *pool_worker(void *arg)
     }
 }
 
-static void time_candidates(const nk_program *p, cand *c, int n)
+static void pool_open(pool *w, const nk_program *p, cand *c)
 {
-    int nt = nk__threads(p->threads);
-    if (nt > n)
-        nt = n;
-    pool w = {p, c, n, 0, PTHREAD_MUTEX_INITIALIZER};
-    pthread_t th[NK_SCHED_THREADS];
-    int started = 0;
-    for (int t = 1; t < nt; t++)
-        if (!pthread_create(&th[started], NULL, pool_worker, &w))
-            started++;
-    pool_worker(&w); /* the calling thread works too */
-    for (int t = 0; t < started; t++)
-        pthread_join(th[t], NULL);
+    memset(w, 0, sizeof *w);
+    w->p = p;
+    w->c = c;
+    w->nt = nk__threads(p->threads);
+    if (w->nt > NK_SCHED_THREADS)
+        w->nt = NK_SCHED_THREADS;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+}
+
+/* Candidates c[0 .. n) are ready to be taken, by helpers started as they
+ * are needed: the first while the calling thread goes on making the
+ * others, then one per candidate beyond the one the calling thread takes
+ * in pool_close (never more than the threads allowed). */
+static void pool_give(pool *w, int n)
+{
+    pthread_mutex_lock(&w->mu);
+    w->n = n;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    int want = n > 1 ? n - 1 : n;
+    while (w->started < want && w->started < w->nt - 1 && !pthread_create(&w->th[w->started], NULL, pool_worker, w))
+        w->started++;
+}
+
+/* No more candidates: the calling thread times what is left with the
+ * helpers, and every candidate given is timed when this returns. */
+static void pool_close(pool *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->closed = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pool_worker(w);
+    for (int t = 0; t < w->started; t++)
+        pthread_join(w->th[t], NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
 }
 
 /* The tracer grows its records by doubling (and zeroes what it grows):
@@ -566,25 +603,29 @@ static int choose(const nk_program *p, choice *ch)
     ch->best = 1;
     /* a program too large to time its candidates keeps the first policy's
      * order: the others are not made */
-    int npol = n <= NK_SCHED_TIMED_MAX ? NK_LIST_POLICIES : 1;
+    int timed = n <= NK_SCHED_TIMED_MAX, npol = timed ? NK_LIST_POLICIES : 1;
     ch->orders = malloc((size_t)npol * n * sizeof *ch->orders);
     if (!ch->orders)
         return NK_ENOMEM;
     uint32_t *orders = ch->orders;
     cand *c = ch->c;
+    pool w;
+    if (timed) { /* trace order needs no list order: it is timed while they are made */
+        pool_open(&w, p, c);
+        c[ch->nc++] = (cand){NULL, {0}, -1, 0};
+        pool_give(&w, ch->nc);
+    }
     if ((rc = derive(p, NULL, 1, &ch->g0)))
-        return rc;
+        goto made;
     if ((rc = nk__list_orders(p, ch->g0.dep_off, ch->g0.ndep, ch->g0.deps, ch->g0.queue, orders, npol)))
-        return rc;
+        goto made;
     graph_free(&ch->g0);
     for (int k = 0; k < npol; k++)
         if ((rc = group_by_instance(p, orders + (size_t)k * n)))
-            return rc;
-    if (n <= NK_SCHED_TIMED_MAX) {
-        /* trace order, and each policy's order unless it keeps every
-         * engine's sequence of trace order or of the previous candidate
-         * (then it times the same) */
-        c[ch->nc++] = (cand){NULL, {0}, -1, 0};
+            goto made;
+    if (timed) {
+        /* each policy's order unless it keeps every engine's sequence of
+         * trace order or of the previous candidate (then it times the same) */
         for (int k = 0; k < NK_LIST_POLICIES; k++) {
             const uint32_t *o = orders + (size_t)k * n;
             slot[k] = -1;
@@ -593,7 +634,14 @@ static int choose(const nk_program *p, choice *ch)
             slot[k] = ch->nc;
             c[ch->nc++] = (cand){o, {0}, -1, 0};
         }
-        time_candidates(p, c, ch->nc);
+        pool_give(&w, ch->nc);
+    }
+made:
+    if (timed)
+        pool_close(&w); /* on an error too: no thread outlives the choice */
+    if (rc)
+        return rc;
+    if (timed) {
         for (int k = 0; k < ch->nc; k++)
             if ((rc = c[k].rc))
                 return rc;
@@ -612,7 +660,7 @@ static int choose(const nk_program *p, choice *ch)
     /* the chosen order's graph: timed already, or derived now */
     if (ch->best == 0)
         ch->gb = &c[0].g;
-    else if (n <= NK_SCHED_TIMED_MAX)
+    else if (timed)
         ch->gb = &c[slot[ch->best - 1]].g;
     else {
         if ((rc = derive(p, orders + (size_t)(ch->best - 1) * n, 0, &ch->g0)))

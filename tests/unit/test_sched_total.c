@@ -176,3 +176,59 @@ TEST(sched_address_buckets_find_what_one_list_finds)
     }
     CHECK_INT(kernels, nk_builtin_kernel_count + 1);
 }
+
+/* The candidate schedules are timed on as many threads as there are (trace
+ * order's while the list orders are made): with one thread, two and four,
+ * every built-in kernel and a matmul of more than 8,000 instructions get
+ * the same order, dependencies, queues, chosen policy and trace order's
+ * time. */
+TEST(sched_candidates_choose_alike_on_any_threads)
+{
+    static const int threads[] = {1, 2, 4};
+    int kernels = 0, chose_list = 0;
+    for (int i = 0; i <= nk_builtin_kernel_count; i++) {
+        nk_kernel_info big;
+        const nk_kernel_info *ki = &nk_builtin_kernels[i < nk_builtin_kernel_count ? i : 0];
+        nk_array args[NK_KERNEL_MAX_ARGS];
+        if (i == nk_builtin_kernel_count) {
+            ki = nk_builtin_kernel("matmul_tiled");
+            CHECK(ki != NULL);
+            if (!ki)
+                break;
+            big = *ki;
+            ki = &big;
+            args[0] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+            args[1] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+        } else {
+            CHECK_INT(nk_kernel_example_args(ki, 3, args), 0);
+        }
+        nk_kernel *k[3] = {NULL, NULL, NULL};
+        const nk_program *p[3] = {NULL, NULL, NULL};
+        for (int t = 0; t < 3; t++) {
+            nk_options o = {.target = ki->grid[0] ? "trn2" : "trn1", .schedule = NK_SCHED_LIST, .threads = threads[t]};
+            memcpy(o.grid, ki->grid, sizeof o.grid);
+            k[t] = nk_kernel_new(ki->name, ki->fn);
+            if (nk_kernel_compile(k[t], args, ki->nargs, &o, &p[t]))
+                p[t] = NULL;
+        }
+        CHECK(p[0] && p[1] && p[2]);
+        if (p[0] && p[1] && p[2]) {
+            for (int t = 1; t < 3; t++)
+                if (!same_schedule(p[0], p[t]) || p[0]->sched_policy != p[t]->sched_policy ||
+                    memcmp(&p[0]->trace_order_ns, &p[t]->trace_order_ns, sizeof(double)))
+                    nk_test_fail(__FILE__, __LINE__, "%s: %d threads schedule it otherwise than one", ki->name,
+                                 threads[t]);
+            kernels++;
+            chose_list += p[0]->sched_policy != 0;
+            if (i == nk_builtin_kernel_count)
+                CHECK(p[0]->ninstr > 8000 && p[0]->trace_order_ns > 0);
+        }
+        for (int t = 0; t < 3; t++)
+            nk_kernel_free(k[t]);
+        if (i < nk_builtin_kernel_count)
+            for (int a = 0; a < ki->nargs; a++)
+                nk_array_free(&args[a]);
+    }
+    CHECK_INT(kernels, nk_builtin_kernel_count + 1);
+    CHECK(chose_list > 0); /* some kernel keeps a list order: the candidates are not all trace order */
+}
