@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 typedef struct hent {
@@ -1248,15 +1249,42 @@ NK__DEFINE_SORT(sort_events, nk_event, event_less)
 /* The events in order: each stream's run is in time order as the model
  * makes them (checked; a run that is not, say with triggers of equal start
  * out of instruction order, is sorted first), then the runs are merged. */
+size_t nk__merge_give_min = (size_t)4 << 20, nk__merge_give_step = (size_t)256 << 10;
+_Atomic size_t nk__merge_given;
+
+/* The pages of stream k's events wholly before its next one, from *rel on,
+ * go back to the system (they read as zeros afterwards; the merge has
+ * copied them). */
+static void give_read(const nk_timeline *tl, uint32_t next, uintptr_t pg, uintptr_t *rel)
+{
+    uintptr_t hi = (uintptr_t)&tl->events[next] / pg * pg;
+    if (hi > *rel && !madvise((void *)*rel, hi - *rel, MADV_DONTNEED)) {
+        nk__merge_given += hi - *rel;
+        *rel = hi;
+    }
+}
+
+/* Merges the streams' events (each in time order, sorted here if not) into
+ * one array in event_less order. For a large timeline the streams' pages go
+ * back as the merge reads past them (every nk__merge_give_step bytes of a
+ * stream), so the merged copy does not double the events' memory. */
 static int order_events(sim *s)
 {
     nk_timeline *tl = s->tl;
     uint32_t nst = s->ncores * EV_STREAMS, n = tl->nevents;
     nk_event *out = malloc((n ? n : 1) * sizeof *out);
     uint32_t *head = malloc((nst ? nst : 1) * sizeof *head), *hp = malloc((nst ? nst : 1) * sizeof *hp);
+    uint32_t *gave = malloc((nst ? nst : 1) * sizeof *gave);
+    uintptr_t *rel = malloc((nst ? nst : 1) * sizeof *rel), pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     int rc = NK_ENOMEM;
-    if (!out || !head || !hp)
+    if (!out || !head || !hp || !gave || !rel)
         goto out;
+    int give = (size_t)n * sizeof *out >= nk__merge_give_min && pg > 0 && !(pg & (pg - 1));
+    uint32_t step = (uint32_t)(nk__merge_give_step / sizeof *out) + 1;
+    for (uint32_t k = 0; k < nst; k++) {
+        gave[k] = s->ev_off[k];
+        rel[k] = ((uintptr_t)&tl->events[s->ev_off[k]] + pg - 1) / pg * pg; /* pages wholly in stream k */
+    }
     for (uint32_t k = 0; k < nst; k++) {
         nk_event *a = tl->events + s->ev_off[k];
         uint32_t m = s->ev_off[k + 1] - s->ev_off[k];
@@ -1283,7 +1311,12 @@ static int order_events(sim *s)
         uint32_t k = hp[0];
         out[o] = *EV_HEAD(k);
         NK_ASSERT(o == 0 || !event_less(&out[o], &out[o - 1])); /* readers rely on the order */
-        uint32_t top = ++head[k] < s->ev_off[k + 1] ? k : hp[--nh];
+        uint32_t next = ++head[k];
+        if (give && next - gave[k] >= step) {
+            give_read(tl, next, pg, &rel[k]);
+            gave[k] = next;
+        }
+        uint32_t top = next < s->ev_off[k + 1] ? k : hp[--nh];
         if (!nh)
             break;
         /* sift the new top down */
@@ -1311,6 +1344,8 @@ out:
     free(out);
     free(head);
     free(hp);
+    free(gave);
+    free(rel);
     return rc;
 }
 

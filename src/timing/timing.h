@@ -125,6 +125,13 @@ int nk__time_program(const nk_program *p, const nk_arch *arch, nk_timeline **out
 enum { NK_TL_DESCRIPTORS = 1 };
 int nk__time_program_detail(const nk_program *p, const nk_arch *arch, unsigned flags, nk_timeline **out);
 
+/* The events' merge gives back the pages of the per-engine streams it has
+ * read past, in steps of nk__merge_give_step bytes of a stream, when the
+ * events take nk__merge_give_min bytes or more (tunable for tests);
+ * nk__merge_given counts the bytes given back. */
+extern size_t nk__merge_give_min, nk__merge_give_step;
+extern _Atomic size_t nk__merge_given;
+
 /* DMA spans from descriptor transfers sorted by start (profiles of format
  * versions before 7 hold the transfers): each instruction's transfers
  * merged where they overlap or touch, in the order the spans start. The

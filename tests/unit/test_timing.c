@@ -1442,3 +1442,41 @@ TEST(timing_dma_spans_of_transfers_by_hand)
     CHECK_INT(n, 0);
     free(v);
 }
+
+/* The events' merge gives back the streams' pages as it reads past them:
+ * a matmul's timeline merged that way (every page it can) has the same
+ * events, byte for byte, as one merged without, and pages were given. */
+TEST(timing_merge_gives_back_pages_alike)
+{
+    const nk_kernel_info *ki = nk_builtin_kernel("matmul_tiled");
+    CHECK(ki != NULL);
+    if (!ki)
+        return;
+    nk_array args[2] = {arg2(NK_BF16, 2048, 4096), arg2(NK_BF16, 2048, 4096)};
+    nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+    const nk_program *p = NULL;
+    CHECK_INT(nk_kernel_compile(k, args, 2, NULL, &p), 0);
+    size_t min0 = nk__merge_give_min, step0 = nk__merge_give_step;
+    nk_timeline *tl[2] = {NULL, NULL};
+    size_t given = nk__merge_given;
+    if (p) {
+        nk__merge_give_min = (size_t)-1; /* never */
+        CHECK_INT(nk__time_program(p, NULL, &tl[0]), 0);
+        CHECK(nk__merge_given == given);
+        nk__merge_give_min = 0;
+        nk__merge_give_step = 1; /* at every event */
+        CHECK_INT(nk__time_program(p, NULL, &tl[1]), 0);
+    }
+    nk__merge_give_min = min0;
+    nk__merge_give_step = step0;
+    if (tl[0] && tl[1]) {
+        CHECK(tl[0]->nevents > 15000); /* tens of pages a stream */
+        CHECK(nk__merge_given > given);
+        CHECK_INT(tl[1]->nevents, tl[0]->nevents);
+        CHECK(!memcmp(tl[0]->events, tl[1]->events, tl[0]->nevents * sizeof *tl[0]->events));
+        CHECK(!memcmp(&tl[0]->total_ns, &tl[1]->total_ns, sizeof(double)));
+    }
+    nk__timeline_free(tl[0]);
+    nk__timeline_free(tl[1]);
+    nk_kernel_free(k);
+}
