@@ -534,11 +534,14 @@ static void pool_give(pool *w, int n)
 }
 
 /* No more candidates: the calling thread times what is left with the
- * helpers, and every candidate given is timed when this returns. */
-static void pool_close(pool *w)
+ * helpers, and every candidate given is timed when this returns (with
+ * abandon, those not started yet are left untimed). */
+static void pool_close(pool *w, int abandon)
 {
     pthread_mutex_lock(&w->mu);
     w->closed = 1;
+    if (abandon)
+        w->next = w->n;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pool_worker(w);
@@ -638,7 +641,7 @@ static int choose(const nk_program *p, choice *ch)
     }
 made:
     if (timed)
-        pool_close(&w); /* on an error too: no thread outlives the choice */
+        pool_close(&w, rc != 0); /* on an error too: no thread outlives the choice */
     if (rc)
         return rc;
     if (timed) {

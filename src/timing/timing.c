@@ -1045,11 +1045,6 @@ static int build_graph(sim *s)
     return 0;
 }
 
-/* One pass over the records: each DMA instruction's descriptors (the
- * engines rotate per core in program order) and the per-(engine, queue)
- * FIFOs of instruction ids in program order (one descriptor per engine and
- * instruction, so the id says which descriptor it is), each compute
- * instruction's cost. */
 /* The DMAs' shapes, found again by what the plan is made of: the
  * destination's and source's layouts and whether the load transposes
  * (open addressing; slot 0 free, else kind + 1). */
@@ -1131,6 +1126,10 @@ static int kind_of(sim *s, kindtab *kt, const nk_instr *in, uint32_t *kind)
     return 0;
 }
 
+/* One pass over the records: each DMA instruction's kind and descriptors
+ * (the engines rotate per core in program order), then each core's DMA
+ * queues in program order (one descriptor per engine and instruction, so
+ * the instruction says which descriptor it is). */
 static int plan_all(sim *s)
 {
     size_t nslot = (size_t)s->ncores * s->ne * s->nq, ncq = (size_t)s->ncores * s->nq;
@@ -1246,9 +1245,6 @@ static inline int event_less(const nk_event *a, const nk_event *b)
 }
 NK__DEFINE_SORT(sort_events, nk_event, event_less)
 
-/* The events in order: each stream's run is in time order as the model
- * makes them (checked; a run that is not, say with triggers of equal start
- * out of instruction order, is sorted first), then the runs are merged. */
 size_t nk__merge_give_min = (size_t)4 << 20, nk__merge_give_step = (size_t)256 << 10;
 _Atomic size_t nk__merge_given;
 
@@ -1264,10 +1260,12 @@ static void give_read(const nk_timeline *tl, uint32_t next, uintptr_t pg, uintpt
     }
 }
 
-/* Merges the streams' events (each in time order, sorted here if not) into
- * one array in event_less order. For a large timeline the streams' pages go
- * back as the merge reads past them (every nk__merge_give_step bytes of a
- * stream), so the merged copy does not double the events' memory. */
+/* The events in order: each stream's run is in time order as the model
+ * makes them (checked; a run that is not, say with triggers of equal start
+ * out of instruction order, is sorted first), then the runs are merged into
+ * a new array. For a large timeline the streams' pages go back as the merge
+ * reads past them (every nk__merge_give_step bytes of a stream), so the
+ * merged copy does not double the events' memory. */
 static int order_events(sim *s)
 {
     nk_timeline *tl = s->tl;
