@@ -131,6 +131,27 @@ static int same_schedule(const nk_program *a, const nk_program *b)
     return 1;
 }
 
+/* Case i of the schedule tests below: built-in kernel i on its example
+ * arguments, or, for i == nk_builtin_kernel_count, matmul_tiled of more
+ * than 8,000 instructions by shape only (no values); NULL if it cannot be
+ * made. */
+static const nk_kernel_info *sched_case(int i, nk_array *args)
+{
+    if (i < nk_builtin_kernel_count)
+        return nk_kernel_example_args(&nk_builtin_kernels[i], 3, args) ? NULL : &nk_builtin_kernels[i];
+    const nk_kernel_info *ki = nk_builtin_kernel("matmul_tiled");
+    args[0] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+    args[1] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+    return ki;
+}
+
+static void sched_case_free(int i, const nk_kernel_info *ki, nk_array *args)
+{
+    if (i < nk_builtin_kernel_count)
+        for (int a = 0; a < ki->nargs; a++)
+            nk_array_free(&args[a]);
+}
+
 /* The on-chip accesses are searched by address buckets: with one bucket
  * for everything (one list per memory, as a plain search), with tiny
  * buckets (most accesses in many, many wide) and with the default, every
@@ -141,21 +162,11 @@ TEST(sched_address_buckets_find_what_one_list_finds)
     static const uint32_t cfg[][2] = {{40, UINT32_MAX}, {4, 3}, {10, 16}};
     int kernels = 0;
     for (int i = 0; i <= nk_builtin_kernel_count; i++) {
-        nk_kernel_info big;
-        const nk_kernel_info *ki = &nk_builtin_kernels[i < nk_builtin_kernel_count ? i : 0];
         nk_array args[NK_KERNEL_MAX_ARGS];
-        if (i == nk_builtin_kernel_count) { /* matmul_tiled, larger, by shape only */
-            ki = nk_builtin_kernel("matmul_tiled");
-            CHECK(ki != NULL);
-            if (!ki)
-                break;
-            big = *ki;
-            ki = &big;
-            args[0] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
-            args[1] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
-        } else {
-            CHECK_INT(nk_kernel_example_args(ki, 3, args), 0);
-        }
+        const nk_kernel_info *ki = sched_case(i, args);
+        CHECK(ki != NULL);
+        if (!ki)
+            continue;
         nk_kernel *k[3] = {NULL, NULL, NULL};
         const nk_program *p[3];
         for (int c = 0; c < 3; c++)
@@ -170,9 +181,7 @@ TEST(sched_address_buckets_find_what_one_list_finds)
         }
         for (int c = 0; c < 3; c++)
             nk_kernel_free(k[c]);
-        if (i < nk_builtin_kernel_count)
-            for (int a = 0; a < ki->nargs; a++)
-                nk_array_free(&args[a]);
+        sched_case_free(i, ki, args);
     }
     CHECK_INT(kernels, nk_builtin_kernel_count + 1);
 }
@@ -187,21 +196,11 @@ TEST(sched_candidates_choose_alike_on_any_threads)
     static const int threads[] = {1, 2, 4};
     int kernels = 0, chose_list = 0;
     for (int i = 0; i <= nk_builtin_kernel_count; i++) {
-        nk_kernel_info big;
-        const nk_kernel_info *ki = &nk_builtin_kernels[i < nk_builtin_kernel_count ? i : 0];
         nk_array args[NK_KERNEL_MAX_ARGS];
-        if (i == nk_builtin_kernel_count) {
-            ki = nk_builtin_kernel("matmul_tiled");
-            CHECK(ki != NULL);
-            if (!ki)
-                break;
-            big = *ki;
-            ki = &big;
-            args[0] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
-            args[1] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
-        } else {
-            CHECK_INT(nk_kernel_example_args(ki, 3, args), 0);
-        }
+        const nk_kernel_info *ki = sched_case(i, args);
+        CHECK(ki != NULL);
+        if (!ki)
+            continue;
         nk_kernel *k[3] = {NULL, NULL, NULL};
         const nk_program *p[3] = {NULL, NULL, NULL};
         for (int t = 0; t < 3; t++) {
@@ -225,9 +224,7 @@ TEST(sched_candidates_choose_alike_on_any_threads)
         }
         for (int t = 0; t < 3; t++)
             nk_kernel_free(k[t]);
-        if (i < nk_builtin_kernel_count)
-            for (int a = 0; a < ki->nargs; a++)
-                nk_array_free(&args[a]);
+        sched_case_free(i, ki, args);
     }
     CHECK_INT(kernels, nk_builtin_kernel_count + 1);
     CHECK(chose_list > 0); /* some kernel keeps a list order: the candidates are not all trace order */
