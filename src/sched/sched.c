@@ -440,7 +440,11 @@ static void apply_order(nk_program *p, uint32_t *order)
  * most NK_SCHED_THREADS), trace order's from the start (while the list
  * orders are made), the others' once they are made. The choice among them
  * is made afterwards in the order the serial code made it, so the result
- * does not depend on how many threads ran. */
+ * does not depend on how many threads ran. The price of the overlap is
+ * memory: on two threads or more, trace order's graph and simulation are
+ * held beside the conservative graph and the list scheduler's arrays
+ * (the 1x matmul's peak, docs/speed.md), where one thread times it after
+ * they are freed. */
 
 #define NK_SCHED_THREADS 4
 
@@ -485,7 +489,7 @@ typedef struct pool {
     int n, next;   /* candidates c[0 .. n) given so far; the next one to take */
     int closed;    /* no more will be given */
     int nt;        /* threads allowed, the calling one included */
-    int started;   /* helper threads running */
+    int started;   /* helper threads started (joined in pool_close) */
     pthread_t th[NK_SCHED_THREADS];
     pthread_mutex_t mu;
     pthread_cond_t cv;

@@ -1066,7 +1066,7 @@ static uint32_t kind_hash(uint64_t k)
 }
 
 /* The kind of DMA instruction in, made the first time its shape is seen.
- * NK_EINVAL: the model cannot plan it. */
+ * NK_EINVAL: the model cannot plan it; NK_ENOMEM: the table cannot grow. */
 static int kind_of(sim *s, kindtab *kt, const nk_instr *in, uint32_t *kind)
 {
     if (in->nsrc < 1)

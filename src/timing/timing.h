@@ -126,8 +126,9 @@ enum { NK_TL_DESCRIPTORS = 1 };
 int nk__time_program_detail(const nk_program *p, const nk_arch *arch, unsigned flags, nk_timeline **out);
 
 /* The events' merge gives back the pages of the per-engine streams it has
- * read past, in steps of nk__merge_give_step bytes of a stream, when the
- * events take nk__merge_give_min bytes or more (tunable for tests);
+ * read past, each time it has read more than nk__merge_give_step bytes of
+ * a stream since the last, when the events take nk__merge_give_min bytes
+ * or more (tunable for tests);
  * nk__merge_given counts the bytes given back. */
 extern size_t nk__merge_give_min, nk__merge_give_step;
 extern _Atomic size_t nk__merge_given;
