@@ -287,6 +287,23 @@ static void k_strided_load(nk_ctx *nc, const nk_tensor *a, int n)
     nk_return(nc, out);
 }
 
+/* Loads of many shapes from a[128, 64] (f32), each into a tile of its own:
+ * two [16, 8] tiles, of columns 0..7 (32 contiguous bytes a row) and of
+ * every other column (4), then load j of rows [0, 1 + 3j) and columns
+ * [0, 1 + j), then one store of the whole tensor. */
+static void k_many_shapes(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    (void)nk_load(nc, nk_ix(nc, a[0], nk_r(0, 16), nk_r(0, 8)));
+    (void)nk_load(nc, nk_ix(nc, a[0], nk_r(0, 16), nk_rs(0, 16, 2)));
+    for (int64_t j = 0; j < 40; j++)
+        (void)nk_load(nc, nk_ix(nc, a[0], nk_r(0, 1 + 3 * j), nk_r(0, 1 + j)));
+    nk_tensor t = nk_load(nc, a[0]);
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(a[0].shape[0], a[0].shape[1]), a[0].dtype, NK_SHARED_HBM);
+    nk_store(nc, out, t);
+    nk_return(nc, out);
+}
+
 /* Vector and GpSimd copies of one SBUF tile; Vector and Scalar reads of one
  * PSUM tile. All four are independent of each other. */
 static void k_ports(nk_ctx *nc, const nk_tensor *a, int n)
@@ -1479,4 +1496,50 @@ TEST(timing_merge_gives_back_pages_alike)
     nk__timeline_free(tl[0]);
     nk__timeline_free(tl[1]);
     nk_kernel_free(k);
+}
+
+/* A program of 44 DMA shapes (more than the model's shape table starts
+ * with, so it grows and rehashes): two loads into tiles of one layout from
+ * sources of two take the transfer times of their own contiguous bytes;
+ * every descriptor of load j covers its share of 1 + 3j rows (spread over
+ * min(rows, 16) engines, the first ones one more) of 4 (1 + j) bytes, and
+ * the first one's transfer takes what the efficiency formula says. */
+TEST(timing_dma_shapes_each_keep_their_own_plan)
+{
+    nk_array args[1] = {arg2(NK_F32, 128, 64)};
+    tcase c;
+    CHECK_INT(run_case(&c, "many_shapes", k_many_shapes, args, 1, "trn1"), 0);
+    if (!c.tl)
+        return end_case(&c);
+    for (int t = 0; t < 2; t++) {
+        int ld = nth_instr(c.p, NK_OP_LOAD, t), n = 0;
+        double chunk = t ? 4 : 32;
+        for (uint32_t k = 0; k < c.tl->nxfers; k++)
+            if ((int)c.tl->xfers[k].instr == ld) {
+                CHECK_NEAR(c.tl->xfers[k].end - c.tl->xfers[k].start, dma_ref(DMA_BW1, 32, chunk), 1e-12, 0);
+                n++;
+            }
+        CHECK_INT(n, 16);
+    }
+    for (int j = 0; j < 40; j++) {
+        int ld = nth_instr(c.p, NK_OP_LOAD, 2 + j);
+        uint32_t rows = 1 + 3 * (uint32_t)j, eng = rows < 16 ? rows : 16, parts = 0, n = 0;
+        for (uint32_t k = 0; k < c.tl->nxfers; k++) {
+            const nk_dma_xfer *x = &c.tl->xfers[k];
+            if ((int)x->instr != ld)
+                continue;
+            uint32_t e = x->partitions;
+            if (e != rows / eng && e != rows / eng + 1)
+                nk_test_fail(__FILE__, __LINE__, "load %d: a descriptor of %u partitions (%u rows, %u engines)", j,
+                             e, rows, eng);
+            CHECK_INT(x->bytes, (uint64_t)e * 4 * (1 + (uint64_t)j));
+            if (j == 0)
+                CHECK_NEAR(x->end - x->start, dma_ref(DMA_BW1, 4, 4), 1e-12, 0);
+            parts += e;
+            n++;
+        }
+        CHECK_INT(n, eng);
+        CHECK_INT(parts, rows);
+    }
+    end_case(&c);
 }
