@@ -96,16 +96,22 @@ static int account(nk_ctx *nc)
     return 0;
 }
 
-int nk__take_zero(nk_ctx *nc, nk_tensor dst)
+int nk__take_zero(nk_ctx *nc, nk_loc loc, nk_tensor dst)
 {
-    if (account(nc) || !dst.buf || dst.buf >= nc->cap_bs)
+    if (account(nc)) {
+        nk__fail(nc, loc, NK_ENOMEM, "out of memory while tracing");
+        return 0;
+    }
+    if (!dst.buf || dst.buf >= nc->cap_bs)
         return 0;
     uint32_t *link = &nc->bs[dst.buf].zero;
     while (*link) {
         nk_znode *z = &nc->zpool[*link - 1];
         if (same_view(nc->p, &nc->p->instrs[z->instr].dst, &dst)) {
-            if (nk__grow((void **)&nc->dead, &nc->cap_dead, z->instr + 1, 1))
+            if (nk__grow((void **)&nc->dead, &nc->cap_dead, z->instr + 1, 1)) {
+                nk__fail(nc, loc, NK_ENOMEM, "out of memory while tracing");
                 return 0;
+            }
             nc->dead[z->instr] = 1;
             *link = z->next;
             return 1;
@@ -281,7 +287,9 @@ void nk_assign_add_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor value)
         if (!ok_bank(nc, loc, op, &dst))
             return;
         uint32_t idx = (uint32_t)(in - nc->p->instrs);
-        int fresh = nk__take_zero(nc, dst);
+        int fresh = nk__take_zero(nc, loc, dst);
+        if (nc->status)
+            return;
         in = &nc->p->instrs[idx];
         if (!fresh && !nc->p->bufs[dst.buf].written) {
             char where[256];

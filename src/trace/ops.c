@@ -310,8 +310,10 @@ void nk_isa_nc_matmul_at(nk_ctx *nc, nk_loc loc, nk_tensor dst, nk_tensor st, nk
     if (K == 0 || M == 0 || N == 0)
         return;
     /* nl.zeros then += : the matmul starts the accumulation group instead */
-    if (accumulate && nk__take_zero(nc, dst))
+    if (accumulate && nk__take_zero(nc, loc, dst))
         accumulate = 0;
+    if (nc->status)
+        return;
     nk_instr *in = nk__emit(nc, loc, NK_OP_MATMUL, NK_ENGINE_TENSOR);
     if (!in)
         return;

@@ -131,8 +131,10 @@ static inline nk_bufinfo *nk__buf(nk_ctx *nc, nk_tensor t) { return &nc->p->bufs
 void nk__buf_where(nk_ctx *nc, uint32_t buf, char *out, size_t n);
 /* If a memset of zeros wrote exactly dst and nothing touched it since,
  * drops that memset and returns 1: the caller's matmul starts the
- * accumulation group instead of adding to zeros. */
-int nk__take_zero(nk_ctx *nc, nk_tensor dst);
+ * accumulation group instead of adding to zeros. Out of memory, it fails the
+ * trace (nc->status; the caller returns) rather than keep the memset, which
+ * would compile to a different program. */
+int nk__take_zero(nk_ctx *nc, nk_loc loc, nk_tensor dst);
 /* The product of n dims, or -1 when one is negative or it overflows int64. */
 int64_t nk__dims_product(const int64_t *d, int n);
 
