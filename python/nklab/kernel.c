@@ -952,7 +952,8 @@ static PyObject *run(kernel_obj *K, centry *e, pynk_kcall *c, int execute)
     if (rc) {
         for (int i = 0; i < n; i++)
             Py_DECREF(outs[i]);
-        PyErr_Format(PyExc_RuntimeError, "%s: running the program failed: %s", K->name, nk_strerror(rc));
+        PyErr_Format(PyExc_RuntimeError, "%s: running the program failed: %s", K->name,
+                     rc == NK_EIO && nk_last_error()[0] ? nk_last_error() : nk_strerror(rc));
         return NULL;
     }
     for (int i = 0; i < n; i++) {

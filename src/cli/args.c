@@ -576,3 +576,9 @@ int nk_cli_write_text(const char *cmd, const char *path, const void *data, size_
     }
     return rc ? nk_cli_write_failed(cmd, path, rc, why) : NK_EXIT_OK;
 }
+
+const char *nk_cli_run_error(int st)
+{
+    const char *why = nk_last_error();
+    return st == NK_EIO && why[0] ? why : nk_strerror(st);
+}

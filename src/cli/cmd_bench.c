@@ -175,7 +175,7 @@ static int bench(const bench_opts *o, nk_cli_kernel *ck)
         if (e[0]) /* a kernel error: "file:line: message" */
             fprintf(stderr, "%s\n", e);
         else
-            nk_cli_error(NK_EXIT_FAIL, "bench: %s: %s", nk_cli_kernel_name(ck), nk_strerror(st));
+            nk_cli_error(NK_EXIT_FAIL, "bench: %s: %s", nk_cli_kernel_name(ck), nk_cli_run_error(st));
         return NK_EXIT_FAIL;
     }
     if (o->json)

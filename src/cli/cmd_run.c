@@ -125,7 +125,7 @@ static int execute(const run_opts *o, const nk_cli_kernel *ck, const nk_program 
     int st = nk_program_run(p, ck->args, ck->nargs, outs, nouts);
     nk_progress_end(&pg);
     if (st)
-        rc = nk_cli_error(NK_EXIT_FAIL, "%s: execution failed: %s", nk_cli_kernel_name(ck), nk_strerror(st));
+        rc = nk_cli_error(NK_EXIT_FAIL, "%s: execution failed: %s", nk_cli_kernel_name(ck), nk_cli_run_error(st));
     else
         rc = nk_cli_write_outputs(&o->kc, outs, nouts, stdout);
     nk_cli_free_arrays(outs, nouts);

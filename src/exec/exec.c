@@ -21,16 +21,17 @@
  *     double-precision vector code (rounded once: within 0.5 ulp and a
  *     hair), erf and the other composite functions in double, rounded once
  *     to fp32;
- *   - PSUM accumulates in fp32; matmul goes through BLAS (sgemm),
- *     single-threaded for bit-identical results from run to run.
+ *   - PSUM accumulates in fp32; matmul goes through BLAS (sgemm, loaded
+ *     when the first matmul runs: blas.c), single-threaded for
+ *     bit-identical results from run to run.
  * Dispatch on the operator or function happens once per row or per
  * instruction, never per element, so the inner loops vectorize.
  */
 #include "exec/exec.h"
+#include "exec/blas.h"
 #include "exec/vmath.h"
 #include "isa/optable.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -817,9 +818,12 @@ int nk__exec_matmul(exec *x, const nk_instr *in)
     const float *a = matmul_operand(&st, 0, K, M, &lda), *b = matmul_operand(&mv, 1, K, N, &ldb);
     if (!a || !b)
         return NK_ENOMEM;
+    nk__sgemm_fn *sgemm = nk__sgemm();
+    if (!sgemm)
+        return NK_EIO;
     int acc = in->flags & NK_IF_ACCUMULATE;
     if (ldc) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b,
+        sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b,
                     (int)ldb, acc ? 1.0f : 0.0f, (float *)(void *)d.base, (int)ldc);
         return 0;
     }
@@ -828,7 +832,7 @@ int nk__exec_matmul(exec *x, const nk_instr *in)
         return NK_ENOMEM;
     if (acc)
         gather(&d, c);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b, (int)ldb,
+    sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b, (int)ldb,
                 acc ? 1.0f : 0.0f, c, (int)N);
     scatter(&d, c);
     return 0;

@@ -126,4 +126,15 @@ fi
 expect_fail "unwritable output" 1 "nklab: run: cannot write $W/nodir/y.npy: No such file or directory" \
     run tensor_exp --in "$W/x.npy" --out "$W/nodir/y.npy"
 
+# ---- OpenBLAS is loaded when the first matmul runs, not at start-up
+# (src/exec/blas.c): the loader's log of the objects it maps (LD_DEBUG=files)
+# has it for a matmul that executes only, and then once
+blas_maps() { LD_DEBUG=files "$NK" "$@" 2>&1 >/dev/null | grep -c 'libopenblas.*generating link map'; }
+n=$(blas_maps profile matmul_basic --no-exec -o "$W/mm.nkp")
+if [ "$n" = 0 ]; then ok; else bad "profile --no-exec of a matmul does not load OpenBLAS" "mapped $n times"; fi
+n=$(blas_maps run tensor_exp --in "$W/x.npy" --out "$W/y.npy")
+if [ "$n" = 0 ]; then ok; else bad "a run without a matmul does not load OpenBLAS" "mapped $n times"; fi
+n=$(blas_maps profile matmul_basic -o "$W/mm.nkp")
+if [ "$n" = 1 ]; then ok; else bad "a matmul's run loads OpenBLAS once" "mapped $n times"; fi
+
 finish
