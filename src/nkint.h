@@ -488,11 +488,12 @@ int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *
  * never depend on it. The library reads no environment variable: the CLI and
  * the Python front-end pass NK_THREADS in nk_options.threads. */
 int nk__threads(int requested);
-/* The dependency search's buckets of on-chip addresses (src/sched/sched.c):
- * 2^shift bytes of a partition each; accesses over more than span of them
+/* The dependency search's buckets (src/sched/sched.c): of on-chip
+ * addresses, 2^shift bytes of a partition each; of an HBM tensor,
+ * 2^hbm_row_shift of its rows each; accesses over more than span of them
  * are searched with every access. Tests change them to check that the
  * buckets find what one list per memory does. */
-extern uint32_t nk__sched_bucket_shift, nk__sched_bucket_span;
+extern uint32_t nk__sched_bucket_shift, nk__sched_bucket_span, nk__sched_hbm_row_shift;
 
 /* ---- profiles, internal (src/profile) */
 

@@ -47,15 +47,18 @@ static void graph_free(graph *g)
     memset(g, 0, sizeof *g);
 }
 
-/* On-chip memories (SBUF, PSUM) are searched by address: the accesses of a
- * key fall into buckets of 2^nk__sched_bucket_shift of a partition's bytes
- * (1 KiB), each access in every bucket it touches, or, spanning more than
+/* Accesses are searched by address: the accesses of a key fall into
+ * buckets, each access in every bucket it touches, or, spanning more than
  * nk__sched_bucket_span of them (16), in the key's list itself (then
  * searched with every access). An access meets only those that share a
  * bucket with it, or are wide; a write finds every access it covers in its
- * own buckets (or among the wide ones). HBM tensors keep one list each (a
- * strided tile of a large tensor spans much of it). */
-uint32_t nk__sched_bucket_shift = 10, nk__sched_bucket_span = 16;
+ * own buckets (or among the wide ones). On chip (SBUF, PSUM) a bucket is
+ * 2^nk__sched_bucket_shift of a partition's bytes (1 KiB); in an HBM
+ * tensor, 2^nk__sched_hbm_row_shift of its rows (16): a strided tile of a
+ * large tensor spans much of its bytes but few of its rows, and a matmul's
+ * output, thousands of tiles side by side, is no longer one list that each
+ * store searches whole. */
+uint32_t nk__sched_bucket_shift = 10, nk__sched_bucket_span = 16, nk__sched_hbm_row_shift = 4;
 
 typedef struct bkey {
     alist *b;       /* buckets 0 .. nb - 1 */
@@ -66,6 +69,7 @@ typedef struct sched {
     const nk_program *p;
     alist *lists;   /* per key (on chip: the wide accesses) */
     bkey bk[NK_REGION_KEY_HBM0]; /* on-chip keys: the buckets */
+    bkey *hbk;      /* HBM tensor p->hbm_list[i]: its buckets hbk[i] */
     uint8_t *hbm_written;
     uint32_t *deps;
     uint32_t ndeps, cap_deps;
@@ -112,21 +116,52 @@ static void find_in(sched *s, const alist *l, const region *r, int write)
             add_dep(s, l->e[i].instr);
 }
 
-/* The buckets region r touches, [*k0, *k1] (none for an empty one); 1 when
- * r is wide (and then in the key's list). */
-static int buckets_of(const region *r, uint32_t *k0, uint32_t *k1)
+/* The buckets of HBM tensor r's key: NULL when it has none (then all its
+ * accesses are in its list). */
+static bkey *hbm_keys_of(sched *s, const region *r)
+{
+    uint32_t b = r->key - NK_REGION_KEY_HBM0, lo = 0, hi = s->p->nhbm; /* hbm_list is ascending */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->p->hbm_list[mid] < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return s->hbk && lo < s->p->nhbm && s->p->hbm_list[lo] == b ? &s->hbk[lo] : NULL;
+}
+
+/* Buckets [*k0, *k1] of 2^shift addresses each for addresses [a0, a1)
+ * (a1 > a0); 1 when that is wide (and then in the key's list). */
+static inline int buckets_in(int64_t a0, int64_t a1, uint32_t shift, uint32_t *k0, uint32_t *k1)
+{
+    if (a1 <= 0)
+        return 1; /* below address 0 (not expected): wide, in no bucket */
+    int64_t k0w = (a0 < 0 ? 0 : a0) >> shift, k1w = (a1 - 1) >> shift;
+    const int64_t most = UINT32_MAX / 2; /* far past any partition or row (not expected): wide */
+    *k0 = (uint32_t)(k0w < most ? k0w : most);
+    *k1 = (uint32_t)(k1w < most ? k1w : most);
+    return a0 < 0 || k1w >= most || *k1 - *k0 >= nk__sched_bucket_span;
+}
+
+/* The buckets region r touches, [*k0, *k1] (none for an empty one), and
+ * the key's buckets into *bk (NULL: none); 1 when r is wide (and then in
+ * the key's list). On chip they are of bytes; in HBM, of rows (the
+ * partition range nk__region_of gives HBM), an empty row range [p0, p1 <=
+ * p0) in row p0's bucket: whatever nk__regions_overlap says it meets holds
+ * row p0. */
+static inline int buckets_of(sched *s, const region *r, bkey **bk, uint32_t *k0, uint32_t *k1)
 {
     *k0 = 1;
     *k1 = 0;
-    if (r->b1 <= r->b0)
-        return 0; /* nothing in it to meet */
-    if (r->b1 <= 0)
-        return 1; /* below address 0 (not expected): wide, in no bucket */
-    int64_t k0w = (r->b0 < 0 ? 0 : r->b0) >> nk__sched_bucket_shift, k1w = (r->b1 - 1) >> nk__sched_bucket_shift;
-    const int64_t most = UINT32_MAX / 2; /* far past any partition (not expected): wide */
-    *k0 = (uint32_t)(k0w < most ? k0w : most);
-    *k1 = (uint32_t)(k1w < most ? k1w : most);
-    return r->b0 < 0 || k1w >= most || *k1 - *k0 >= nk__sched_bucket_span;
+    if (r->key < NK_REGION_KEY_HBM0) {
+        *bk = &s->bk[r->key];
+        if (r->b1 <= r->b0)
+            return 0; /* nothing in it to meet */
+        return buckets_in(r->b0, r->b1, nk__sched_bucket_shift, k0, k1);
+    }
+    *bk = hbm_keys_of(s, r);
+    return buckets_in(r->p0, r->p1 > r->p0 ? r->p1 : (int64_t)r->p0 + 1, nk__sched_hbm_row_shift, k0, k1);
 }
 
 static void find_deps(sched *s, const region *r, int write)
@@ -134,11 +169,11 @@ static void find_deps(sched *s, const region *r, int write)
     if (!tracked(s, r))
         return;
     find_in(s, &s->lists[r->key], r, write);
-    if (r->key >= NK_REGION_KEY_HBM0)
-        return;
-    const bkey *bk = &s->bk[r->key];
+    bkey *bk;
     uint32_t k0, k1;
-    buckets_of(r, &k0, &k1);
+    buckets_of(s, r, &bk, &k0, &k1);
+    if (!bk)
+        return;
     for (uint32_t k = k0; k <= k1 && k < bk->nb; k++)
         find_in(s, &bk->b[k], r, write);
 }
@@ -177,12 +212,12 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
 {
     if (!tracked(s, r))
         return 0;
-    if (r->key >= NK_REGION_KEY_HBM0)
-        return record_in(s, &s->lists[r->key], r, instr, unit, write, 1);
     /* what r covers lies in its own buckets, or is wide */
-    bkey *bk = &s->bk[r->key];
+    bkey *bk;
     uint32_t k0, k1;
-    int wide = buckets_of(r, &k0, &k1);
+    int wide = buckets_of(s, r, &bk, &k0, &k1);
+    if (!bk)
+        return record_in(s, &s->lists[r->key], r, instr, unit, write, 1);
     if (!wide && k0 <= k1 && k1 >= bk->nb) {
         uint32_t nb = bk->nb ? bk->nb : 64;
         while (nb <= k1)
@@ -241,10 +276,11 @@ static int derive(const nk_program *p, const uint32_t *order, int conservative, 
     s.p = p;
     s.lists = calloc((size_t)p->nbufs + NK_REGION_KEY_HBM0, sizeof *s.lists);
     s.hbm_written = calloc(p->nbufs, 1);
+    s.hbk = p->nhbm ? calloc(p->nhbm, sizeof *s.hbk) : NULL;
     g->dep_off = malloc((n ? n : 1) * sizeof *g->dep_off);
     g->ndep = malloc((n ? n : 1) * sizeof *g->ndep);
     g->queue = malloc((n ? n : 1) * sizeof *g->queue);
-    if (!s.lists || !s.hbm_written || !g->dep_off || !g->ndep || !g->queue || assign_queues(p, order, g->queue))
+    if (!s.lists || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue || assign_queues(p, order, g->queue))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
@@ -319,11 +355,13 @@ out:
         for (uint32_t k = 0; k < p->nbufs + NK_REGION_KEY_HBM0; k++)
             free(s.lists[k].e);
     free(s.lists);
-    for (uint32_t k = 0; k < NK_REGION_KEY_HBM0; k++) {
-        for (uint32_t b = 0; b < s.bk[k].nb; b++)
-            free(s.bk[k].b[b].e);
-        free(s.bk[k].b);
+    for (uint32_t k = 0; k < NK_REGION_KEY_HBM0 + (s.hbk ? p->nhbm : 0); k++) {
+        bkey *bk = k < NK_REGION_KEY_HBM0 ? &s.bk[k] : &s.hbk[k - NK_REGION_KEY_HBM0];
+        for (uint32_t b = 0; b < bk->nb; b++)
+            free(bk->b[b].e);
+        free(bk->b);
     }
+    free(s.hbk);
     free(s.hbm_written);
     free(s.deps);
     free(s.cur);

@@ -100,11 +100,12 @@ TEST(sched_total_matches_copy_schedule_time)
 /* The program compiled as p was, with the dependency search's buckets set
  * to (shift, span); NULL when it fails. */
 static const nk_program *compile_with_buckets(const nk_kernel_info *ki, const nk_array *args, uint32_t shift,
-                                              uint32_t span, nk_kernel **k)
+                                              uint32_t span, uint32_t rows, nk_kernel **k)
 {
-    uint32_t s0 = nk__sched_bucket_shift, n0 = nk__sched_bucket_span;
+    uint32_t s0 = nk__sched_bucket_shift, n0 = nk__sched_bucket_span, r0 = nk__sched_hbm_row_shift;
     nk__sched_bucket_shift = shift;
     nk__sched_bucket_span = span;
+    nk__sched_hbm_row_shift = rows;
     nk_options o = {ki->grid[0] ? "trn2" : "trn1", 0, NULL, NK_SCHED_LIST};
     memcpy(o.grid, ki->grid, sizeof o.grid);
     *k = nk_kernel_new(ki->name, ki->fn);
@@ -113,6 +114,7 @@ static const nk_program *compile_with_buckets(const nk_kernel_info *ki, const nk
         p = NULL;
     nk__sched_bucket_shift = s0;
     nk__sched_bucket_span = n0;
+    nk__sched_hbm_row_shift = r0;
     return p;
 }
 
@@ -152,14 +154,17 @@ static void sched_case_free(int i, const nk_kernel_info *ki, nk_array *args)
             nk_array_free(&args[a]);
 }
 
-/* The on-chip accesses are searched by address buckets: with one bucket
- * for everything (one list per memory, as a plain search), with tiny
- * buckets (most accesses in many, many wide) and with the default, every
- * built-in kernel gets the same dependencies, queues and order, and so does
- * a matmul of more than 8,000 instructions. */
+/* The accesses are searched by address buckets (bytes on chip, rows in
+ * HBM): with one bucket for everything (one list per memory, as a plain
+ * search), with tiny buckets (most accesses in many, many wide), with one
+ * HBM row a bucket (a store of a tile's rows is wide) and with the default,
+ * every built-in kernel gets the same dependencies, queues and order, and
+ * so does a matmul of more than 8,000 instructions (its output's 256 stores,
+ * 8 side by side in each of 32 row blocks). */
 TEST(sched_address_buckets_find_what_one_list_finds)
 {
-    static const uint32_t cfg[][2] = {{40, UINT32_MAX}, {4, 3}, {10, 16}};
+    enum { NCFG = 4 };
+    static const uint32_t cfg[NCFG][3] = {{40, UINT32_MAX, 40}, {4, 3, 6}, {10, 16, 0}, {10, 16, 4}};
     int kernels = 0;
     for (int i = 0; i <= nk_builtin_kernel_count; i++) {
         nk_array args[NK_KERNEL_MAX_ARGS];
@@ -167,23 +172,99 @@ TEST(sched_address_buckets_find_what_one_list_finds)
         CHECK(ki != NULL);
         if (!ki)
             continue;
-        nk_kernel *k[3] = {NULL, NULL, NULL};
-        const nk_program *p[3];
-        for (int c = 0; c < 3; c++)
-            p[c] = compile_with_buckets(ki, args, cfg[c][0], cfg[c][1], &k[c]);
-        CHECK(p[0] && p[1] && p[2]);
-        if (p[0] && p[1] && p[2]) {
-            if (!same_schedule(p[0], p[1]) || !same_schedule(p[0], p[2]))
-                nk_test_fail(__FILE__, __LINE__, "%s: the buckets change the schedule", ki->name);
+        nk_kernel *k[NCFG] = {NULL};
+        const nk_program *p[NCFG];
+        int made = 1;
+        for (int c = 0; c < NCFG; c++) {
+            p[c] = compile_with_buckets(ki, args, cfg[c][0], cfg[c][1], cfg[c][2], &k[c]);
+            made &= p[c] != NULL;
+        }
+        CHECK(made);
+        if (made) {
+            for (int c = 1; c < NCFG; c++)
+                if (!same_schedule(p[0], p[c]))
+                    nk_test_fail(__FILE__, __LINE__, "%s: buckets (%u, %u, %u) change the schedule", ki->name,
+                                 cfg[c][0], cfg[c][1], cfg[c][2]);
             kernels++;
             if (i == nk_builtin_kernel_count)
                 CHECK(p[0]->ninstr > 8000);
         }
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < NCFG; c++)
             nk_kernel_free(k[c]);
         sched_case_free(i, ki, args);
     }
     CHECK_INT(kernels, nk_builtin_kernel_count + 1);
+}
+
+/* Rows of an HBM tensor written by four stores of 128 rows and read back
+ * in ranges that straddle them: each read must wait for exactly the stores
+ * whose rows it shares, whatever the row buckets. */
+static const int64_t hbm_reads[][2] = {{100, 130}, {250, 260}, {384, 400}, {130, 250}, {256, 257}, {0, 512}};
+enum { HBM_READS = sizeof hbm_reads / sizeof *hbm_reads };
+
+static void k_hbm_rows(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    nk_tensor x = args[0], mid = nk_ndarray(nc, NK_SHAPE(512, 64), NK_F32, NK_SHARED_HBM);
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(512, 64), NK_F32, NK_SHARED_HBM);
+    for (int t = 0; t < 4; t++)
+        nk_store(nc, nk_ix(nc, mid, nk_r(128 * t, 128 * t + 128), NK_ALL),
+                 nk_load(nc, nk_ix(nc, x, nk_r(128 * t, 128 * t + 128), NK_ALL)));
+    /* each range read back in parts of at most 128 rows, and copied out */
+    for (int r = 0; r < HBM_READS; r++)
+        for (int64_t a = hbm_reads[r][0]; a < hbm_reads[r][1]; a += 128) {
+            int64_t b = a + 128 < hbm_reads[r][1] ? a + 128 : hbm_reads[r][1];
+            nk_store(nc, nk_ix(nc, out, nk_r(a, b), NK_ALL), nk_load(nc, nk_ix(nc, mid, nk_r(a, b), NK_ALL)));
+        }
+    nk_return(nc, out);
+}
+
+/* Each read waits for every store it shares rows with (it may wait for
+ * others too, for its SBUF tile's sake), and for the same stores with any
+ * row buckets as with one bucket for all (2^40 rows: one list). */
+TEST(sched_hbm_row_buckets_wait_for_the_stores_a_read_shares_rows_with)
+{
+    static const uint32_t rows[] = {40, 0, 1, 4, 6, 7};
+    enum { NC = sizeof rows / sizeof *rows, MAXR = 16 };
+    unsigned got[NC][MAXR];
+    nk_array x = {NK_F32, 2, {512, 64}, NULL};
+    for (int c = 0; c < NC; c++) {
+        uint32_t r0 = nk__sched_hbm_row_shift, s0 = nk__sched_bucket_span;
+        nk__sched_hbm_row_shift = rows[c];
+        nk__sched_bucket_span = 3; /* a 128-row store is wide below 64 rows a bucket */
+        nk_kernel *k = nk_kernel_new("hbm_rows", k_hbm_rows);
+        nk_options o = {"trn1", 0, NULL, NK_SCHED_TRACE_ORDER};
+        const nk_program *p = NULL;
+        CHECK_INT(nk_kernel_compile(k, &x, 1, &o, &p), 0);
+        nk__sched_hbm_row_shift = r0;
+        nk__sched_bucket_span = s0;
+        int reads = 0;
+        for (uint32_t i = 0; p && i < p->ninstr; i++) {
+            const nk_instr *in = &p->instrs[i];
+            if (in->op != NK_OP_LOAD || !in->src[0].buf || p->bufs[in->src[0].buf].role == NK_ROLE_INPUT || reads == MAXR)
+                continue;
+            /* rows [a, b) of mid; the stores into it are of rows [128 t, 128 t + 128) */
+            int64_t a = in->src[0].off / 64, b = a + nk__lay(p, &in->src[0])->shape[0];
+            unsigned want = 0, g = 0;
+            for (int t = 0; t < 4; t++)
+                if (a < 128 * t + 128 && 128 * t < b)
+                    want |= 1u << t;
+            for (uint32_t d = 0; d < in->ndep; d++) {
+                const nk_instr *w = &p->instrs[p->deps[in->dep_off + d]];
+                if (w->op == NK_OP_STORE && w->dst.buf == in->src[0].buf)
+                    g |= 1u << (w->dst.off / 64 / 128);
+            }
+            if ((g & want) != want)
+                nk_test_fail(__FILE__, __LINE__, "rows %lld..%lld with 2^%u rows a bucket: waits for stores %#x, "
+                             "not all of %#x", (long long)a, (long long)b, rows[c], g, want);
+            if (c && g != got[0][reads])
+                nk_test_fail(__FILE__, __LINE__, "rows %lld..%lld with 2^%u rows a bucket: waits for stores %#x, "
+                             "with one list %#x", (long long)a, (long long)b, rows[c], g, got[0][reads]);
+            got[c][reads++] = g;
+        }
+        CHECK_INT(reads, 9);
+        nk_kernel_free(k);
+    }
 }
 
 /* The candidate schedules are timed on as many threads as there are (trace
