@@ -15,8 +15,11 @@
 #include "nklab.h"
 #include "nkint.h"
 #include "profile_fixture.h"
+#include "profile/profile.h"
+#include "sched/program_io.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -63,13 +66,21 @@ void openblas_set_num_threads(int n)
 
 #ifndef HYG_ASAN
 static int threads_created;
+/* while armed, the creations [fail_from, fail_from + fail_n) of the run
+ * (counted from 0 in create_calls) fail with EAGAIN, as when a process
+ * is out of threads */
+static int fail_from = -1, fail_n, create_calls;
 int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     if (!real)
         *(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
-    if (armed)
+    if (armed) {
+        int k = __atomic_fetch_add(&create_calls, 1, __ATOMIC_RELAXED);
+        if (fail_from >= 0 && k >= fail_from && k < fail_from + fail_n)
+            return EAGAIN;
         __atomic_fetch_add(&threads_created, 1, __ATOMIC_RELAXED);
+    }
     return real(t, attr, fn, arg);
 }
 #endif
@@ -171,6 +182,75 @@ TEST(hygiene_threads_come_from_the_options)
         CHECK(n > 0);
     else
         CHECK_INT(n, 0);
+}
+
+/* The program and profile of a kernel compiled and captured with
+ * threads (0 when something failed): digested as their files' bytes. */
+static uint64_t compiled_digest(const nk_kernel_info *ki, const nk_array *args, int threads)
+{
+    nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
+    nk_options o = {0};
+    o.target = ki->grid[0] ? "trn2" : "trn1";
+    o.threads = threads;
+    memcpy(o.grid, ki->grid, sizeof o.grid);
+    const nk_program *p = NULL;
+    nk_profile *pr = NULL;
+    uint64_t h = 0;
+    nk_wr w = {0};
+    if (k && !nk_kernel_compile(k, args, ki->nargs, &o, &p) && !nk_profile_capture(p, NULL, &pr)) {
+        nk_profile_set_created(pr, 0);
+        if (!nk__program_encode(p, &w) && !nk__profile_encode(pr, &w)) {
+            h = 0xcbf29ce484222325ull;
+            for (size_t i = 0; i < w.n; i++)
+                h = (h ^ w.p[i]) * 0x100000001b3ull;
+        }
+    }
+    nk__wr_free(&w);
+    nk_profile_free(pr);
+    nk_kernel_free(k);
+    return h;
+}
+
+/* A thread the library cannot start changes nothing: its work is done on
+ * the calling thread. With four threads asked for and the first, second,
+ * third, first two or every creation failing, the scheduler's candidates
+ * (an 8,000-instruction matmul has three) and the timeline's counters give
+ * the same program and profile as one thread. */
+TEST(hygiene_threads_that_fail_to_start_change_nothing)
+{
+    static const int fails[][2] = {{0, 1}, {1, 1}, {2, 1}, {0, 2}, {0, 1000}};
+    const char *names[] = {"matmul_tiled", "attention_fwd", "spmd_matmul"};
+    for (int n = 0; n < 3; n++) {
+        const nk_kernel_info *ki = nk_builtin_kernel(names[n]);
+        nk_array args[NK_KERNEL_MAX_ARGS];
+        memset(args, 0, sizeof args);
+        int big = n == 0; /* matmul_tiled by shape only, 8,000+ instructions */
+        if (big) {
+            args[0] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+            args[1] = (nk_array){NK_BF16, 2, {2048, 4096}, NULL};
+        } else if (nk_kernel_example_args(ki, 1, args)) {
+            CHECK(0);
+            continue;
+        }
+        uint64_t want = compiled_digest(ki, args, 1);
+        CHECK(want != 0);
+        for (size_t f = 0; f < sizeof fails / sizeof *fails; f++) {
+            fail_from = fails[f][0];
+            fail_n = fails[f][1];
+            create_calls = 0;
+            armed = 1;
+            uint64_t got = compiled_digest(ki, args, 4);
+            armed = 0;
+            fail_from = -1;
+            if (got != want)
+                nk_test_fail(__FILE__, __LINE__, "%s: creations %d..%d failing: a different program or profile",
+                             ki->name, fails[f][0], fails[f][0] + fails[f][1] - 1);
+            CHECK(create_calls > fails[f][0]); /* the failure was met */
+        }
+        if (!big)
+            for (int a = 0; a < ki->nargs; a++)
+                nk_array_free(&args[a]);
+    }
 }
 #endif
 
