@@ -29,6 +29,7 @@
  */
 #include "nkint.h"
 #include "timing/model.h"
+#include "core/nkassert.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,7 @@ typedef struct g {
     const nk_program *p;
     uint32_t n, nunits;
     const double *dur, *bl;
-    double *ready, *fin, *ufree;
+    double *ready, *ufree;
     uint32_t *npred;
     const uint32_t *soff, *succ;
     uint32_t *cand, *order;
@@ -119,6 +120,7 @@ static int simulate(g *s, double *span)
     *span = 0;
     while (nord < n) {
         while (next < n && next < head + NK_SCHED_WINDOW) {
+            NK_ASSERT(ncand < (n < NK_SCHED_WINDOW ? n : NK_SCHED_WINDOW)); /* the candidates are in [head, next) */
             if (!s->npred[next])
                 s->cand[ncand++] = next;
             next++;
@@ -176,42 +178,46 @@ static int simulate(g *s, double *span)
         uint32_t i = s->cand[best];
         s->cand[best] = s->cand[--ncand];
         s->upos[s->qk[i]]++;
-        s->fin[i] = start_at(s, i) + s->dur[i];
-        s->ufree[unit_idx(s, i)] = s->fin[i];
-        if (s->fin[i] > *span)
-            *span = s->fin[i];
+        double fin = start_at(s, i) + s->dur[i];
+        s->ufree[unit_idx(s, i)] = fin;
+        if (fin > *span)
+            *span = fin;
         s->done[i] = 1;
         s->order[nord++] = i;
         while (head < n && s->done[head])
             head++;
         for (uint32_t k = s->soff[i]; k < s->soff[i + 1]; k++) {
             uint32_t j = s->succ[k];
-            double r = s->fin[i] + (unit_idx(s, j) == unit_idx(s, i) ? 0 : sem);
+            double r = fin + (unit_idx(s, j) == unit_idx(s, i) ? 0 : sem);
             if (r > s->ready[j])
                 s->ready[j] = r;
-            if (--s->npred[j] == 0 && j < next)
+            if (--s->npred[j] == 0 && j < next) {
+                NK_ASSERT(ncand < (n < NK_SCHED_WINDOW ? n : NK_SCHED_WINDOW));
                 s->cand[ncand++] = j;
+            }
         }
     }
     return 0;
 }
 
-int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t *ndep, const uint32_t *deps,
-                    const uint16_t *queue, uint32_t *orders, int npol)
+int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, uint32_t **deps_, uint16_t **queue_,
+                    uint32_t *orders, int npol)
 {
     uint32_t n = p->ninstr;
+    const uint32_t *dep_off = *dep_off_, *ndep = *ndep_, *deps = *deps_;
+    const uint16_t *queue = *queue_;
     int rc = NK_ENOMEM;
-    uint32_t nunits = NK_ENGINE_COUNT + 1;
+    uint32_t nunits = NK_ENGINE_COUNT + 1, ncap = n < NK_SCHED_WINDOW ? n : NK_SCHED_WINDOW;
     double *dur = malloc(n * sizeof *dur), *bl = calloc(n, sizeof *bl), *ready = calloc(n, sizeof *ready);
-    double *fin = calloc(n, sizeof *fin), *ufree = calloc(nunits, sizeof *ufree);
+    double *ufree = calloc(nunits, sizeof *ufree);
     uint32_t *npred = calloc(n, sizeof *npred), *soff = calloc((size_t)n + 1, sizeof *soff);
     uint32_t *chain = malloc(n * sizeof *chain), *lastseq = malloc(nunits * sizeof *lastseq);
-    uint32_t *succ = NULL, *cand = malloc(n * sizeof *cand), *order = malloc(n * sizeof *order);
+    /* the candidates are instructions in [head, next), at most the window */
+    uint32_t *succ = NULL, *cand = malloc((ncap ? ncap : 1) * sizeof *cand);
     uint8_t *done = calloc(n, 1), *eng = malloc(n);
-    uint32_t *npred0 = malloc(n * sizeof *npred0), *useq = NULL, *qk = malloc(n * sizeof *qk);
+    uint32_t *useq = NULL, *qk = malloc(n * sizeof *qk);
     uint32_t *uoff = NULL, *upos = NULL;
-    if (!dur || !bl || !ready || !fin || !ufree || !npred || !soff || !chain || !lastseq || !cand || !order || !done ||
-        !npred0 || !eng || !qk)
+    if (!dur || !bl || !ready || !ufree || !npred || !soff || !chain || !lastseq || !cand || !done || !eng || !qk)
         goto out;
     uint32_t nq = (uint32_t)p->arch->dma_queues, nseq = NK_ENGINE_COUNT + nq;
     /* one pass over the records: engines, queues, durations, and the
@@ -236,11 +242,9 @@ int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t
             soff[deps[dep_off[i] + k] + 1]++;
         if (chain[i] != UINT32_MAX)
             soff[chain[i] + 1]++;
-        npred[i] = ndep[i] + (chain[i] != UINT32_MAX);
     }
     for (uint32_t i = 0; i < n; i++)
         soff[i + 1] += soff[i];
-    memcpy(npred0, npred, n * sizeof *npred0);
     uoff = calloc((size_t)nseq + 1, sizeof *uoff);
     upos = calloc(nseq, sizeof *upos);
     useq = malloc(n * sizeof *useq);
@@ -255,20 +259,27 @@ int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t
         useq[uoff[u] + upos[u]++] = i;
     }
     succ = malloc(((size_t)soff[n] + 1) * sizeof *succ);
-    uint32_t *fill = calloc(n, sizeof *fill);
-    if (!succ || !fill) {
-        free(fill);
+    if (!succ)
         goto out;
-    }
+    /* npred counts each instruction's successors filled so far, then is
+     * reset per pass to its predecessors */
     for (uint32_t i = 0; i < n; i++) {
         for (uint32_t k = 0; k < ndep[i]; k++) {
             uint32_t j = deps[dep_off[i] + k];
-            succ[soff[j] + fill[j]++] = i;
+            succ[soff[j] + npred[j]++] = i;
         }
         if (chain[i] != UINT32_MAX)
-            succ[soff[chain[i]] + fill[chain[i]]++] = i;
+            succ[soff[chain[i]] + npred[chain[i]]++] = i;
     }
-    free(fill);
+    /* the graph is read: its arrays (the caller's) and the chains go */
+    free(chain);
+    chain = NULL;
+    free(*dep_off_);
+    free(*ndep_);
+    free(*deps_);
+    free(*queue_);
+    *dep_off_ = *ndep_ = *deps_ = NULL;
+    *queue_ = NULL;
     /* priority: the longest estimated path from an instruction to the end */
     for (uint32_t i = n; i-- > 0;) {
         double m = 0;
@@ -277,23 +288,25 @@ int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t
                 m = bl[succ[k]];
         bl[i] = dur[i] + m + (eng[i] == NK_ENGINE_DMA ? p->arch->dma_latency_ns : 0);
     }
-    /* each list policy's order; the caller times them against trace order */
+    /* each list policy's order, written into orders; the caller times them
+     * against trace order */
     for (int pol = 1; pol < NK_POLICIES && pol <= npol; pol++) {
-        g g = {p, n, nunits, dur, bl, ready, fin, ufree, npred, soff, succ, cand, order, done, pol, useq, uoff, upos,
+        uint32_t *order = orders + (size_t)(pol - 1) * n;
+        g g = {p, n, nunits, dur, bl, ready, ufree, npred, soff, succ, cand, order, done, pol, useq, uoff, upos,
                nq, nseq, eng, qk};
-        memcpy(npred, npred0, n * sizeof *npred);
+        memset(npred, 0, n * sizeof *npred);
+        for (uint32_t k = 0; k < soff[n]; k++)
+            npred[succ[k]]++;
         double span;
         rc = simulate(&g, &span);
         if (rc)
             goto out;
-        memcpy(orders + (size_t)(pol - 1) * n, order, n * sizeof *order);
     }
     rc = 0;
 out:
     free(dur);
     free(bl);
     free(ready);
-    free(fin);
     free(ufree);
     free(npred);
     free(soff);
@@ -301,10 +314,8 @@ out:
     free(lastseq);
     free(succ);
     free(cand);
-    free(order);
     free(done);
     free(eng);
-    free(npred0);
     free(useq);
     free(qk);
     free(uoff);

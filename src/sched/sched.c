@@ -385,10 +385,12 @@ static void install(nk_program *p, graph *g)
 }
 
 /* listsched.c: the orders of the first npol (1 .. NK_LIST_POLICIES) list
- * policies of p over its conservative graph g (dependencies and queues in
- * trace order). */
-int nk__list_orders(const nk_program *p, const uint32_t *dep_off, const uint32_t *ndep, const uint32_t *deps,
-                    const uint16_t *queue, uint32_t *orders, int npol);
+ * policies of p over its conservative graph (dependencies and queues in
+ * trace order) into orders (npol x ninstr). It takes the graph's arrays:
+ * once it has read them, before its passes, it frees them and sets the
+ * pointers to NULL (on an error before that they are left to the caller). */
+int nk__list_orders(const nk_program *p, uint32_t **dep_off, uint32_t **ndep, uint32_t **deps, uint16_t **queue,
+                    uint32_t *orders, int npol);
 #define NK_LIST_POLICIES 2
 
 /* Programs up to this size choose their schedule by timing each candidate on
@@ -662,7 +664,7 @@ static int choose(const nk_program *p, choice *ch)
     }
     if ((rc = derive(p, NULL, 1, &ch->g0)))
         goto made;
-    if ((rc = nk__list_orders(p, ch->g0.dep_off, ch->g0.ndep, ch->g0.deps, ch->g0.queue, orders, npol)))
+    if ((rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, orders, npol)))
         goto made;
     graph_free(&ch->g0);
     for (int k = 0; k < npol; k++)
