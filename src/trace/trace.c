@@ -1439,6 +1439,24 @@ int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs
     return nk__trace_params(name, fn, NULL, args, nargs, opts, out, err, errlen);
 }
 
+/* What only tracing needs (per buffer, per loop instance, the location
+ * and HBM lookups), freed; the context itself stays (idempotent). */
+static void free_trace_state(nk_ctx *nc)
+{
+    for (int d = 0; d < NK_MAX_LOOP_DEPTH; d++) {
+        free(nc->frames[d].its);
+        nc->frames[d].its = NULL;
+    }
+    for (uint32_t l = 0; nc->la && l < nc->p->nloops; l++)
+        free(nc->la[l].its);
+    void **ps[] = {(void **)&nc->la, (void **)&nc->lochash, (void **)&nc->bs, (void **)&nc->dead,
+                   (void **)&nc->zpool, (void **)&nc->scalars, (void **)&nc->hbm0};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+        free(*ps[k]);
+        *ps[k] = NULL;
+    }
+}
+
 int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, const nk_array *args, int nargs,
                      const nk_options *opts, nk_program **out, char *err, size_t errlen)
 {
@@ -1613,6 +1631,7 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
         if (p->bufs[b].mem == NK_SHARED_HBM)
             p->hbm_list[p->nhbm++] = b;
     p->threads = opts && opts->threads > 0 ? opts->threads : 0;
+    free_trace_state(nc); /* the program is complete: the schedule needs none of it */
     rc = nk__schedule(p, opts ? opts->schedule : NK_SCHED_LIST);
     if (rc) {
         if (err)
@@ -1625,19 +1644,8 @@ int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, c
 out:
     if (rc == NK_ENOMEM && err && !err[0])
         snprintf(err, errlen, "out of memory while tracing");
-    if (nc) {
-        for (int d = 0; d < NK_MAX_LOOP_DEPTH; d++)
-            free(nc->frames[d].its);
-        for (uint32_t l = 0; nc->la && l < nc->p->nloops; l++)
-            free(nc->la[l].its);
-        free(nc->la);
-        free(nc->lochash);
-        free(nc->bs);
-        free(nc->dead);
-        free(nc->zpool);
-        free(nc->scalars);
-        free(nc->hbm0);
-    }
+    if (nc)
+        free_trace_state(nc);
     free(nc);
     free(targs);
     nk__program_destroy(p);
