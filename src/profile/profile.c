@@ -582,9 +582,11 @@ static int sout_flush(void *ctx, nk_wr *w)
 }
 
 /* Profiles below this many bytes (about) are encoded in memory and written
- * at once; larger ones stream. */
+ * at once; larger ones stream, a chunk at a time: what the writer holds
+ * beside the model's timing run, the 1x matmul's peak (a MiB there was
+ * 7 bytes per instruction; 256 KiB is a few hundred writes at 8x). */
 #define STREAM_MIN_BYTES (4u << 20)
-#define STREAM_CHUNK (1u << 20)
+#define STREAM_CHUNK (256u << 10)
 
 /* Records from .. to - 1 as enc writes them, into w and on to the file a
  * chunk at a time; expect: their bytes, counted before. 512 records (about
