@@ -21,8 +21,10 @@ CPPFLAGS += -I/usr/include/$(MULTIARCH)/openblas-serial
 # pay its start-up.
 CPPFLAGS += -DNK_BLAS_LIB='"$(BLAS_DIR)/libopenblas.so.0"'
 BLAS_LIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas
-# SLEEF (libsleef-dev): the executor's vectorised exp, log, tanh, sin, cos, arctan.
-LDLIBS = -lsleef -lm -lpthread -ldl
+# SLEEF (libsleef-dev): the executor's vectorised exp, log, sin, cos and
+# arctan; loaded, like OpenBLAS, when the first of them runs
+# (src/exec/vmath.c), not linked.
+LDLIBS = -lm -lpthread -ldl
 BUILD ?= build
 # Only what include/nklab.h and kernels/kernels.h declare is exported (their
 # visibility pragma); every other function of the library stays hidden, also

@@ -68,8 +68,9 @@ const char *nk_strerror(int status);
  * and the reason, with the system's text for errno ("out/p.nkp: No space
  * left on device", "out: is a directory"). Every writer of the library
  * (programs, profiles, viewer pages, exports) reports there when it returns
- * NK_EIO; so does a run (nk_program_run, nk_call, nk_bench) whose matmul
- * could not load OpenBLAS (loaded when the first matmul runs). Like errno,
+ * NK_EIO; so does a run (nk_program_run, nk_call, nk_bench) that could not
+ * load OpenBLAS for a matmul or SLEEF for an exp, log, sin, cos or arctan
+ * (loaded when the first of them runs). Like errno,
  * it is meaningful right after such a failure only. */
 const char *nk_last_error(void);
 

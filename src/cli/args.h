@@ -119,8 +119,8 @@ int nk_cli_is_stdout(const char *path);
  * Returns NK_EXIT_FAIL. */
 int nk_cli_write_failed(const char *cmd, const char *path, int rc, const char *why);
 /* Why a run (nk_program_run, nk_call, nk_bench) failed with status st:
- * nk_last_error() for an NK_EIO that set it (OpenBLAS could not be loaded
- * for a matmul), else nk_strerror(st). */
+ * nk_last_error() for an NK_EIO that set it (OpenBLAS or SLEEF could not
+ * be loaded), else nk_strerror(st). */
 const char *nk_cli_run_error(int st);
 /* Writes t whole to standard output or, for any other path, to the file
  * (core/atomicfile.h); prints the failure. */

@@ -927,6 +927,8 @@ int nk__exec_activation(exec *x, const nk_instr *in)
     if (!f)
         return NK_EINVAL;
     nk__vfn vf = nk__vmath_f32(in->func);
+    if (!vf && nk__vmath_missing(in->func))
+        return NK_EIO;
     const nk_tensor *d2 = &x->dst2;
     if (f32_rows(&s) && f32_rows(&d) && same_shape(&s, &d) && no_hazard(&d, &s) &&
         (!(in->flags & NK_IF_REDUCE) || d2->mem != x->dst.mem || d2->buf != x->dst.buf))

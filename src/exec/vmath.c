@@ -7,32 +7,45 @@
  * Sleef_expf4_u10sse2, ... ("u10": at most 1.0 ulp of error). The vector
  * types of the wider ones only exist in code compiled for that instruction
  * set, so each tier's loop is compiled with a target attribute and the
- * tier is picked once, from what the processor reports. The prototypes are
- * declared here, as sleef.h only declares the AVX ones when the whole file
- * is compiled with -mavx. tanh (in fp32), sigmoid, silu, gelu_apprx_tanh,
+ * tier is picked once, from what the processor reports. The entry points
+ * are looked up by name when SLEEF is loaded (it is not linked: sleef_load)
+ * and called through pointer types of their instruction set (sleef.h only
+ * declares the AVX ones when the whole file is compiled with -mavx). tanh (in fp32), sigmoid, silu, gelu_apprx_tanh,
  * softplus, erf, gelu and mish (in double) are this file's own: SLEEF's
  * tanhf cost five times its expf, and its erff (1.07 ulp near FLT_MIN) and
  * erfcf (a 1.5-ulp function) would lose the scalar code's 0.5-ulp bound.
  */
 #include "exec/vmath.h"
 #include "nklab.h"
+#include "core/atomicfile.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <dlfcn.h>
 #include <immintrin.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#ifndef NK_SLEEF_LIB
+#define NK_SLEEF_LIB "libsleef.so.3"
+#endif
 
 #define NK_VM_FUNCS(X) X(exp) X(log) X(sin) X(cos) X(atan)
 
-/* (declared for the instruction set they need, as clang checks the ABI of
- * wide vector arguments against the callee's target too) */
-#define NK_VM_DECL(f)                                                              \
-    __attribute__((target("avx512f"))) __m512 Sleef_##f##f16_u10avx512f(__m512);   \
-    __attribute__((target("avx2,fma"))) __m256 Sleef_##f##f8_u10avx2(__m256);      \
-    __m128 Sleef_##f##f4_u10sse2(__m128);
-NK_VM_FUNCS(NK_VM_DECL)
+/* SLEEF is not linked: it is loaded when the first of its functions is
+ * asked for (sleef_load), as OpenBLAS is (exec/blas.c), so that a process
+ * that runs no exp, log, sin, cos or arctan does not pay its start-up
+ * (about 0.5 MB of resident memory). Its entry points, each tier's: */
+#define NK_VM_PTRS(f) static void *sl_##f##16, *sl_##f##8, *sl_##f##4;
+NK_VM_FUNCS(NK_VM_PTRS)
+/* (called through types of the instruction set they need, inside the
+ * loops compiled for it: the ABI of wide vector arguments is the callee's) */
+#define SL16(f) ((__m512(*)(__m512))sl_##f##16)
+#define SL8(f) ((__m256(*)(__m256))sl_##f##8)
+#define SL4(f) ((__m128(*)(__m128))sl_##f##4)
 
 /* The affine step before every function, x * sc + bi in fp32 (the product
  * rounded before the bias is added, no fused multiply-add), as the
@@ -55,21 +68,21 @@ static float aff(float x, float sc, float bi)
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 16 <= n; i += 16)                                                            \
-            _mm512_storeu_ps(y + i, Sleef_##f##f16_u10avx512f(AFF512(_mm512_loadu_ps(x + i)))); \
+            _mm512_storeu_ps(y + i, SL16(f)(AFF512(_mm512_loadu_ps(x + i)))); \
         if (i < n) {                                                                            \
             __mmask16 m = (__mmask16)((1u << (n - i)) - 1);                                     \
-            _mm512_mask_storeu_ps(y + i, m, Sleef_##f##f16_u10avx512f(AFF512(_mm512_maskz_loadu_ps(m, x + i)))); \
+            _mm512_mask_storeu_ps(y + i, m, SL16(f)(AFF512(_mm512_maskz_loadu_ps(m, x + i)))); \
         }                                                                                       \
     }                                                                                           \
     __attribute__((target("avx2,fma"))) static void f##_avx2(float *y, const float *x, int64_t n, float sc, float bi) \
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 8 <= n; i += 8)                                                              \
-            _mm256_storeu_ps(y + i, Sleef_##f##f8_u10avx2(AFF256(_mm256_loadu_ps(x + i))));     \
+            _mm256_storeu_ps(y + i, SL8(f)(AFF256(_mm256_loadu_ps(x + i))));     \
         if (i < n) {                                                                            \
             float t[8] = {0};                                                                   \
             memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                      \
-            _mm256_storeu_ps(t, Sleef_##f##f8_u10avx2(AFF256(_mm256_loadu_ps(t))));             \
+            _mm256_storeu_ps(t, SL8(f)(AFF256(_mm256_loadu_ps(t))));             \
             memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                                      \
         }                                                                                       \
     }                                                                                           \
@@ -77,11 +90,11 @@ static float aff(float x, float sc, float bi)
     {                                                                                           \
         int64_t i = 0;                                                                          \
         for (; i + 4 <= n; i += 4)                                                              \
-            _mm_storeu_ps(y + i, Sleef_##f##f4_u10sse2(AFF128(_mm_loadu_ps(x + i))));           \
+            _mm_storeu_ps(y + i, SL4(f)(AFF128(_mm_loadu_ps(x + i))));           \
         if (i < n) {                                                                            \
             float t[4] = {0};                                                                   \
             memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                      \
-            _mm_storeu_ps(t, Sleef_##f##f4_u10sse2(AFF128(_mm_loadu_ps(t))));                   \
+            _mm_storeu_ps(t, SL4(f)(AFF128(_mm_loadu_ps(t))));                   \
             memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                                      \
         }                                                                                       \
     }
@@ -839,9 +852,57 @@ static int tier_of(const char *isa)
 
 #define NK_VM_PICK(f) (t == TIER_AVX512 ? f##_avx512 : t == TIER_AVX2 ? f##_avx2 : f##_sse2)
 
+static pthread_once_t sleef_once = PTHREAD_ONCE_INIT;
+static int sleef_ok;
+static char sleef_why[512];
+
+static void sleef_load(void)
+{
+    void *h = dlopen(NK_SLEEF_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(sleef_why, sizeof sleef_why, "%s", e ? e : NK_SLEEF_LIB);
+        return;
+    }
+    const char *missing = NULL;
+#define NK_VM_SYM(f)                                                                          \
+    if (!missing && !(sl_##f##16 = dlsym(h, "Sleef_" #f "f16_u10avx512f")))                   \
+        missing = "Sleef_" #f "f16_u10avx512f";                                               \
+    if (!missing && !(sl_##f##8 = dlsym(h, "Sleef_" #f "f8_u10avx2")))                        \
+        missing = "Sleef_" #f "f8_u10avx2";                                                   \
+    if (!missing && !(sl_##f##4 = dlsym(h, "Sleef_" #f "f4_u10sse2")))                        \
+        missing = "Sleef_" #f "f4_u10sse2";
+    NK_VM_FUNCS(NK_VM_SYM)
+#undef NK_VM_SYM
+    if (missing) {
+        snprintf(sleef_why, sizeof sleef_why, "%s: has no %s", NK_SLEEF_LIB, missing);
+        dlclose(h);
+        return;
+    }
+    sleef_ok = 1; /* the handle stays open: the entry points are in it */
+}
+
+static int is_sleef(int func)
+{
+    return func == NK_ACT_EXP || func == NK_ACT_LOG || func == NK_ACT_SIN || func == NK_ACT_COS ||
+           func == NK_ACT_ARCTAN;
+}
+
+int nk__vmath_missing(int func)
+{
+    if (!is_sleef(func))
+        return 0;
+    pthread_once(&sleef_once, sleef_load);
+    if (!sleef_ok)
+        nk__error_set("the %s needs SLEEF, which could not be loaded: %s",
+                      func == NK_ACT_EXP ? "exp" : func == NK_ACT_LOG ? "log" : func == NK_ACT_SIN ? "sin"
+                      : func == NK_ACT_COS ? "cos" : "arctan", sleef_why);
+    return !sleef_ok;
+}
+
 static nk__vfn pick(int func, int t)
 {
-    if (t < 0)
+    if (t < 0 || nk__vmath_missing(func))
         return NULL;
     switch (func) {
     case NK_ACT_EXP: return NK_VM_PICK(exp);
@@ -886,5 +947,11 @@ nk__vfn nk__vmath_f32_on(int func, const char *isa)
 }
 
 const char *nk__vmath_isa(void) { return "none"; }
+
+int nk__vmath_missing(int func)
+{
+    (void)func;
+    return 0;
+}
 
 #endif

@@ -32,6 +32,12 @@ nk__vfn nk__vmath_f32(int func);
  * the double-precision functions give the same bits on each). */
 nk__vfn nk__vmath_f32_on(int func, const char *isa);
 
+/* SLEEF is loaded when one of its functions (exp, log, sin, cos, arctan)
+ * is first asked for. 1 when func is one and it could not be loaded (then
+ * nk__vmath_f32 gives NULL, and nk_last_error() says why: the executor
+ * fails with NK_EIO rather than give other bits); else 0. */
+int nk__vmath_missing(int func);
+
 /* Which vectors nk__vmath_f32's functions use: "avx512f", "avx2", "sse2", or
  * "none". */
 const char *nk__vmath_isa(void);

@@ -22,7 +22,7 @@ make -s BUILD="$BUILD" "$BUILD/nklab" "$BUILD/libnklab.a" "$BUILD/libnklab_kerne
 mkdir -p "$OUT"
 ${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Iinclude -Isrc -Ikernels -Wall -Wextra -Wno-missing-field-initializers \
     -o "$OUT/mkprofile" tests/browser/mkprofile.c "$BUILD/libnklab_kernels.a" "$BUILD/libnklab.a" \
-    -lsleef -lm -lpthread -ldl || fail "mkprofile did not build"
+    -lm -lpthread -ldl || fail "mkprofile did not build"
 "$OUT/mkprofile" kernel tensor_exp "$OUT/te.nkp" "$OUT/te.json" || fail "tensor_exp profile"
 "$BUILD/nklab" view "$OUT/te.nkp" -o "$OUT/te.html" 2>/dev/null || fail "nklab view"
 cp "$OUT/te.nkp" "$OUT/notes.nkp" # the notes test saves notes.nkp.notes.json beside it

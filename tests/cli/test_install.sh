@@ -34,7 +34,7 @@ if [ "$(pkg-config --modversion nklab)" = "$version" ]; then ok; else bad "pkg-c
 cflags=$(pkg-config --cflags nklab | sed 's/ *$//')
 libs=$(pkg-config --libs nklab | sed 's/ *$//')
 if [ "$cflags" = "-I$P/include" ]; then ok; else bad "Cflags" "$cflags"; fi
-if [ "$libs" = "-L$P/lib -lnklab -lsleef -lm -lpthread -ldl" ]; then ok; else bad "Libs" "$libs"; fi
+if [ "$libs" = "-L$P/lib -lnklab -lm -lpthread -ldl" ]; then ok; else bad "Libs" "$libs"; fi
 
 # ---- an out-of-tree program against the installed copy (not the source tree)
 mkdir -p "$W/app"

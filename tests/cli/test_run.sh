@@ -126,15 +126,34 @@ fi
 expect_fail "unwritable output" 1 "nklab: run: cannot write $W/nodir/y.npy: No such file or directory" \
     run tensor_exp --in "$W/x.npy" --out "$W/nodir/y.npy"
 
-# ---- OpenBLAS is loaded when the first matmul runs, not at start-up
-# (src/exec/blas.c): the loader's log of the objects it maps (LD_DEBUG=files)
-# has it for a matmul that executes only, and then once
-blas_maps() { LD_DEBUG=files "$NK" "$@" 2>&1 >/dev/null | grep -c 'libopenblas.*generating link map'; }
-n=$(blas_maps profile matmul_basic --no-exec -o "$W/mm.nkp")
+# ---- OpenBLAS and SLEEF are loaded when the first matmul, or the first
+# exp, log, sin, cos or arctan, runs, not at start-up (src/exec/blas.c,
+# src/exec/vmath.c): the loader's log of the objects it maps
+# (LD_DEBUG=files) has each for a run that needs it only, and then once
+maps() { local lib=$1; shift; LD_DEBUG=files "$NK" "$@" 2>&1 >/dev/null | grep -c "$lib.*generating link map"; }
+n=$(maps libopenblas profile matmul_basic --no-exec -o "$W/mm.nkp")
 if [ "$n" = 0 ]; then ok; else bad "profile --no-exec of a matmul does not load OpenBLAS" "mapped $n times"; fi
-n=$(blas_maps run tensor_exp --in "$W/x.npy" --out "$W/y.npy")
+n=$(maps libopenblas run tensor_exp --in "$W/x.npy" --out "$W/y.npy")
 if [ "$n" = 0 ]; then ok; else bad "a run without a matmul does not load OpenBLAS" "mapped $n times"; fi
-n=$(blas_maps profile matmul_basic -o "$W/mm.nkp")
+n=$(maps libopenblas profile matmul_basic -o "$W/mm.nkp")
 if [ "$n" = 1 ]; then ok; else bad "a matmul's run loads OpenBLAS once" "mapped $n times"; fi
+n=$(maps libsleef profile tensor_exp --no-exec -o "$W/te.nkp")
+if [ "$n" = 0 ]; then ok; else bad "profile --no-exec of exp does not load SLEEF" "mapped $n times"; fi
+n=$(maps libsleef profile matmul_basic -o "$W/mm.nkp")
+if [ "$n" = 0 ]; then ok; else bad "a run without exp, log, sin, cos or arctan does not load SLEEF" "mapped $n times"; fi
+n=$(maps libsleef run tensor_exp --in "$W/x.npy" --out "$W/y.npy")
+if [ "$n" = 1 ]; then ok; else bad "a run of exp loads SLEEF once" "mapped $n times"; fi
+# a library of SLEEF's name without its functions: the run fails and says why
+mkdir -p "$W/fake"
+printf 'int nk_not_sleef;\n' >"$W/fake/s.c"
+if ${CC:-cc} -shared -fPIC -o "$W/fake/libsleef.so.3" "$W/fake/s.c" 2>/dev/null; then
+    LD_LIBRARY_PATH="$W/fake" "$NK" run tensor_exp --in "$W/x.npy" --out "$W/y.npy" >"$W/out" 2>"$W/err"
+    rc=$?
+    if [ "$rc" = 1 ] && [ "$(cat "$W/err")" = "nklab: tensor_exp: execution failed: the exp needs SLEEF, which could not be loaded: libsleef.so.3: has no Sleef_expf16_u10avx512f" ]; then ok; else
+        bad "a SLEEF without its functions fails the run with the reason" "exit $rc" "$(cat "$W/err")"
+    fi
+else
+    bad "building a stand-in libsleef.so.3"
+fi
 
 finish

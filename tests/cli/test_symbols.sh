@@ -72,7 +72,7 @@ if [ -d "$B/pic/src" ]; then
     mapfile -t objs < <(find "$B/pic/src" -name '*.o' -not -path '*/cli/*' | sort)
     arch=$("$CC" -print-multiarch 2>/dev/null)
     if "$CC" -shared -o "$W/libnklab.so" "${objs[@]}" "$B/pic/gen/view_assets.o" \
-        -lsleef -lm -lpthread -ldl 2>"$W/ld"; then
+        -lm -lpthread -ldl 2>"$W/ld"; then
         nm -D --defined-only "$W/libnklab.so" | awk 'NF == 3 {print $3}' | sort -u >"$W/so"
         extra=$(comm -23 "$W/so" "$W/api")
         if [ -z "$extra" ] && grep -qx nk_kernel_new "$W/so"; then ok; else

@@ -27,7 +27,7 @@ TARGETS=${FUZZ_TARGETS:-profile program target npy args diff}
 SAN="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DNK_DEBUG"
 INC="-std=c11 -D_DEFAULT_SOURCE -Iinclude -Isrc -Ikernels"
 WARN="-Wall -Wextra -Wno-missing-field-initializers"
-LIBS="$B/libnklab_kernels.a $B/libnklab.a -lsleef -lm -lpthread -ldl"
+LIBS="$B/libnklab_kernels.a $B/libnklab.a -lm -lpthread -ldl"
 CLI_OBJ="$B/src/cli/args.o $B/src/cli/npy.o $B/src/cli/userkernel.o"
 pass=0; fail=0; skip=0
 ok() { echo "ok   $1"; pass=$((pass + 1)); }
