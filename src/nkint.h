@@ -490,7 +490,8 @@ int nk__time_total(const nk_program *p, const nk__order_view *v, const nk_arch *
 int nk__threads(int requested);
 /* The dependency search's buckets (src/sched/sched.c): of on-chip
  * addresses, 2^shift bytes of a partition each; of an HBM tensor,
- * 2^hbm_row_shift of its rows each; accesses over more than span of them
+ * 2^hbm_row_shift of its rows each (at least: a tall tensor's are larger,
+ * 4096 buckets at most); accesses over more than span of them
  * are searched with every access. Tests change them to check that the
  * buckets find what one list per memory does. */
 extern uint32_t nk__sched_bucket_shift, nk__sched_bucket_span, nk__sched_hbm_row_shift;

@@ -3,14 +3,15 @@
  * runs (blas.h).
  *
  * A process linked with OpenBLAS pays for it at start-up whether it runs a
- * matmul or not: about 2.8 MB of resident memory and 2.3 ms on the
+ * matmul or not: about 2.2 MB of resident memory and 2.3 ms on the
  * reference machine (docs/speed.md), for the relocation of its per-CPU
  * kernel tables and the libgfortran and libquadmath it brings. Most uses
  * of the library execute no matmul (timing only, reading profiles, the
  * viewer, the exports), so the library does not link OpenBLAS; the first
  * matmul to execute loads it, once per process:
  *   1. an OpenBLAS the process holds already under its soname is used as
- *      it is (numpy's, in the Python front-end: one copy, not two);
+ *      it is (in the Python front-end, the one Debian's numpy loads through
+ *      libblas.so.3: one copy, not two);
  *   2. else the single-threaded build the library was built against
  *      (NK_BLAS_LIB: the Makefile's BLAS_DIR);
  *   3. else the soname on the loader's search path.

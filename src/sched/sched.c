@@ -54,7 +54,8 @@ static void graph_free(graph *g)
  * bucket with it, or are wide; a write finds every access it covers in its
  * own buckets (or among the wide ones). On chip (SBUF, PSUM) a bucket is
  * 2^nk__sched_bucket_shift of a partition's bytes (1 KiB); in an HBM
- * tensor, 2^nk__sched_hbm_row_shift of its rows (16): a strided tile of a
+ * tensor, 2^nk__sched_hbm_row_shift of its rows (16; more for a tensor of
+ * more than HBM_BUCKETS_MAX such buckets): a strided tile of a
  * large tensor spans much of its bytes but few of its rows, and a matmul's
  * output, thousands of tiles side by side, is no longer one list that each
  * store searches whole. */
@@ -63,7 +64,13 @@ uint32_t nk__sched_bucket_shift = 10, nk__sched_bucket_span = 16, nk__sched_hbm_
 typedef struct bkey {
     alist *b;       /* buckets 0 .. nb - 1 */
     uint32_t nb;
+    uint32_t shift; /* HBM: 2^shift rows a bucket (HBM_BUCKETS_MAX at most over the tensor) */
 } bkey;
+
+/* An HBM tensor's rows go into at most this many buckets (a tall tensor's
+ * into buckets of more rows than nk__sched_hbm_row_shift says): the bucket
+ * array grows with the highest row touched, whatever the accesses. */
+#define HBM_BUCKETS_MAX 4096
 
 typedef struct sched {
     const nk_program *p;
@@ -161,7 +168,7 @@ static inline int buckets_of(sched *s, const region *r, bkey **bk, uint32_t *k0,
         return buckets_in(r->b0, r->b1, nk__sched_bucket_shift, k0, k1);
     }
     *bk = hbm_keys_of(s, r);
-    return buckets_in(r->p0, r->p1 > r->p0 ? r->p1 : (int64_t)r->p0 + 1, nk__sched_hbm_row_shift, k0, k1);
+    return buckets_in(r->p0, r->p1 > r->p0 ? r->p1 : (int64_t)r->p0 + 1, *bk ? (*bk)->shift : 0, k0, k1);
 }
 
 static void find_deps(sched *s, const region *r, int write)
@@ -286,6 +293,15 @@ static int derive(const nk_program *p, const uint32_t *order, int conservative, 
         const nk_instr *in = &p->instrs[i];
         if (nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM)
             s.hbm_written[in->dst.buf] = 1;
+    }
+    for (uint32_t h = 0; s.hbk && h < p->nhbm; h++) {
+        /* rows as nk__region_of counts them (axis 0 of a tensor of two axes or more) */
+        const nk_bufinfo *b = &p->bufs[p->hbm_list[h]];
+        int64_t rows = b->ndim >= 2 && b->shape[0] > 0 && b->shape[0] <= INT32_MAX ? b->shape[0] : 1;
+        uint32_t shift = nk__sched_hbm_row_shift < 40 ? nk__sched_hbm_row_shift : 40;
+        while (((rows - 1) >> shift) >= HBM_BUCKETS_MAX)
+            shift++;
+        s.hbk[h].shift = shift;
     }
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[order ? order[i] : i];

@@ -1440,12 +1440,15 @@ int nk__trace(const char *name, nk_kernel_fn fn, const nk_array *args, int nargs
 }
 
 /* What only tracing needs (per buffer, per loop instance, the location
- * and HBM lookups), freed; the context itself stays (idempotent). */
+ * and HBM lookups), freed, with the counts and capacities that describe
+ * it (nothing may grow or read it after); the context itself stays
+ * (idempotent). */
 static void free_trace_state(nk_ctx *nc)
 {
     for (int d = 0; d < NK_MAX_LOOP_DEPTH; d++) {
         free(nc->frames[d].its);
         nc->frames[d].its = NULL;
+        nc->frames[d].nits = nc->frames[d].cap_its = 0;
     }
     for (uint32_t l = 0; nc->la && l < nc->p->nloops; l++)
         free(nc->la[l].its);
@@ -1455,6 +1458,10 @@ static void free_trace_state(nk_ctx *nc)
         free(*ps[k]);
         *ps[k] = NULL;
     }
+    nc->cap_la = nc->cap_bs = nc->cap_dead = 0;
+    nc->lochash_cap = nc->lochash_n = 0;
+    nc->nz = nc->cap_z = 0;
+    nc->nhbm0 = nc->cap_hbm0 = 0;
 }
 
 int nk__trace_params(const char *name, nk_kernel_fn fn, const nk__kparams *kp, const nk_array *args, int nargs,

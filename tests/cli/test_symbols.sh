@@ -51,6 +51,14 @@ if [ -z "$other" ]; then ok; else bad "every global symbol of the libraries star
 uses=$(nm -u "$B/libnklab.a" "$B/libnklab_kernels.a" 2>/dev/null | awk '{print $NF}' |
     grep -E '^(getenv|secure_getenv|setenv|unsetenv|putenv|clearenv|openblas_set_num_threads.*|goto_set_num_threads)$' | sort -u)
 if [ -z "$uses" ]; then ok; else bad "the libraries call no environment or OpenBLAS-setting function" $uses; fi
+# OpenBLAS is loaded with dlopen (src/exec/blas.c): a setting looked up
+# with dlsym would be a string in the objects
+named=$(strings -a "$B/libnklab.a" "$B/libnklab_kernels.a" 2>/dev/null |
+    grep -oE '(openblas_set_num_threads[a-z_]*|goto_set_num_threads|openblas_set_[a-z_]*)' | sort -u)
+looked=$(strings -a "$B/libnklab.a" 2>/dev/null | grep -cx 'cblas_sgemm')
+if [ -z "$named" ] && [ "$looked" -ge 1 ]; then ok; else
+    bad "the libraries look up cblas_sgemm and no OpenBLAS setting" "setters: $named" "cblas_sgemm strings: $looked"
+fi
 
 # ---- visibility in the objects: the API default, everything else hidden
 readelf -sW "$B/libnklab.a" "$B/libnklab_kernels.a" 2>/dev/null |

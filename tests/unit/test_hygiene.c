@@ -6,7 +6,9 @@
  * The test binary links the library statically, so the functions defined here
  * take the place of libc's getenv, OpenBLAS's openblas_set_num_threads and
  * (outside the sanitizer build, whose runtime wraps it) pthread_create for
- * every call the library makes.
+ * every call the library makes by name. OpenBLAS itself is reached through
+ * dlsym (src/exec/blas.c), which this cannot see: tests/cli/test_symbols.sh
+ * checks that the library names no OpenBLAS setting at all.
  */
 #define _GNU_SOURCE
 #include "test.h"

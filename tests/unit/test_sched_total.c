@@ -14,6 +14,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static double long_way(const nk_program *p, int mode, const nk_arch *arch)
 {
@@ -197,10 +200,21 @@ TEST(sched_address_buckets_find_what_one_list_finds)
 }
 
 /* Rows of an HBM tensor written by four stores of 128 rows and read back
- * in ranges that straddle them: each read must wait for exactly the stores
- * whose rows it shares, whatever the row buckets. */
+ * in ranges that straddle them, then written whole by one store (of a
+ * [128, 256] view of its 512 rows: wide in small buckets) and read again:
+ * each read must wait for exactly the stores whose rows it shares and
+ * that no later store covers, whatever the row buckets. */
 static const int64_t hbm_reads[][2] = {{100, 130}, {250, 260}, {384, 400}, {130, 250}, {256, 257}, {0, 512}};
-enum { HBM_READS = sizeof hbm_reads / sizeof *hbm_reads };
+static const int64_t hbm_reads_after[][2] = {{100, 130}, {300, 310}, {511, 512}};
+enum { HBM_READS = sizeof hbm_reads / sizeof *hbm_reads, HBM_READS_AFTER = sizeof hbm_reads_after / sizeof *hbm_reads_after };
+
+static void hbm_read_back(nk_ctx *nc, nk_tensor mid, nk_tensor out, int64_t r0, int64_t r1)
+{
+    for (int64_t a = r0; a < r1; a += 128) { /* in parts of at most 128 rows, copied out */
+        int64_t b = a + 128 < r1 ? a + 128 : r1;
+        nk_store(nc, nk_ix(nc, out, nk_r(a, b), NK_ALL), nk_load(nc, nk_ix(nc, mid, nk_r(a, b), NK_ALL)));
+    }
+}
 
 static void k_hbm_rows(nk_ctx *nc, const nk_tensor *args, int nargs)
 {
@@ -210,18 +224,19 @@ static void k_hbm_rows(nk_ctx *nc, const nk_tensor *args, int nargs)
     for (int t = 0; t < 4; t++)
         nk_store(nc, nk_ix(nc, mid, nk_r(128 * t, 128 * t + 128), NK_ALL),
                  nk_load(nc, nk_ix(nc, x, nk_r(128 * t, 128 * t + 128), NK_ALL)));
-    /* each range read back in parts of at most 128 rows, and copied out */
     for (int r = 0; r < HBM_READS; r++)
-        for (int64_t a = hbm_reads[r][0]; a < hbm_reads[r][1]; a += 128) {
-            int64_t b = a + 128 < hbm_reads[r][1] ? a + 128 : hbm_reads[r][1];
-            nk_store(nc, nk_ix(nc, out, nk_r(a, b), NK_ALL), nk_load(nc, nk_ix(nc, mid, nk_r(a, b), NK_ALL)));
-        }
+        hbm_read_back(nc, mid, out, hbm_reads[r][0], hbm_reads[r][1]);
+    nk_store(nc, nk_reshape(nc, mid, NK_SHAPE(128, 256)), nk_load(nc, nk_reshape(nc, x, NK_SHAPE(128, 256))));
+    for (int r = 0; r < HBM_READS_AFTER; r++)
+        hbm_read_back(nc, mid, out, hbm_reads_after[r][0], hbm_reads_after[r][1]);
     nk_return(nc, out);
 }
 
-/* Each read waits for every store it shares rows with (it may wait for
- * others too, for its SBUF tile's sake), and for the same stores with any
- * row buckets as with one bucket for all (2^40 rows: one list). */
+/* Each read waits for every store it shares rows with and no later store
+ * covers (it may wait for others too, for its SBUF tile's sake), and for
+ * the same stores with any row buckets as with one bucket for all (2^40
+ * rows: one list). Stores are told apart by their place among the stores
+ * into the tensor: 0..3 the 128-row ones, 4 the whole one. */
 TEST(sched_hbm_row_buckets_wait_for_the_stores_a_read_shares_rows_with)
 {
     static const uint32_t rows[] = {40, 0, 1, 4, 6, 7};
@@ -231,29 +246,39 @@ TEST(sched_hbm_row_buckets_wait_for_the_stores_a_read_shares_rows_with)
     for (int c = 0; c < NC; c++) {
         uint32_t r0 = nk__sched_hbm_row_shift, s0 = nk__sched_bucket_span;
         nk__sched_hbm_row_shift = rows[c];
-        nk__sched_bucket_span = 3; /* a 128-row store is wide below 64 rows a bucket */
+        nk__sched_bucket_span = 3; /* a 128-row store is wide below 64 rows a bucket, the whole one below 256 */
         nk_kernel *k = nk_kernel_new("hbm_rows", k_hbm_rows);
         nk_options o = {"trn1", 0, NULL, NK_SCHED_TRACE_ORDER};
         const nk_program *p = NULL;
         CHECK_INT(nk_kernel_compile(k, &x, 1, &o, &p), 0);
         nk__sched_hbm_row_shift = r0;
         nk__sched_bucket_span = s0;
-        int reads = 0;
+        int reads = 0, stores = 0;
+        uint32_t mid = 0, store_at[5] = {0};
         for (uint32_t i = 0; p && i < p->ninstr; i++) {
             const nk_instr *in = &p->instrs[i];
-            if (in->op != NK_OP_LOAD || !in->src[0].buf || p->bufs[in->src[0].buf].role == NK_ROLE_INPUT || reads == MAXR)
+            if (in->op == NK_OP_LOAD && in->src[0].buf && p->bufs[in->src[0].buf].role != NK_ROLE_INPUT)
+                mid = in->src[0].buf;
+        }
+        for (uint32_t i = 0; p && i < p->ninstr; i++) {
+            const nk_instr *in = &p->instrs[i];
+            if (in->op == NK_OP_STORE && in->dst.buf == mid && stores < 5)
+                store_at[stores++] = i;
+            if (in->op != NK_OP_LOAD || in->src[0].buf != mid || reads == MAXR)
                 continue;
-            /* rows [a, b) of mid; the stores into it are of rows [128 t, 128 t + 128) */
+            /* rows [a, b) of mid */
             int64_t a = in->src[0].off / 64, b = a + nk__lay(p, &in->src[0])->shape[0];
             unsigned want = 0, g = 0;
-            for (int t = 0; t < 4; t++)
-                if (a < 128 * t + 128 && 128 * t < b)
-                    want |= 1u << t;
-            for (uint32_t d = 0; d < in->ndep; d++) {
-                const nk_instr *w = &p->instrs[p->deps[in->dep_off + d]];
-                if (w->op == NK_OP_STORE && w->dst.buf == in->src[0].buf)
-                    g |= 1u << (w->dst.off / 64 / 128);
-            }
+            if (stores == 5)
+                want = 1u << 4;
+            else
+                for (int t = 0; t < 4; t++)
+                    if (a < 128 * t + 128 && 128 * t < b)
+                        want |= 1u << t;
+            for (uint32_t d = 0; d < in->ndep; d++)
+                for (int t = 0; t < stores; t++)
+                    if (p->deps[in->dep_off + d] == store_at[t])
+                        g |= 1u << t;
             if ((g & want) != want)
                 nk_test_fail(__FILE__, __LINE__, "rows %lld..%lld with 2^%u rows a bucket: waits for stores %#x, "
                              "not all of %#x", (long long)a, (long long)b, rows[c], g, want);
@@ -262,9 +287,57 @@ TEST(sched_hbm_row_buckets_wait_for_the_stores_a_read_shares_rows_with)
                              "with one list %#x", (long long)a, (long long)b, rows[c], g, got[0][reads]);
             got[c][reads++] = g;
         }
-        CHECK_INT(reads, 9);
+        CHECK_INT(stores, 5);
+        CHECK_INT(reads, 9 + 3);
         nk_kernel_free(k);
     }
+}
+
+/* A tall HBM tensor (2^30 rows) written near its end: its row buckets are
+ * bounded (HBM_BUCKETS_MAX over the tensor), not one per 2^4 rows up to
+ * the highest row touched (a GiB of empty buckets). Compiled in a child
+ * process limited to 512 MiB of address space (not under ASan, whose
+ * shadow memory needs terabytes of it). */
+static void k_tall_store(nk_ctx *nc, const nk_tensor *args, int nargs)
+{
+    (void)nargs;
+    int64_t R = (int64_t)1 << 30;
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(R, 64), NK_F32, NK_SHARED_HBM);
+    nk_store(nc, nk_ix(nc, out, nk_r(R - 128, R), NK_ALL), nk_load(nc, args[0]));
+    nk_store(nc, nk_ix(nc, out, nk_r(R - 256, R - 128), NK_ALL), nk_load(nc, args[0]));
+    nk_return(nc, out);
+}
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SCHED_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define SCHED_ASAN 1
+#endif
+
+TEST(sched_hbm_row_buckets_of_a_tall_tensor_stay_few)
+{
+#ifndef SCHED_ASAN
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit lim = {512u << 20, 512u << 20};
+        setrlimit(RLIMIT_AS, &lim);
+        nk_array a = {NK_F32, 2, {128, 64}, NULL};
+        nk_kernel *k = nk_kernel_new("tall", k_tall_store);
+        nk_options o = {"trn1", 0, NULL, NK_SCHED_TRACE_ORDER};
+        const nk_program *p = NULL;
+        int rc = nk_kernel_compile(k, &a, 1, &o, &p);
+        _exit(rc == 0 && p && p->ninstr == 4 ? 0 : 1);
+    }
+    int st = 0;
+    CHECK_INT(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+#else
+    (void)k_tall_store;
+#endif
 }
 
 /* The candidate schedules are timed on as many threads as there are (trace
