@@ -375,9 +375,8 @@ typedef struct sim {
     /* the order timed: NULL arrays for the program as it is */
     const uint32_t *ord, *vdep_off, *vndep, *vdeps;
     const uint16_t *vqueue;
-    uint8_t *core;      /* per instruction: its physical NeuronCore */
+    uint8_t *core;      /* per instruction: its physical NeuronCore (NULL with one: core_of) */
     uint8_t *eng;       /* per instruction: its engine */
-    uint16_t *queue;    /* per instruction: its DMA queue */
     uint16_t *unit;     /* per instruction: its launch unit (when there are several) */
     /* SPMD: instances on one core run one after another */
     uint32_t *inst_off; /* instructions of instance k: [inst_off[k], inst_off[k + 1]) */
@@ -429,8 +428,8 @@ typedef struct sim {
     /* the timeline's events, written stream by stream: each stream's events
      * come in time order, so finish merges them rather than sorting */
     uint32_t *ev_cur, *ev_off; /* per stream (core * EV_STREAMS + EVS_*): next slot, first slot */
-    uint32_t *ev_at;           /* DMA instructions: the slot of their issue event (its end comes later) */
-    uint32_t *dspan_at;        /* DMA instructions: their latest DMA span's slot + 1 (0: none yet) */
+    uint32_t *ev_at;           /* per DMA (dord): the slot of its issue event (its end comes later) */
+    uint32_t *dspan_at;        /* per DMA (dord): its latest DMA span's slot + 1 (0: none yet) */
     unsigned flags;            /* NK_TL_* */
     tstream tput;              /* the DMA throughput counter, swept as descriptors start */
     hent *heap;
@@ -448,6 +447,12 @@ static inline const nk_instr *instr_at(const sim *s, uint32_t i)
 }
 
 static inline dmainfo *dma_of(const sim *s, uint32_t i) { return &s->dma[s->dord[i]]; }
+
+static inline uint32_t core_of(const sim *s, uint32_t i) { return s->core ? s->core[i] : 0; }
+
+/* Instruction i's DMA queue (its record's, or the order view's); a DMA's
+ * is in its dmainfo too. */
+static inline uint16_t queue_at(const sim *s, uint32_t i) { return s->vqueue ? s->vqueue[i] : instr_at(s, i)->queue; }
 
 static inline uint32_t ndep_of(const sim *s, uint32_t i)
 {
@@ -527,10 +532,11 @@ enum { EVS_TRIGGER = NK_ENGINE_DMA, EVS_ISSUE, EV_STREAMS };
 
 static inline uint32_t add_event_on(sim *s, uint32_t i, int engine, int kind, double start, double end)
 {
-    uint32_t st = s->core[i] * EV_STREAMS +
+    uint32_t st = core_of(s, i) * EV_STREAMS +
                   (kind == NK_EV_DMA_TRIGGER ? EVS_TRIGGER : kind == NK_EV_DMA_ISSUE ? EVS_ISSUE : (uint32_t)engine);
     uint32_t at = s->ev_cur[st]++;
-    s->tl->events[at] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, s->queue[i], start, end};
+    uint16_t q = s->eng[i] == NK_ENGINE_DMA ? dma_of(s, i)->queue : queue_at(s, i);
+    s->tl->events[at] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, q, start, end};
     return at;
 }
 
@@ -539,7 +545,7 @@ static inline uint32_t add_event_on(sim *s, uint32_t i, int engine, int kind, do
  * (instr_spans, after the run). */
 static inline void note_span(sim *s, uint32_t i, double end)
 {
-    uint32_t c = s->core[i];
+    uint32_t c = core_of(s, i);
     s->core_end[c] = dmax(s->core_end[c], end);
 }
 
@@ -689,7 +695,7 @@ static inline void wake(sim *s, uint32_t g, double t)
 static void commit_dma(sim *s, uint32_t i)
 {
     if (s->tl) /* the issue bar went in at the trigger; now it has its end */
-        s->tl->events[s->ev_at[i]].end = s->done[i];
+        s->tl->events[s->ev_at[s->dord[i]]].end = s->done[i];
     note_span(s, i, s->done[i]);
     propagate(s, i);
 }
@@ -707,19 +713,19 @@ static void dma_triggered(sim *s, uint32_t i, double t)
         commit_dma(s, i);
         return;
     }
-    uint32_t g0 = s->core[i] * s->ne;
+    uint32_t g0 = core_of(s, i) * s->ne;
     for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
         wake(s, g0 + e, s->ready[i]);
 }
 
 static void trigger_now(sim *s, uint32_t i, double t)
 {
-    uint32_t c = s->core[i];
+    uint32_t c = core_of(s, i);
     double ts = dmax(t, s->sync_free[c]), te = ts + s->a->dma_trigger_ns;
     s->sync_free[c] = te;
     if (s->tl) {
         add_event_on(s, i, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, ts, te);
-        s->ev_at[i] = add_event_on(s, i, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, ts, ts);
+        s->ev_at[s->dord[i]] = add_event_on(s, i, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, ts, ts);
     }
     dma_triggered(s, i, ts);
 }
@@ -735,7 +741,7 @@ static void trigger_dma(sim *s, uint32_t i, double t)
         trigger_now(s, i, t);
         return;
     }
-    uint32_t c = s->core[i];
+    uint32_t c = core_of(s, i);
     if (s->sync_head[c] != i) { /* an earlier DMA of this core is not triggered yet */
         s->aux[i] = t;
         s->parked[i] = 1;
@@ -753,15 +759,15 @@ static void trigger_dma(sim *s, uint32_t i, double t)
 
 /* Descriptor transfer x into its instruction's DMA span: the one open while
  * its transfers overlap or touch (they come in order of start), else a new
- * one, in the slot its start gives it among all spans v[0..*n). at[i]: the
- * slot + 1 of instruction i's latest span (0: none yet). */
+ * one, in the slot its start gives it among all spans v[0..*n). *at: the
+ * slot + 1 of that instruction's latest span (0: none yet). */
 static inline void span_add(nk_dma_span *v, uint32_t *n, uint32_t *at, const nk_dma_xfer *x)
 {
-    nk_dma_span *sp = at[x->instr] ? &v[at[x->instr] - 1] : NULL;
+    nk_dma_span *sp = *at ? &v[*at - 1] : NULL;
     if (!sp || x->start > sp->end) {
         sp = &v[(*n)++];
         *sp = (nk_dma_span){x->instr, x->queue, x->to_hbm, 0, 0, 0, 0, 0, x->start, x->end};
-        at[x->instr] = *n;
+        *at = *n;
     }
     sp->descriptors++;
     sp->partitions += x->partitions;
@@ -791,7 +797,7 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
         if (tl->xfers)
             tl->xfers[tl->nxfers++] = x;
         ts_add(&s->tput, t, end, bytes);
-        span_add(tl->dspans, &tl->ndspans, s->dspan_at, &x);
+        span_add(tl->dspans, &tl->ndspans, &s->dspan_at[s->dord[i]], &x);
     }
     s->d[g].busy = end;
     s->done[i] = dmax(s->done[i], end);
@@ -859,7 +865,7 @@ static void on_resolved(sim *s, uint32_t i)
         heap_push(s, s->ready[i], s->trig0 + i);
         s->ready[i] = INFINITY; /* no transfer before the trigger */
     } else
-        push_engine(s, s->core[i], e);
+        push_engine(s, core_of(s, i), e);
 }
 
 /* ---- setup */
@@ -1008,7 +1014,7 @@ static int build_graph(sim *s)
     }
     uint32_t cnt[NK_MAX_CORES][NK_ENGINE_COUNT] = {{0}}, off = 0;
     for (uint32_t i = 0; i < s->n; i++)
-        cnt[s->core[i]][s->eng[i]]++;
+        cnt[core_of(s, i)][s->eng[i]]++;
     for (uint32_t c = 0; c < s->ncores; c++)
         for (int e = 0; e < NK_ENGINE_DMA; e++) {
             s->e[c][e].off = s->e[c][e].cur = s->e[c][e].end = off;
@@ -1017,7 +1023,7 @@ static int build_graph(sim *s)
     for (uint32_t i = 0; i < s->n; i++) {
         int e = s->eng[i];
         if (e != NK_ENGINE_DMA)
-            s->stream[s->e[s->core[i]][e].end++] = i;
+            s->stream[s->e[core_of(s, i)][e].end++] = i;
     }
     /* launch units (SPMD instances, or the kernels of a sequence): each
      * waits for the one before it on its core */
@@ -1152,12 +1158,12 @@ static int plan_all(sim *s)
             return rc;
         }
         uint8_t neng = s->kinds[kind].neng;
-        uint16_t q = (uint16_t)(s->queue[i] % s->nq);
-        uint32_t *rp = &rots[s->core[i]], rot = *rp;
+        uint16_t qi = queue_at(s, i), q = (uint16_t)(qi % s->nq);
+        uint32_t *rp = &rots[core_of(s, i)], rot = *rp;
         s->dord[i] = ndma;
-        s->dma[ndma] = (dmainfo){kind, s->queue[i], (uint8_t)rot, neng, nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM,
+        s->dma[ndma] = (dmainfo){kind, qi, (uint8_t)rot, neng, nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM,
                                  neng};
-        s->qoff[s->core[i] * s->nq + q + 1]++;
+        s->qoff[core_of(s, i) * s->nq + q + 1]++;
         ndma++;
         *rp = (rot + neng) % s->ne;
         total += neng;
@@ -1184,7 +1190,7 @@ static int plan_all(sim *s)
     memcpy(fill, s->qoff, ncq * sizeof *fill);
     for (uint32_t i = 0; i < s->n; i++)
         if (s->eng[i] == NK_ENGINE_DMA)
-            s->qlist[fill[s->core[i] * s->nq + dma_of(s, i)->queue % s->nq]++] = i;
+            s->qlist[fill[core_of(s, i) * s->nq + dma_of(s, i)->queue % s->nq]++] = i;
     free(fill);
     for (uint32_t g = 0; g < s->ncores * s->ne; g++)
         for (uint32_t q = 0; q < s->nq; q++) {
@@ -1619,9 +1625,8 @@ static int alloc_sim(sim *s)
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
     uint32_t nev = 0;
-    s->core = malloc(n);
+    s->core = s->ncores > 1 ? malloc(n) : NULL;
     s->eng = malloc(n);
-    s->queue = malloc(n * sizeof *s->queue);
     s->d = calloc((size_t)s->ncores * s->ne, sizeof *s->d);
     uint32_t G = s->ncores * s->ne;
     for (s->nleaf = 1; s->nleaf < G; s->nleaf *= 2)
@@ -1630,7 +1635,7 @@ static int alloc_sim(sim *s)
     s->win = malloc(2 * s->nleaf * sizeof *s->win);
     s->gcore = malloc(G);
     s->geng = malloc(G);
-    if (!s->core || !s->eng || !s->queue || !s->d || !s->dnext || !s->win || !s->gcore || !s->geng)
+    if ((s->ncores > 1 && !s->core) || !s->eng || !s->d || !s->dnext || !s->win || !s->gcore || !s->geng)
         return NK_ENOMEM;
     for (uint32_t g = 0; g < G; g++) {
         s->gcore[g] = (uint8_t)(g / s->ne);
@@ -1647,9 +1652,9 @@ static int alloc_sim(sim *s)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < s->n; i++) {
         const nk_instr *in = instr_at(s, i);
-        s->core[i] = (uint8_t)nk__instr_core(p, in);
+        if (s->core)
+            s->core[i] = (uint8_t)nk__instr_core(p, in);
         s->eng[i] = in->engine;
-        s->queue[i] = s->vqueue ? s->vqueue[i] : in->queue;
         if (s->unit)
             s->unit[i] = (uint16_t)nk__unit_of(p, in);
         nev += in->engine == NK_ENGINE_TENSOR || in->engine == NK_ENGINE_DMA ? 2 : 1;
@@ -1676,7 +1681,7 @@ static int alloc_sim(sim *s)
         for (uint32_t i = 0; i < s->n; i++) {
             if (s->eng[i] != NK_ENGINE_DMA)
                 continue;
-            uint32_t c = s->core[i];
+            uint32_t c = core_of(s, i);
             s->dma_after[i] = UINT32_MAX;
             if (last[c] == UINT32_MAX)
                 s->sync_head[c] = i;
@@ -1701,14 +1706,14 @@ static int alloc_sim(sim *s)
         uint32_t nst = s->ncores * EV_STREAMS;
         s->ev_cur = calloc(nst, sizeof *s->ev_cur);
         s->ev_off = calloc(nst + 1, sizeof *s->ev_off);
-        s->ev_at = malloc(n * sizeof *s->ev_at);
-        s->dspan_at = calloc(n, sizeof *s->dspan_at);
+        s->ev_at = malloc((ndma ? ndma : 1) * sizeof *s->ev_at);
+        s->dspan_at = calloc(ndma ? ndma : 1, sizeof *s->dspan_at);
         tl->counters = calloc(3, sizeof *tl->counters);
         if (!s->ev_cur || !s->ev_off || !s->ev_at || !s->dspan_at || !tl->counters)
             return NK_ENOMEM;
         tl->ncounters = 3;
         for (uint32_t i = 0; i < s->n; i++) {
-            uint32_t c = s->core[i] * EV_STREAMS;
+            uint32_t c = core_of(s, i) * EV_STREAMS;
             if (s->eng[i] == NK_ENGINE_DMA) {
                 s->ev_off[c + EVS_TRIGGER + 1]++;
                 s->ev_off[c + EVS_ISSUE + 1]++;
@@ -1729,7 +1734,7 @@ static int alloc_sim(sim *s)
 /* What only the run needs: freed before the results are put together. */
 static void free_run(sim *s)
 {
-    void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->queue, (void **)&s->unit, (void **)&s->rem,
+    void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->unit, (void **)&s->rem,
                    (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
                    (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord, (void **)&s->kinds,
                    (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->heap,
@@ -1877,7 +1882,7 @@ int nk__dma_spans_of(const nk_dma_xfer *x, uint32_t n, uint32_t ninstr, nk_dma_s
             free(at);
             return NK_EINVAL;
         }
-        span_add(v, &nv, at, &x[k]);
+        span_add(v, &nv, &at[x[k].instr], &x[k]);
     }
     free(at);
     *out = v;
