@@ -388,7 +388,7 @@ typedef struct sim {
     uint32_t *rem;      /* dependencies not yet resolved */
     uint32_t *succ_off, *succ;
     uint8_t *edge;      /* per successor edge: EDGE_* */
-    uint32_t *stream;   /* instruction ids grouped by engine */
+    uint32_t *stream;   /* the compute instructions' ids grouped by engine */
     double *ready;      /* compute: earliest start from dependencies; DMA: start of transfers */
     double *aux;        /* Tensor engine: LS readiness; DMA: trigger time */
     double *done;       /* output visible (DMA: last transfer end) */
@@ -1000,7 +1000,9 @@ static int build_graph(sim *s)
     }
     for (uint32_t i = 0; i < s->n; i++)
         s->succ_off[i + 1] += s->succ_off[i];
-    uint32_t *fill = s->stream; /* borrowed as a cursor; filled below */
+    /* a cursor per instruction, in ready's room (run sets ready first) */
+    _Static_assert(sizeof *s->ready >= sizeof(uint32_t), "ready has a cursor's room");
+    uint32_t *fill = (uint32_t *)(void *)s->ready;
     memcpy(fill, s->succ_off, s->n * sizeof *fill);
     iregions reg = {0};
     for (uint32_t i = 0; i < s->n; i++) {
@@ -1661,13 +1663,13 @@ static int alloc_sim(sim *s)
     }
     s->rem = malloc(n * sizeof *s->rem);
     s->succ_off = calloc(n + 1, sizeof *s->succ_off);
-    s->stream = malloc(n * sizeof *s->stream);
     s->ready = malloc(n * sizeof *s->ready);
     s->aux = malloc(n * sizeof *s->aux);
     s->done = calloc(n, sizeof *s->done);
     uint32_t ndma = 0;
     for (uint32_t i = 0; i < s->n; i++)
         ndma += s->eng[i] == NK_ENGINE_DMA;
+    s->stream = malloc((s->n - ndma ? s->n - ndma : 1) * sizeof *s->stream);
     s->dma = malloc((ndma ? ndma : 1) * sizeof *s->dma);
     s->dord = malloc(n * sizeof *s->dord);
     if (s->a->dma_trigger_in_order) {
