@@ -467,11 +467,22 @@ int nk__schedule_total(const nk_program *p, int mode, const nk_arch *arch, doubl
  * instruction order[k] of p->instrs, waits for the positions
  * deps[dep_off[k] .. dep_off[k] + ndep[k]) and uses DMA queue queue[k]. The
  * scheduler times its candidate orders through one. */
+typedef struct nk__deps {
+    uint32_t *dep_off, *ndep, *deps;
+    uint32_t ndeps;
+} nk__deps;
 typedef struct nk__order_view {
     const uint32_t *order;
     const uint32_t *dep_off, *ndep, *deps;
     uint32_t ndeps;
     const uint16_t *queue;
+    /* NULL, or the caller's (malloc'd) arrays dep_off, ndep and deps point
+     * to: nk__time_total then frees them once it has built its successor
+     * lists, and before it returns puts the same dependencies back into
+     * *own, rebuilt from those lists (its arrays are NULL only when that
+     * failed, and it returns NK_ENOMEM): the graph is not held beside the
+     * run. */
+    nk__deps *own;
 } nk__order_view;
 
 /* The device time of p on arch (NULL: its own target), the total_ns of

@@ -516,7 +516,9 @@ static void time_candidate(const nk_program *p, cand *c)
     c->rc = derive(p, c->order, 0, &c->g);
     if (c->rc)
         return;
-    nk__order_view v = {c->order, c->g.dep_off, c->g.ndep, c->g.deps, c->g.ndeps, c->g.queue};
+    /* the graph goes while the run has its successor lists, and comes back */
+    nk__deps own = {c->g.dep_off, c->g.ndep, c->g.deps, c->g.ndeps};
+    nk__order_view v = {c->order, c->g.dep_off, c->g.ndep, c->g.deps, c->g.ndeps, c->g.queue, &own};
     uint32_t *ident = NULL;
     if (!v.order) { /* the view needs an order: trace order's is the identity */
         ident = malloc((p->ninstr ? p->ninstr : 1) * sizeof *ident);
@@ -529,6 +531,10 @@ static void time_candidate(const nk_program *p, cand *c)
         v.order = ident;
     }
     int rc = nk__time_total(p, &v, NULL, &c->ns);
+    c->g.dep_off = own.dep_off;
+    c->g.ndep = own.ndep;
+    c->g.deps = own.deps;
+    c->g.ndeps = own.ndeps;
     if (rc == NK_ENOMEM)
         c->rc = rc; /* the choice would depend on the memory left */
     else if (rc)

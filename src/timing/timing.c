@@ -1733,6 +1733,44 @@ static int alloc_sim(sim *s)
     return 0;
 }
 
+/* The order view's dependencies into o, rebuilt from the successor lists
+ * (each position's in increasing order, as derived), once the run is
+ * over: what the run alone needed is freed first. */
+static int give_back(sim *s, nk__deps *o)
+{
+    void **ps[] = {(void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord,
+                   (void **)&s->edge, (void **)&s->stream, (void **)&s->rem, (void **)&s->qlist};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+        free(*ps[k]);
+        *ps[k] = NULL;
+    }
+    uint32_t n = s->n, ne = s->succ_off[n];
+    o->ndep = calloc(n ? n : 1, sizeof *o->ndep);
+    o->dep_off = malloc((n ? n : 1) * sizeof *o->dep_off);
+    o->deps = malloc((ne ? ne : 1) * sizeof *o->deps);
+    if (!o->ndep || !o->dep_off || !o->deps) {
+        free(o->ndep);
+        free(o->dep_off);
+        free(o->deps);
+        o->ndep = o->dep_off = o->deps = NULL;
+        return NK_ENOMEM;
+    }
+    for (uint32_t k = 0; k < ne; k++)
+        o->ndep[s->succ[k]]++;
+    for (uint32_t i = 0, off = 0; i < n; i++) {
+        o->dep_off[i] = off;
+        off += o->ndep[i];
+        o->ndep[i] = 0;
+    }
+    for (uint32_t j = 0; j < n; j++)
+        for (uint32_t k = s->succ_off[j]; k < s->succ_off[j + 1]; k++) {
+            uint32_t i = s->succ[k];
+            o->deps[o->dep_off[i] + o->ndep[i]++] = j;
+        }
+    o->ndeps = ne;
+    return 0;
+}
+
 /* What only the run needs: freed before the results are put together. */
 static void free_run(sim *s)
 {
@@ -1812,8 +1850,21 @@ static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch 
         rc = plan_all(&s);
     if (!rc)
         rc = build_graph(&s);
+    int took = !rc && v && v->own; /* the view's dependencies are read: they go until the run is over */
+    if (took) {
+        free(v->own->dep_off);
+        free(v->own->ndep);
+        free(v->own->deps);
+        v->own->dep_off = v->own->ndep = v->own->deps = NULL;
+        s.vdep_off = s.vndep = s.vdeps = NULL;
+    }
     if (!rc)
         rc = run(&s);
+    if (took) {
+        int b = give_back(&s, v->own);
+        if (b)
+            rc = b;
+    }
     free_run(&s);
     if (!rc)
         rc = s.tl ? finish(&s) : launch_regions(&s, NULL, total);
