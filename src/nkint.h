@@ -476,12 +476,14 @@ typedef struct nk__order_view {
     const uint32_t *dep_off, *ndep, *deps;
     uint32_t ndeps;
     const uint16_t *queue;
-    /* NULL, or the caller's (malloc'd) arrays dep_off, ndep and deps point
-     * to: nk__time_total then frees them once it has built its successor
-     * lists, and before it returns puts the same dependencies back into
-     * *own, rebuilt from those lists (its arrays are NULL only when that
-     * failed, and it returns NK_ENOMEM): the graph is not held beside the
-     * run. */
+    /* NULL (the arrays are only read), or the caller's (malloc'd) arrays
+     * dep_off, ndep and deps point to: nk__time_total then frees them once
+     * it has built its successor lists, and before it returns puts the same
+     * dependencies back into *own, rebuilt from those lists (its arrays are
+     * NULL only when that failed, and it returns NK_ENOMEM; deps is NULL
+     * without dependencies, as derived): the graph is not held beside the
+     * run. After the call the view's own dep_off, ndep and deps may point
+     * to freed memory: only *own holds them. */
     nk__deps *own;
 } nk__order_view;
 

@@ -535,6 +535,7 @@ static inline uint32_t add_event_on(sim *s, uint32_t i, int engine, int kind, do
     uint32_t st = core_of(s, i) * EV_STREAMS +
                   (kind == NK_EV_DMA_TRIGGER ? EVS_TRIGGER : kind == NK_EV_DMA_ISSUE ? EVS_ISSUE : (uint32_t)engine);
     uint32_t at = s->ev_cur[st]++;
+    /* (the same as queue_at's for a DMA, without reading its record) */
     uint16_t q = s->eng[i] == NK_ENGINE_DMA ? dma_of(s, i)->queue : queue_at(s, i);
     s->tl->events[at] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, q, start, end};
     return at;
@@ -1747,8 +1748,8 @@ static int give_back(sim *s, nk__deps *o)
     uint32_t n = s->n, ne = s->succ_off[n];
     o->ndep = calloc(n ? n : 1, sizeof *o->ndep);
     o->dep_off = malloc((n ? n : 1) * sizeof *o->dep_off);
-    o->deps = malloc((ne ? ne : 1) * sizeof *o->deps);
-    if (!o->ndep || !o->dep_off || !o->deps) {
+    o->deps = ne ? malloc(ne * sizeof *o->deps) : NULL; /* none: NULL, as derived */
+    if (!o->ndep || !o->dep_off || (ne && !o->deps)) {
         free(o->ndep);
         free(o->dep_off);
         free(o->deps);
