@@ -497,10 +497,11 @@ static void apply_order(nk_program *p, uint32_t *order)
  * orders are made), the others' once they are made. The choice among them
  * is made afterwards in the order the serial code made it, so the result
  * does not depend on how many threads ran. The price of the overlap is
- * memory: on two threads or more, trace order's graph and simulation are
- * held beside the conservative graph and the list scheduler's arrays
- * (the 1x matmul's peak, docs/speed.md), where one thread times it after
- * they are freed. */
+ * memory: on two threads or more, trace order's simulation is held beside
+ * the conservative graph and the list scheduler's arrays, and two
+ * candidates' simulations beside each other. Each candidate's graph is
+ * handed to its simulation while that runs (nk__order_view.own), which
+ * keeps these below the profile's own timing run at 1x (docs/speed.md). */
 
 #define NK_SCHED_THREADS 4
 
