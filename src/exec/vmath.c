@@ -10,10 +10,11 @@
  * tier is picked once, from what the processor reports. The entry points
  * are looked up by name when SLEEF is loaded (it is not linked: sleef_load)
  * and called through pointer types of their instruction set (sleef.h only
- * declares the AVX ones when the whole file is compiled with -mavx). tanh (in fp32), sigmoid, silu, gelu_apprx_tanh,
- * softplus, erf, gelu and mish (in double) are this file's own: SLEEF's
- * tanhf cost five times its expf, and its erff (1.07 ulp near FLT_MIN) and
- * erfcf (a 1.5-ulp function) would lose the scalar code's 0.5-ulp bound.
+ * declares the AVX ones when the whole file is compiled with -mavx). tanh
+ * (in fp32), sigmoid, silu, gelu_apprx_tanh, softplus, erf, gelu and mish
+ * (in double) are this file's own: SLEEF's tanhf cost five times its
+ * expf, and its erff (1.07 ulp near FLT_MIN) and erfcf (a 1.5-ulp
+ * function) would lose the scalar code's 0.5-ulp bound.
  */
 #include "exec/vmath.h"
 #include "nklab.h"
@@ -882,21 +883,27 @@ static void sleef_load(void)
     sleef_ok = 1; /* the handle stays open: the entry points are in it */
 }
 
-static int is_sleef(int func)
+/* The name of activation func when SLEEF computes it, else NULL. */
+static const char *sleef_func(int func)
 {
-    return func == NK_ACT_EXP || func == NK_ACT_LOG || func == NK_ACT_SIN || func == NK_ACT_COS ||
-           func == NK_ACT_ARCTAN;
+    switch (func) {
+    case NK_ACT_EXP: return "exp";
+    case NK_ACT_LOG: return "log";
+    case NK_ACT_SIN: return "sin";
+    case NK_ACT_COS: return "cos";
+    case NK_ACT_ARCTAN: return "arctan";
+    default: return NULL;
+    }
 }
 
 int nk__vmath_missing(int func)
 {
-    if (!is_sleef(func))
+    const char *name = sleef_func(func);
+    if (!name)
         return 0;
     pthread_once(&sleef_once, sleef_load);
     if (!sleef_ok)
-        nk__error_set("the %s needs SLEEF, which could not be loaded: %s",
-                      func == NK_ACT_EXP ? "exp" : func == NK_ACT_LOG ? "log" : func == NK_ACT_SIN ? "sin"
-                      : func == NK_ACT_COS ? "cos" : "arctan", sleef_why);
+        nk__error_set("the %s needs SLEEF, which could not be loaded: %s", name, sleef_why);
     return !sleef_ok;
 }
 
