@@ -508,6 +508,10 @@ int nk__threads(int requested);
  * are searched with every access. Tests change them to check that the
  * buckets find what one list per memory does. */
 extern uint32_t nk__sched_bucket_shift, nk__sched_bucket_span, nk__sched_hbm_row_shift;
+/* Programs of more instructions than this keep the first list policy's
+ * order without timing the candidates (src/sched/sched.c); tests lower it
+ * to take that path with small programs. */
+extern uint32_t nk__sched_timed_max;
 
 /* ---- profiles, internal (src/profile) */
 

@@ -31,6 +31,7 @@
 #include "timing/model.h"
 #include "core/nkassert.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,7 @@ typedef struct g {
     uint32_t nq, nseq; /* DMA queues; order keys (engines + queues) */
     const uint8_t *eng;  /* per instruction: its engine */
     const uint32_t *qk;  /* per instruction: queue_of */
+    _Atomic uint32_t *made; /* NULL, or: the positions of order written so far, published */
 } g;
 
 static uint32_t unit_idx(const g *s, uint32_t i)
@@ -184,6 +186,8 @@ static int simulate(g *s, double *span)
             *span = fin;
         s->done[i] = 1;
         s->order[nord++] = i;
+        if (s->made && (nord % 256 == 0 || nord == n))
+            atomic_store_explicit(s->made, nord, memory_order_release);
         while (head < n && s->done[head])
             head++;
         for (uint32_t k = s->soff[i]; k < s->soff[i + 1]; k++) {
@@ -200,15 +204,29 @@ static int simulate(g *s, double *span)
     return 0;
 }
 
+int nk__list_durations(const nk_program *p, double **out)
+{
+    uint32_t n = p->ninstr;
+    double *dur = malloc((n ? n : 1) * sizeof *dur);
+    *out = dur;
+    if (!dur)
+        return NK_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        dur[i] = duration(p->arch, p, &p->instrs[i]);
+    return 0;
+}
+
 int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, uint32_t **deps_, uint16_t **queue_,
-                    uint32_t *orders, int npol)
+                    double *dur, uint32_t *orders, int npol, _Atomic uint32_t *made)
 {
     uint32_t n = p->ninstr;
     const uint32_t *dep_off = *dep_off_, *ndep = *ndep_, *deps = *deps_;
     const uint16_t *queue = *queue_;
-    int rc = NK_ENOMEM;
+    int rc = NK_ENOMEM, have_dur = dur != NULL;
     uint32_t nunits = NK_ENGINE_COUNT + 1, ncap = n < NK_SCHED_WINDOW ? n : NK_SCHED_WINDOW;
-    double *dur = malloc(n * sizeof *dur), *bl = calloc(n, sizeof *bl), *ready = calloc(n, sizeof *ready);
+    if (!dur)
+        dur = malloc((n ? n : 1) * sizeof *dur);
+    double *bl = calloc(n, sizeof *bl), *ready = calloc(n, sizeof *ready);
     double *ufree = calloc(nunits, sizeof *ufree);
     uint32_t *npred = calloc(n, sizeof *npred), *soff = calloc((size_t)n + 1, sizeof *soff);
     uint32_t *chain = malloc(n * sizeof *chain), *lastseq = malloc(nunits * sizeof *lastseq);
@@ -234,7 +252,8 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
             chain[i] = lastseq[u];
             lastseq[u] = i;
         }
-        dur[i] = duration(p->arch, p, in);
+        if (!have_dur)
+            dur[i] = duration(p->arch, p, in);
     }
     /* successor lists (CSR), counting chain edges as dependencies */
     for (uint32_t i = 0; i < n; i++) {
@@ -293,7 +312,7 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
     for (int pol = 1; pol < NK_POLICIES && pol <= npol; pol++) {
         uint32_t *order = orders + (size_t)(pol - 1) * n;
         g g = {p, n, nunits, dur, bl, ready, ufree, npred, soff, succ, cand, order, done, pol, useq, uoff, upos,
-               nq, nseq, eng, qk};
+               nq, nseq, eng, qk, pol == 1 ? made : NULL};
         memset(npred, 0, n * sizeof *npred);
         for (uint32_t k = 0; k < soff[n]; k++)
             npred[succ[k]]++;

@@ -13,6 +13,8 @@
 #include "timing/timing.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,50 +246,68 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
 
 /* DMA queues: one per (HBM tensor, direction) in order of first use, over the
  * target's queues per DMA engine (assumed: the compiler's queue choice is not
- * documented). Position k (instruction order[k], or k without an order) gets
- * queue[k]. NK_ENOMEM when memory is short (the queues would differ). */
-static int assign_queues(const nk_program *p, const uint32_t *order, uint16_t *queue)
+ * documented). A DMA's queue depends on the DMAs before it only, so each
+ * position's is decided as the order is walked. */
+typedef struct queues {
+    uint32_t *slot; /* per (buffer, to HBM): its queue + 1, 0 while unused */
+    uint32_t next, nq;
+} queues;
+
+static uint16_t queue_for(const nk_program *p, queues *qs, const nk_instr *in)
 {
-    uint32_t nq = (uint32_t)p->arch->dma_queues;
-    uint32_t *q = calloc((size_t)p->nbufs * 2, sizeof *q);
-    if (!q)
-        return NK_ENOMEM;
-    uint32_t next = 0;
-    for (uint32_t k = 0; k < p->ninstr; k++) {
-        const nk_instr *in = &p->instrs[order ? order[k] : k];
-        queue[k] = in->queue;
-        if (in->engine != NK_ENGINE_DMA)
-            continue;
-        int store = nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM; /* to HBM */
-        uint32_t b = store ? in->dst.buf : in->src[0].buf;
-        uint32_t *slot = &q[b * 2 + (uint32_t)store];
-        if (!*slot)
-            *slot = 1 + (next++ % nq);
-        queue[k] = (uint16_t)(*slot - 1);
+    if (in->engine != NK_ENGINE_DMA)
+        return in->queue;
+    int store = nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM; /* to HBM */
+    uint32_t b = store ? in->dst.buf : in->src[0].buf;
+    uint32_t *slot = &qs->slot[b * 2 + (uint32_t)store];
+    if (!*slot)
+        *slot = 1 + (qs->next++ % qs->nq);
+    return (uint16_t)(*slot - 1);
+}
+
+/* An order being written by another thread (the list scheduler's, as
+ * derive reads it): its first *made positions are there; abandon set, no
+ * more will be. */
+typedef struct progress {
+    _Atomic uint32_t made;
+    atomic_int abandon;
+} progress;
+
+/* Waits until position i of the order is there: 0, or 1 when it never will be. */
+static int wait_made(progress *pg, uint32_t i, uint32_t *have)
+{
+    for (unsigned spins = 0;; spins++) {
+        *have = atomic_load_explicit(&pg->made, memory_order_acquire);
+        if (*have > i)
+            return 0;
+        if (atomic_load_explicit(&pg->abandon, memory_order_acquire))
+            return 1;
+        if (spins >= 64)
+            sched_yield();
     }
-    free(q);
-    return 0;
 }
 
 /* The dependencies of p in the order given (NULL: as it is) into g (its
- * arrays allocated here). */
-static int derive(const nk_program *p, const uint32_t *order, int conservative, graph *g)
+ * arrays allocated here). With pg, the order is still being written: each
+ * position is read once it is there (NK_EINVAL if it never is). */
+static int derive_as_made(const nk_program *p, const uint32_t *order, int conservative, graph *g, progress *pg)
 {
     sched s = {0};
     s.conservative = conservative;
     int rc = NK_ENOMEM;
-    uint32_t n = p->ninstr;
+    uint32_t n = p->ninstr, have = 0;
     memset(g, 0, sizeof *g);
     if (!p->arch || p->arch->dma_queues < 1)
         return NK_EINVAL;
     s.p = p;
+    queues qs = {calloc((size_t)p->nbufs * 2, sizeof *qs.slot), 0, (uint32_t)p->arch->dma_queues};
     s.lists = calloc((size_t)p->nbufs + NK_REGION_KEY_HBM0, sizeof *s.lists);
     s.hbm_written = calloc(p->nbufs, 1);
     s.hbk = p->nhbm ? calloc(p->nhbm, sizeof *s.hbk) : NULL;
     g->dep_off = malloc((n ? n : 1) * sizeof *g->dep_off);
     g->ndep = malloc((n ? n : 1) * sizeof *g->ndep);
     g->queue = malloc((n ? n : 1) * sizeof *g->queue);
-    if (!s.lists || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue || assign_queues(p, order, g->queue))
+    if (!qs.slot || !s.lists || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue)
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
@@ -304,7 +324,12 @@ static int derive(const nk_program *p, const uint32_t *order, int conservative, 
         s.hbk[h].shift = shift;
     }
     for (uint32_t i = 0; i < n; i++) {
+        if (pg && i >= have && wait_made(pg, i, &have)) {
+            rc = NK_EINVAL;
+            goto out;
+        }
         const nk_instr *in = &p->instrs[order ? order[i] : i];
+        g->queue[i] = queue_for(p, &qs, in);
         region rd[5], wr[2];
         int nrd = 0, nwr = 0;
         for (int k = 0; k < in->nsrc; k++) {
@@ -381,7 +406,13 @@ out:
     free(s.hbm_written);
     free(s.deps);
     free(s.cur);
+    free(qs.slot);
     return rc;
+}
+
+static int derive(const nk_program *p, const uint32_t *order, int conservative, graph *g)
+{
+    return derive_as_made(p, order, conservative, g, NULL);
 }
 
 /* The graph g of p's order becomes p's dependencies and queues. */
@@ -404,15 +435,20 @@ static void install(nk_program *p, graph *g)
  * policies of p over its conservative graph (dependencies and queues in
  * trace order) into orders (npol x ninstr). It takes the graph's arrays:
  * once it has read them, before its passes, it frees them and sets the
- * pointers to NULL (on an error before that they are left to the caller). */
+ * pointers to NULL (on an error before that they are left to the caller).
+ * dur: the instructions' estimated durations (nk__list_durations; taken and
+ * freed), or NULL to work them out. made: NULL, or where the first policy's
+ * positions written so far are published as its pass goes. */
+int nk__list_durations(const nk_program *p, double **dur);
 int nk__list_orders(const nk_program *p, uint32_t **dep_off, uint32_t **ndep, uint32_t **deps, uint16_t **queue,
-                    uint32_t *orders, int npol);
+                    double *dur, uint32_t *orders, int npol, _Atomic uint32_t *made);
 #define NK_LIST_POLICIES 2
 
 /* Programs up to this size choose their schedule by timing each candidate on
  * the model; larger ones keep the first list policy without timing (the
- * cost of choosing would dominate the compile). */
-#define NK_SCHED_TIMED_MAX 200000
+ * cost of choosing would dominate the compile). A variable for the tests,
+ * which take that path with small programs. */
+uint32_t nk__sched_timed_max = 200000;
 
 /* Does the order keep every engine's sequence (the DMA instructions as one
  * sequence, which also fixes their queues) of the reference order ref (NULL:
@@ -665,6 +701,41 @@ static void choice_free(choice *ch)
     free(ch->orders);
 }
 
+/* A program too large to time its candidates has one list order, and on
+ * two threads or more the work around the list pass overlaps it: the list's
+ * durations are estimated while the conservative graph is derived, and the
+ * chosen order's graph is derived as the list pass writes the order (each
+ * position once it is there; the order's position k decides its graph's
+ * entry k alone with the positions before it). The results are those of
+ * one thread; a thread that cannot start leaves its work to this one. */
+typedef struct dur_job {
+    const nk_program *p;
+    double *dur;
+    int rc;
+} dur_job;
+
+static void *dur_work(void *arg)
+{
+    dur_job *j = arg;
+    j->rc = nk__list_durations(j->p, &j->dur);
+    return NULL;
+}
+
+typedef struct follow_job {
+    const nk_program *p;
+    const uint32_t *order;
+    graph g;
+    progress pg;
+    int rc;
+} follow_job;
+
+static void *follow_work(void *arg)
+{
+    follow_job *j = arg;
+    j->rc = derive_as_made(j->p, j->order, 0, &j->g, &j->pg);
+    return NULL;
+}
+
 static int choose(const nk_program *p, choice *ch)
 {
     uint32_t n = p->ninstr;
@@ -673,21 +744,46 @@ static int choose(const nk_program *p, choice *ch)
     ch->best = 1;
     /* a program too large to time its candidates keeps the first policy's
      * order: the others are not made */
-    int timed = n <= NK_SCHED_TIMED_MAX, npol = timed ? NK_LIST_POLICIES : 1;
+    int timed = n <= nk__sched_timed_max, npol = timed ? NK_LIST_POLICIES : 1;
     ch->orders = malloc((size_t)npol * n * sizeof *ch->orders);
     if (!ch->orders)
         return NK_ENOMEM;
     uint32_t *orders = ch->orders;
     cand *c = ch->c;
     pool w;
+    int piped = !timed && nk__threads(p->threads) > 1 && nk__nunits(p) < 2; /* (no group_by_instance) */
+    pthread_t dth, fth;
+    dur_job dj = {p, NULL, 0};
+    follow_job fj = {p, orders, {0}, {0, 0}, 0};
+    int dstarted = piped && !pthread_create(&dth, NULL, dur_work, &dj), fstarted = 0;
     if (timed) { /* trace order needs no list order: it is timed while they are made */
         pool_open(&w, p, c);
         c[ch->nc++] = (cand){NULL, {0}, -1, 0};
         pool_give(&w, ch->nc);
     }
-    if ((rc = derive(p, NULL, 1, &ch->g0)))
+    rc = derive(p, NULL, 1, &ch->g0);
+    if (dstarted) {
+        pthread_join(dth, NULL);
+        if (dj.rc) { /* short of memory there: the list pass works them out (or fails) */
+            free(dj.dur);
+            dj.dur = NULL;
+        }
+    }
+    if (rc) {
+        free(dj.dur);
         goto made;
-    if ((rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, orders, npol)))
+    }
+    fstarted = piped && !pthread_create(&fth, NULL, follow_work, &fj);
+    rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, dj.dur, orders, npol,
+                         fstarted ? &fj.pg.made : NULL);
+    if (fstarted) {
+        if (rc)
+            atomic_store_explicit(&fj.pg.abandon, 1, memory_order_release);
+        pthread_join(fth, NULL);
+        if (rc)
+            graph_free(&fj.g);
+    }
+    if (rc)
         goto made;
     graph_free(&ch->g0);
     for (int k = 0; k < npol; k++)
@@ -733,7 +829,11 @@ made:
     else if (timed)
         ch->gb = &c[slot[ch->best - 1]].g;
     else {
-        if ((rc = derive(p, orders + (size_t)(ch->best - 1) * n, 0, &ch->g0)))
+        if (fstarted) { /* made as the order was */
+            if (fj.rc)
+                return fj.rc;
+            ch->g0 = fj.g;
+        } else if ((rc = derive(p, orders + (size_t)(ch->best - 1) * n, 0, &ch->g0)))
             return rc;
         ch->gb = &ch->g0;
     }
