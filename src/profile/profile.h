@@ -41,6 +41,11 @@ int nk_profile_write(const nk_profile *pr, const char *path);
 int nk_profile_read(const char *path, nk_profile **out, char *err, size_t errlen);
 void nk_profile_free(nk_profile *pr);
 
+/* A streamed timeline section of this many bytes or more is hashed and
+ * written on a second thread while it is encoded (profile.c); tests lower
+ * it to take that path with small profiles. */
+extern size_t nk__profile_pipe_min;
+
 /* nk__profile_capture_view of p (its program p itself, timed on its target)
  * written to path as nk_profile_write writes it, with the creation time
  * *created (NULL, or one nk_profile_set_created refuses: the clock's). The file's parts that depend on the program

@@ -199,9 +199,11 @@ TEST(profile_reader_gives_back_pages_behind_it)
 }
 
 /* A large profile is written as a stream (its instructions and timeline a
- * chunk at a time, the lengths counted first): the file is the bytes of the
- * in-memory encoding. 50,176 instructions, about 8 MB, above the streaming
- * threshold and over several chunks. */
+ * chunk at a time, the lengths counted first; the timeline's chunks written
+ * on one thread or, large enough, on a second one while the next is
+ * encoded): the file is the bytes of the in-memory encoding. 50,176
+ * instructions, about 8 MB, above the streaming threshold and over several
+ * chunks. */
 TEST(profile_streamed_file_is_the_encoding)
 {
     nk_array args[2] = {{NK_BF16, 2, {4096, 4096}, NULL}, {NK_BF16, 2, {4096, 8192}, NULL}};
@@ -215,8 +217,14 @@ TEST(profile_streamed_file_is_the_encoding)
     nk_wr w = {0};
     if (pr && !nk__profile_encode(pr, &w)) {
         CHECK(w.n > (8u << 20) - (1u << 20));
-        CHECK_INT(nk_profile_write(pr, fx_tmp("s.nkp")), 0);
-        CHECK(fx_file_is(fx_tmp("s.nkp"), w.p, w.n));
+        /* the timeline's chunks written on this thread, then on a second one */
+        size_t pipe_min = nk__profile_pipe_min;
+        for (int piped = 0; piped < 2; piped++) {
+            nk__profile_pipe_min = piped ? 0 : SIZE_MAX;
+            CHECK_INT(nk_profile_write(pr, fx_tmp("s.nkp")), 0);
+            CHECK(fx_file_is(fx_tmp("s.nkp"), w.p, w.n));
+        }
+        nk__profile_pipe_min = pipe_min;
     }
     nk__wr_free(&w);
     nk_profile_free(pr);
@@ -249,13 +257,19 @@ TEST(profile_capture_write_is_capture_then_write)
             nk_profile_set_created(pr, created);
         nk_wr w = {0};
         if (pr && !nk__profile_encode(pr, &w)) {
-            int wst = -1;
-            CHECK_INT(nk__profile_capture_write(p, fx_tmp("c.nkp"), &created, &q, &wst), 0);
-            CHECK_INT(wst, 0);
-            CHECK(q && q->tl && q->tl->total_ns == pr->tl->total_ns);
-            CHECK(fx_file_is(fx_tmp("c.nkp"), w.p, w.n));
-            nk_profile_free(q);
-            q = NULL;
+            size_t pipe_min = nk__profile_pipe_min;
+            for (int piped = 0; piped < 2; piped++) { /* the timeline's chunks written on a thread of their own */
+                nk__profile_pipe_min = piped ? 0 : SIZE_MAX;
+                int wst = -1;
+                CHECK_INT(nk__profile_capture_write(p, fx_tmp("c.nkp"), &created, &q, &wst), 0);
+                CHECK_INT(wst, 0);
+                CHECK(q && q->tl && q->tl->total_ns == pr->tl->total_ns);
+                CHECK(fx_file_is(fx_tmp("c.nkp"), w.p, w.n));
+                nk_profile_free(q);
+                q = NULL;
+            }
+            nk__profile_pipe_min = pipe_min;
+            int wst;
             /* a file that cannot be written */
             wst = 0;
             CHECK_INT(nk__profile_capture_write(p, fx_tmp("missing/c.nkp"), NULL, &q, &wst), 0);
