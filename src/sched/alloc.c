@@ -26,6 +26,7 @@ typedef struct ascan {
     uint32_t *first, *last; /* per buffer: first and last instruction touching it */
     uint32_t *end;          /* per buffer: last, extended over its loop's buffers */
     span *order;            /* on-chip buffers with an interval, by s */
+    span *tmp;              /* the sort's room */
     uint32_t n;
     uint32_t *active;       /* buffer ids, ascending addr */
 } ascan;
@@ -54,13 +55,11 @@ static uint32_t iter_start(const nk_loopalloc *l, uint64_t j)
     return lo < l->nits ? l->its[lo].start : l->end;
 }
 
-static int cmp_span(const void *x, const void *y)
-{
-    const span *a = x, *b = y;
-    if (a->s != b->s)
-        return a->s < b->s ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id;
-}
+/* By first instruction, then buffer (a total order). Buffers are made
+ * where they are first used, so the spans come nearly sorted: a merge sort
+ * that passes over sorted runs (qsort's was 3% of the 8x matmul's compile). */
+static inline int span_less(const span *a, const span *b) { return a->s < b->s || (a->s == b->s && a->id < b->id); }
+NK__DEFINE_SORT(sort_spans, span, span_less)
 
 /* The interval of every touched tile, extended over its loop's buffers. */
 static void intervals(ascan *a)
@@ -91,7 +90,7 @@ static void intervals(ascan *a)
         a->end[b] = sp.e;
         a->order[a->n++] = sp;
     }
-    qsort(a->order, a->n, sizeof *a->order, cmp_span);
+    sort_spans(a->order, a->n, a->tmp);
 }
 
 /* Tiles live at the failure, grouped by allocation site, largest first. */
@@ -239,6 +238,10 @@ static int grow_bufs(ascan *a, uint32_t more)
     if (!o)
         return NK_ENOMEM;
     a->order = o;
+    o = realloc(a->tmp, n * sizeof *o);
+    if (!o)
+        return NK_ENOMEM;
+    a->tmp = o;
     return 0;
 }
 
@@ -472,16 +475,17 @@ static int lower_buffers(ascan *a)
 int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errlen)
 {
     int rc = NK_ENOMEM;
-    ascan a = {p, ai, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL};
+    ascan a = {.p = p, .ai = ai};
     size_t nb = p->nbufs ? p->nbufs : 1;
     a.first = malloc(nb * sizeof *a.first);
     a.last = calloc(nb, sizeof *a.last);
     a.end = malloc(nb * sizeof *a.end);
     a.order = malloc(nb * sizeof *a.order);
+    a.tmp = malloc(nb * sizeof *a.tmp);
     a.active = malloc(nb * sizeof *a.active);
     a.iter = malloc(nb * sizeof *a.iter);
     uint8_t *orig = malloc((p->nloops ? p->nloops : 1) * sizeof *orig);
-    if (!a.first || !a.last || !a.end || !a.order || !a.active || !a.iter || !orig)
+    if (!a.first || !a.last || !a.end || !a.order || !a.tmp || !a.active || !a.iter || !orig)
         goto out;
     memcpy(a.iter, ai->buf_iter, (size_t)p->nbufs * sizeof *a.iter);
     uint32_t n0 = p->ninstr;
@@ -529,6 +533,7 @@ out:
     free(a.last);
     free(a.end);
     free(a.order);
+    free(a.tmp);
     free(a.active);
     free(a.iter);
     free(orig);
