@@ -246,12 +246,13 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
 
 /* DMA queues: one per (HBM tensor, direction) in order of first use, over the
  * target's queues per DMA engine (assumed: the compiler's queue choice is not
- * documented). A DMA's queue depends on the DMAs before it only, so each
- * position's is decided as the order is walked. */
+ * documented). A DMA's queue depends on the DMAs before it only, so an
+ * order still being written has each position's decided as it is walked. */
 typedef struct queues {
-    uint32_t *slot; /* per (buffer, to HBM): its queue + 1, 0 while unused */
+    uint8_t *slot; /* per (buffer, to HBM): its queue + 1 (at most NK_ARCH_MAX_DMA_QUEUES), 0 while unused */
     uint32_t next, nq;
 } queues;
+_Static_assert(NK_ARCH_MAX_DMA_QUEUES < 256, "a queue + 1 fits a byte");
 
 static uint16_t queue_for(const nk_program *p, queues *qs, const nk_instr *in)
 {
@@ -259,9 +260,9 @@ static uint16_t queue_for(const nk_program *p, queues *qs, const nk_instr *in)
         return in->queue;
     int store = nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM; /* to HBM */
     uint32_t b = store ? in->dst.buf : in->src[0].buf;
-    uint32_t *slot = &qs->slot[b * 2 + (uint32_t)store];
+    uint8_t *slot = &qs->slot[b * 2 + (uint32_t)store];
     if (!*slot)
-        *slot = 1 + (qs->next++ % qs->nq);
+        *slot = (uint8_t)(1 + (qs->next++ % qs->nq));
     return (uint16_t)(*slot - 1);
 }
 
@@ -309,6 +310,12 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
     g->queue = malloc((n ? n : 1) * sizeof *g->queue);
     if (!qs.slot || !s.lists || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue)
         goto out;
+    if (!pg) { /* the order is all there: the queues first, and their table goes */
+        for (uint32_t i = 0; i < n; i++)
+            g->queue[i] = queue_for(p, &qs, &p->instrs[order ? order[i] : i]);
+        free(qs.slot);
+        qs.slot = NULL;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
         if (nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM)
@@ -329,7 +336,8 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
             goto out;
         }
         const nk_instr *in = &p->instrs[order ? order[i] : i];
-        g->queue[i] = queue_for(p, &qs, in);
+        if (pg)
+            g->queue[i] = queue_for(p, &qs, in);
         region rd[5], wr[2];
         int nrd = 0, nwr = 0;
         for (int k = 0; k < in->nsrc; k++) {
