@@ -104,8 +104,17 @@ static void restore_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, 
 
 static int failf(nk__afile *f, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* f's failure as this thread's last error, errno its first's. */
+static void record_here(const nk__afile *f)
+{
+    snprintf(last_error, sizeof last_error, "%s", f->msg);
+    const char *name = f->shown ? f->shown : f->target;
+    nk__error_set("%.500s: %s", name ? name : "(a file)", f->msg);
+    errno = f->err;
+}
+
 /* Records why f failed (first reason wins), in f and this thread's last
- * error; leaves errno at e. */
+ * error; leaves errno at the first failure's (e for a first one). */
 static int failf(nk__afile *f, int e, const char *fmt, ...)
 {
     if (!f->msg[0]) {
@@ -113,12 +122,10 @@ static int failf(nk__afile *f, int e, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(f->msg, sizeof f->msg, fmt, ap);
         va_end(ap);
+        f->err = e;
     }
-    snprintf(last_error, sizeof last_error, "%s", f->msg);
-    const char *name = f->shown ? f->shown : f->target;
-    nk__error_set("%.500s: %s", name ? name : "(a file)", f->msg);
     f->failed = 1;
-    errno = e;
+    record_here(f);
     return NK_EIO;
 }
 
@@ -396,6 +403,11 @@ static void release(nk__afile *f)
 
 void nk__afile_abort(nk__afile *f)
 {
+    /* a write that failed on another thread (the profile writer's) recorded
+     * its reason in that thread's last error: it is this one's too (not once
+     * released: an abort after a failed open, which aborted already) */
+    if (f->failed && f->msg[0] && (f->shown || f->target))
+        record_here(f);
     int e = errno;
     if (f->fd >= 0)
         close(f->fd);
@@ -412,6 +424,8 @@ int nk__afile_commit(nk__afile *f)
 {
     if (f->fd < 0)
         return f->msg[0] ? NK_EIO : failf(f, EBADF, "not open");
+    if (f->failed && f->msg[0])
+        record_here(f); /* (as in abort) */
     int rc = f->failed ? NK_EIO : flush_buf(f);
     if (f->through) {
         int e = close(f->fd) ? errno : 0;

@@ -57,6 +57,7 @@ typedef struct nk__afile {
     size_t nbuf;
     uint64_t written; /* bytes handed to the file so far */
     uint64_t kicked;  /* of them, those whose write-back has been started */
+    int err;          /* the errno of the first failure */
     char msg[384];    /* why it failed; "" while it has not */
 } nk__afile;
 

@@ -726,6 +726,8 @@ static void *spipe_work(void *arg)
 static int spipe_flush(void *ctx, nk_wr *w)
 {
     spipe *sp = ctx;
+    if (w->oom) /* (the buffer is sized not to grow) it stops here, as it would at the end */
+        return NK_ENOMEM;
     pthread_mutex_lock(&sp->mu);
     while (sp->busy)
         pthread_cond_wait(&sp->cv, &sp->mu);

@@ -149,6 +149,23 @@ if [ "$rc" -eq 1 ] && [ "$(cat "$W/err")" = "nklab: view: cannot write p.html: F
     bad "view: a failed write keeps the old page" "exit $rc" "$(cat "$W/err")" "$(ls -la "$W/full")"
 fi
 
+# A large profile is written by two threads besides the main one (the
+# program's part while the model times it, the timeline's chunks while they
+# are encoded): a write that fails on either is reported as one on the
+# main thread would be. 198,656 instructions, about 32 MB; the limits fail
+# the program's part (8 KiB) and the timeline's (20 MiB).
+echo "the old profile" >"$W/full/m.nkp"
+for lim in 8 20480; do
+    (cd "$W/full" && trap '' XFSZ && ulimit -f $lim && exec "$NK" profile matmul_tiled --no-exec \
+        --random lhsT=8192x4096:bfloat16 --random rhs=8192x16384:bfloat16 -o m.nkp) >"$W/out" 2>"$W/err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(cat "$W/err")" = "nklab: profile: cannot write m.nkp: File too large" ] &&
+        [ "$(cat "$W/full/m.nkp")" = "the old profile" ] && no_temps "$W/full"; then ok; else
+        bad "profile: a write failing on a writer thread (ulimit -f $lim)" "exit $rc" "$(cat "$W/err")" \
+            "$(ls -la "$W/full")"
+    fi
+done
+
 # ---- a kill while the output is written keeps the old file, no temporary left
 mkdir "$W/kill"
 echo "the old output" >"$W/kill/y.npy"

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -340,6 +341,55 @@ TEST(afile_failed_write_keeps_old_file)
     CHECK_INT(e, EFBIG);
     CHECK_STR(err, strerror(EFBIG));
     char *s = text(at("keep.npy"));
+    CHECK_STR(s, "the old file");
+    free(s);
+    CHECK_INT(entries(), 1);
+    CHECK_INT(nk__tmpfiles_count(), 0);
+    teardown();
+}
+
+/* A write that fails on another thread (the profile writer's) is reported
+ * on the thread that commits or aborts: its reason as that thread's last
+ * error, errno as the write left it, the file named. */
+static void *write_big(void *arg)
+{
+    static char big[200000];
+    memset(big, 'x', sizeof big);
+    nk__afile_write(arg, big, sizeof big);
+    nk__afile_write(arg, big, sizeof big);
+    return NULL;
+}
+
+TEST(afile_failure_on_another_thread_reported_here)
+{
+    setup();
+    put_text(at("keep.nkp"), "the old file");
+    struct rlimit old;
+    getrlimit(RLIMIT_FSIZE, &old);
+    void (*oldh)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = {4096, old.rlim_max};
+    for (int commit = 0; commit < 2; commit++) {
+        nk__afile f;
+        CHECK_INT(nk__afile_open(&f, at("keep.nkp")), NK_OK);
+        nk__error_set("an earlier error");
+        CHECK_INT(setrlimit(RLIMIT_FSIZE, &lim), 0);
+        pthread_t th;
+        CHECK_INT(pthread_create(&th, NULL, write_big, &f), 0);
+        pthread_join(th, NULL);
+        setrlimit(RLIMIT_FSIZE, &old);
+        CHECK(f.failed);
+        errno = 0;
+        if (commit)
+            CHECK_INT(nk__afile_commit(&f), NK_EIO);
+        else
+            nk__afile_abort(&f);
+        CHECK_INT(errno, EFBIG);
+        CHECK_STR(nk__file_error(), strerror(EFBIG));
+        CHECK_CONTAINS(nk_last_error(), "keep.nkp");
+        CHECK_CONTAINS(nk_last_error(), strerror(EFBIG));
+    }
+    signal(SIGXFSZ, oldh);
+    char *s = text(at("keep.nkp"));
     CHECK_STR(s, "the old file");
     free(s);
     CHECK_INT(entries(), 1);
