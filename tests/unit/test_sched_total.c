@@ -340,14 +340,16 @@ TEST(sched_hbm_row_buckets_of_a_tall_tensor_stay_few)
 #endif
 }
 
-/* The candidate schedules are timed on as many threads as there are (trace
- * order's while the list orders are made): with one thread, two and four,
- * every built-in kernel and a matmul of more than 8,000 instructions get
- * the same order, dependencies, queues, chosen policy and trace order's
- * time. */
-TEST(sched_candidates_choose_alike_on_any_threads)
+/* Every built-in kernel and a matmul of more than 8,000 instructions
+ * compiled on one thread, two and four: the same order, dependencies,
+ * queues, chosen policy and trace order's time. untimed: with every program
+ * taken as too large to time its candidates. */
+static void schedules_alike_on_threads(int untimed)
 {
     static const int threads[] = {1, 2, 4};
+    uint32_t keep = nk__sched_timed_max;
+    if (untimed)
+        nk__sched_timed_max = 0;
     int kernels = 0, chose_list = 0;
     for (int i = 0; i <= nk_builtin_kernel_count; i++) {
         nk_array args[NK_KERNEL_MAX_ARGS];
@@ -366,6 +368,9 @@ TEST(sched_candidates_choose_alike_on_any_threads)
         }
         CHECK(p[0] && p[1] && p[2]);
         if (p[0] && p[1] && p[2]) {
+            for (int t = 0; t < 3; t++)
+                if (untimed && ((p[t]->ninstr > 1 && p[t]->sched_policy != 1) || p[t]->trace_order_ns != -1))
+                    nk_test_fail(__FILE__, __LINE__, "%s: %d threads: timed candidates", ki->name, threads[t]);
             for (int t = 1; t < 3; t++)
                 if (!same_schedule(p[0], p[t]) || p[0]->sched_policy != p[t]->sched_policy ||
                     memcmp(&p[0]->trace_order_ns, &p[t]->trace_order_ns, sizeof(double)))
@@ -373,54 +378,8 @@ TEST(sched_candidates_choose_alike_on_any_threads)
                                  threads[t]);
             kernels++;
             chose_list += p[0]->sched_policy != 0;
-            if (i == nk_builtin_kernel_count)
+            if (i == nk_builtin_kernel_count && !untimed)
                 CHECK(p[0]->ninstr > 8000 && p[0]->trace_order_ns > 0);
-        }
-        for (int t = 0; t < 3; t++)
-            nk_kernel_free(k[t]);
-        sched_case_free(i, ki, args);
-    }
-    CHECK_INT(kernels, nk_builtin_kernel_count + 1);
-    CHECK(chose_list > 0); /* some kernel keeps a list order: the candidates are not all trace order */
-}
-
-/* A program too large to time its candidates keeps the first list order,
- * whose graph is derived on a second thread as the list pass writes the
- * order (and the list's durations are estimated while the conservative
- * graph is derived). With every program taken that way, one thread, two
- * and four give every built-in kernel and the 8,000-instruction matmul the
- * same order, dependencies and queues. */
-TEST(sched_untimed_orders_alike_on_any_threads)
-{
-    static const int threads[] = {1, 2, 4};
-    uint32_t keep = nk__sched_timed_max;
-    nk__sched_timed_max = 0;
-    int kernels = 0;
-    for (int i = 0; i <= nk_builtin_kernel_count; i++) {
-        nk_array args[NK_KERNEL_MAX_ARGS];
-        const nk_kernel_info *ki = sched_case(i, args);
-        CHECK(ki != NULL);
-        if (!ki)
-            continue;
-        nk_kernel *k[3] = {NULL, NULL, NULL};
-        const nk_program *p[3] = {NULL, NULL, NULL};
-        for (int t = 0; t < 3; t++) {
-            nk_options o = {.target = ki->grid[0] ? "trn2" : "trn1", .schedule = NK_SCHED_LIST, .threads = threads[t]};
-            memcpy(o.grid, ki->grid, sizeof o.grid);
-            k[t] = nk_kernel_new(ki->name, ki->fn);
-            if (nk_kernel_compile(k[t], args, ki->nargs, &o, &p[t]))
-                p[t] = NULL;
-        }
-        CHECK(p[0] && p[1] && p[2]);
-        if (p[0] && p[1] && p[2]) {
-            for (int t = 0; t < 3; t++)
-                if ((p[t]->ninstr > 1 && p[t]->sched_policy != 1) || p[t]->trace_order_ns != -1)
-                    nk_test_fail(__FILE__, __LINE__, "%s: %d threads: timed candidates", ki->name, threads[t]);
-            for (int t = 1; t < 3; t++)
-                if (!same_schedule(p[0], p[t]))
-                    nk_test_fail(__FILE__, __LINE__, "%s: %d threads schedule it otherwise than one", ki->name,
-                                 threads[t]);
-            kernels++;
         }
         for (int t = 0; t < 3; t++)
             nk_kernel_free(k[t]);
@@ -428,4 +387,16 @@ TEST(sched_untimed_orders_alike_on_any_threads)
     }
     nk__sched_timed_max = keep;
     CHECK_INT(kernels, nk_builtin_kernel_count + 1);
+    CHECK(chose_list > 0); /* some kernel keeps a list order: the candidates are not all trace order */
 }
+
+/* The candidate schedules are timed on as many threads as there are (trace
+ * order's while the list orders are made), the choice made afterwards in
+ * the serial order. */
+TEST(sched_candidates_choose_alike_on_any_threads) { schedules_alike_on_threads(0); }
+
+/* A program too large to time its candidates keeps the first list order,
+ * whose graph is derived on a second thread as the list pass writes the
+ * order (and the list's durations are estimated while the conservative
+ * graph is derived). */
+TEST(sched_untimed_orders_alike_on_any_threads) { schedules_alike_on_threads(1); }
