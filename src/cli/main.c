@@ -86,6 +86,10 @@ static void on_fatal_signal(int sig)
 
 static void remove_temporaries_on_signals(void)
 {
+    /* a file-size limit (ulimit -f) fails the write with EFBIG, which the
+     * command reports ("File too large") and cleans up after, instead of
+     * killing it with its temporary file left behind */
+    signal(SIGXFSZ, SIG_IGN);
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction sa, old;

@@ -149,6 +149,16 @@ if [ "$rc" -eq 1 ] && [ "$(cat "$W/err")" = "nklab: view: cannot write p.html: F
     bad "view: a failed write keeps the old page" "exit $rc" "$(cat "$W/err")" "$(ls -la "$W/full")"
 fi
 
+# The same without SIGXFSZ ignored by the caller: nklab ignores it itself,
+# so the limit is a failed write, not a kill that leaves the temporary file.
+(cd "$W/full" && ulimit -f 8 && exec "$NK" run tensor_exp --random in=256x512 --out y.npy) >"$W/out" 2>"$W/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(cat "$W/err")" = "nklab: run: cannot write y.npy: File too large" ] &&
+    [ "$(cat "$W/full/y.npy")" = "the old output" ] && no_temps "$W/full"; then ok; else
+    bad "run --out under ulimit -f, SIGXFSZ not ignored by the caller" "exit $rc" "$(cat "$W/err")" \
+        "$(ls -la "$W/full")"
+fi
+
 # A large profile is written by two threads besides the main one (the
 # program's part while the model times it, the timeline's chunks while they
 # are encoded): a write that fails on either is reported as one on the
