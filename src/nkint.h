@@ -512,6 +512,11 @@ extern uint32_t nk__sched_bucket_shift, nk__sched_bucket_span, nk__sched_hbm_row
  * order without timing the candidates (src/sched/sched.c); tests lower it
  * to take that path with small programs. */
 extern uint32_t nk__sched_timed_max;
+/* Programs of this many instructions or more, timing their candidates on
+ * two threads, have the first list policy's graph derived as the list pass
+ * writes its order (sched.c); tests lower it to take that path with small
+ * programs, UINT32_MAX never takes it. */
+extern uint32_t nk__sched_follow_min;
 
 /* ---- profiles, internal (src/profile) */
 

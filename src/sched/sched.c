@@ -556,11 +556,9 @@ typedef struct cand {
     int rc;
 } cand;
 
-static void time_candidate(const nk_program *p, cand *c)
+/* Candidate c timed on the model over its graph, derived already. */
+static void time_derived(const nk_program *p, cand *c)
 {
-    c->rc = derive(p, c->order, 0, &c->g);
-    if (c->rc)
-        return;
     /* the graph goes while the run has its successor lists, and comes back */
     nk__deps own = {c->g.dep_off, c->g.ndep, c->g.deps, c->g.ndeps};
     nk__order_view v = {c->order, c->g.dep_off, c->g.ndep, c->g.deps, c->g.ndeps, c->g.queue, &own};
@@ -585,6 +583,53 @@ static void time_candidate(const nk_program *p, cand *c)
     else if (rc)
         c->ns = -1; /* an order the model cannot time is not chosen */
     free(ident);
+}
+
+static void time_candidate(const nk_program *p, cand *c)
+{
+    c->rc = derive(p, c->order, 0, &c->g);
+    if (!c->rc)
+        time_derived(p, c);
+}
+
+/* Two threads time the candidates of a program of one instance this way:
+ * the helper derives trace order's graph, then the first list policy's as
+ * the list pass writes that order, then times trace order; this thread
+ * makes the list orders and times the first policy's once its graph is
+ * there. The first policy's graph is not waited for after the list pass,
+ * which is what the pool's order of work did (the chain of the
+ * conservative graph, the list, that graph and its timing is the
+ * schedule's). A first policy whose order times as trace order does (no
+ * candidate) has its graph made for nothing. Programs of this many
+ * instructions or more (assumed: below it the threads' hand-over, tens of
+ * microseconds, outweighs what it saves); a variable for the tests and the
+ * benchmark, which take both ways. */
+uint32_t nk__sched_follow_min = 4096;
+
+typedef struct lead_job {
+    const nk_program *p;
+    cand *c0;           /* trace order */
+    const uint32_t *o1; /* the first policy's order, being written */
+    progress pg;
+    graph g1;
+    int rc1, have1;     /* g1 made (rc1 its status) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} lead_job;
+
+static void *lead_work(void *arg)
+{
+    lead_job *j = arg;
+    j->c0->rc = derive(j->p, NULL, 0, &j->c0->g);
+    int rc1 = derive_as_made(j->p, j->o1, 0, &j->g1, &j->pg);
+    pthread_mutex_lock(&j->mu);
+    j->rc1 = rc1;
+    j->have1 = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (!j->c0->rc)
+        time_derived(j->p, j->c0);
+    return NULL;
 }
 
 /* Candidates are given to the pool as they are known (trace order's at
@@ -760,10 +805,62 @@ static int choose(const nk_program *p, choice *ch)
     cand *c = ch->c;
     pool w;
     int piped = !timed && nk__threads(p->threads) > 1 && nk__nunits(p) < 2; /* (no group_by_instance) */
-    pthread_t dth, fth;
+    pthread_t dth, fth, lth;
     dur_job dj = {p, NULL, 0};
     follow_job fj = {p, orders, {0}, {0, 0}, 0};
     int dstarted = piped && !pthread_create(&dth, NULL, dur_work, &dj), fstarted = 0;
+    lead_job lj = {p, &c[0], orders, {0, 0}, {0}, 0, 0};
+    int lead = 0;
+    if (timed && n >= nk__sched_follow_min && nk__threads(p->threads) == 2 && nk__nunits(p) < 2) {
+        pthread_mutex_init(&lj.mu, NULL);
+        pthread_cond_init(&lj.cv, NULL);
+        c[ch->nc++] = (cand){NULL, {0}, -1, 0};
+        lead = !pthread_create(&lth, NULL, lead_work, &lj);
+        if (!lead) {
+            ch->nc = 0;
+            pthread_mutex_destroy(&lj.mu);
+            pthread_cond_destroy(&lj.cv);
+        }
+    }
+    if (lead) {
+        rc = derive(p, NULL, 1, &ch->g0);
+        if (!rc)
+            rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, NULL, orders, npol,
+                                 &lj.pg.made);
+        if (rc)
+            atomic_store_explicit(&lj.pg.abandon, 1, memory_order_release);
+        else {
+            graph_free(&ch->g0);
+            for (int k = 0; k < NK_LIST_POLICIES; k++) {
+                const uint32_t *o = orders + (size_t)k * n;
+                slot[k] = -1;
+                if (same_sequences(p, o, NULL) || (k && same_sequences(p, o, orders + (size_t)(k - 1) * n)))
+                    continue;
+                slot[k] = ch->nc;
+                c[ch->nc++] = (cand){o, {0}, -1, 0};
+            }
+            pthread_mutex_lock(&lj.mu);
+            while (!lj.have1)
+                pthread_cond_wait(&lj.cv, &lj.mu);
+            pthread_mutex_unlock(&lj.mu);
+            if (slot[0] >= 0) { /* the first policy's graph, made as its order was */
+                cand *c1 = &c[slot[0]];
+                c1->g = lj.g1;
+                memset(&lj.g1, 0, sizeof lj.g1);
+                if (!(c1->rc = lj.rc1))
+                    time_derived(p, c1);
+            }
+            if (slot[1] >= 0)
+                time_candidate(p, &c[slot[1]]);
+        }
+        pthread_join(lth, NULL);
+        graph_free(&lj.g1);
+        pthread_mutex_destroy(&lj.mu);
+        pthread_cond_destroy(&lj.cv);
+        if (rc)
+            return rc;
+        goto timed_out;
+    }
     if (timed) { /* trace order needs no list order: it is timed while they are made */
         pool_open(&w, p, c);
         c[ch->nc++] = (cand){NULL, {0}, -1, 0};
@@ -815,6 +912,7 @@ made:
         pool_close(&w, rc != 0); /* on an error too: no thread outlives the choice */
     if (rc)
         return rc;
+timed_out:
     if (timed) {
         for (int k = 0; k < ch->nc; k++)
             if ((rc = c[k].rc))

@@ -343,13 +343,16 @@ TEST(sched_hbm_row_buckets_of_a_tall_tensor_stay_few)
 /* Every built-in kernel and a matmul of more than 8,000 instructions
  * compiled on one thread, two and four: the same order, dependencies,
  * queues, chosen policy and trace order's time. untimed: with every program
- * taken as too large to time its candidates. */
-static void schedules_alike_on_threads(int untimed)
+ * taken as too large to time its candidates; followed: with every program
+ * that times them on two threads following the list pass. */
+static void schedules_alike_on_threads(int untimed, int followed)
 {
     static const int threads[] = {1, 2, 4};
-    uint32_t keep = nk__sched_timed_max;
+    uint32_t keep = nk__sched_timed_max, keep_follow = nk__sched_follow_min;
     if (untimed)
         nk__sched_timed_max = 0;
+    if (followed)
+        nk__sched_follow_min = 0;
     int kernels = 0, chose_list = 0;
     for (int i = 0; i <= nk_builtin_kernel_count; i++) {
         nk_array args[NK_KERNEL_MAX_ARGS];
@@ -386,6 +389,7 @@ static void schedules_alike_on_threads(int untimed)
         sched_case_free(i, ki, args);
     }
     nk__sched_timed_max = keep;
+    nk__sched_follow_min = keep_follow;
     CHECK_INT(kernels, nk_builtin_kernel_count + 1);
     CHECK(chose_list > 0); /* some kernel keeps a list order: the candidates are not all trace order */
 }
@@ -393,10 +397,16 @@ static void schedules_alike_on_threads(int untimed)
 /* The candidate schedules are timed on as many threads as there are (trace
  * order's while the list orders are made), the choice made afterwards in
  * the serial order. */
-TEST(sched_candidates_choose_alike_on_any_threads) { schedules_alike_on_threads(0); }
+TEST(sched_candidates_choose_alike_on_any_threads) { schedules_alike_on_threads(0, 0); }
+
+/* On two threads, a program of 4,096 instructions or more has the first
+ * list policy's graph derived as the list pass writes its order, and trace
+ * order timed after it; here every program does, those whose first policy
+ * is no candidate (its graph made for nothing) among them. */
+TEST(sched_candidates_followed_alike_on_any_threads) { schedules_alike_on_threads(0, 1); }
 
 /* A program too large to time its candidates keeps the first list order,
  * whose graph is derived on a second thread as the list pass writes the
  * order (and the list's durations are estimated while the conservative
  * graph is derived). */
-TEST(sched_untimed_orders_alike_on_any_threads) { schedules_alike_on_threads(1); }
+TEST(sched_untimed_orders_alike_on_any_threads) { schedules_alike_on_threads(1, 0); }
