@@ -545,7 +545,10 @@ static void apply_order(nk_program *p, uint32_t *order)
  * the conservative graph and the list scheduler's arrays, and two
  * candidates' simulations beside each other. Each candidate's graph is
  * handed to its simulation while that runs (nk__order_view.own), which
- * keeps these below the profile's own timing run at 1x (docs/speed.md). */
+ * keeps these below the profile's own timing run at 1x (docs/speed.md).
+ * On exactly two threads a large program's work is shared otherwise (see
+ * lead_work): the same tasks, trace order's timing moved after the first
+ * policy's graph, which follows the list pass. */
 
 #define NK_SCHED_THREADS 4
 
