@@ -792,6 +792,21 @@ static void *follow_work(void *arg)
     return NULL;
 }
 
+/* The list policies' orders that are candidates, after ch's: each unless it
+ * keeps every engine's sequence of trace order or of the previous policy's
+ * (then it times the same); slot[k], policy k + 1's candidate (-1: none). */
+static void list_candidates(const nk_program *p, const uint32_t *orders, choice *ch, int *slot)
+{
+    for (int k = 0; k < NK_LIST_POLICIES; k++) {
+        const uint32_t *o = orders + (size_t)k * p->ninstr;
+        slot[k] = -1;
+        if (same_sequences(p, o, NULL) || (k && same_sequences(p, o, orders + (size_t)(k - 1) * p->ninstr)))
+            continue;
+        slot[k] = ch->nc;
+        ch->c[ch->nc++] = (cand){o, {0}, -1, 0};
+    }
+}
+
 static int choose(const nk_program *p, choice *ch)
 {
     uint32_t n = p->ninstr;
@@ -834,14 +849,7 @@ static int choose(const nk_program *p, choice *ch)
             atomic_store_explicit(&lj.pg.abandon, 1, memory_order_release);
         else {
             graph_free(&ch->g0);
-            for (int k = 0; k < NK_LIST_POLICIES; k++) {
-                const uint32_t *o = orders + (size_t)k * n;
-                slot[k] = -1;
-                if (same_sequences(p, o, NULL) || (k && same_sequences(p, o, orders + (size_t)(k - 1) * n)))
-                    continue;
-                slot[k] = ch->nc;
-                c[ch->nc++] = (cand){o, {0}, -1, 0};
-            }
+            list_candidates(p, orders, ch, slot);
             pthread_mutex_lock(&lj.mu);
             while (!lj.have1)
                 pthread_cond_wait(&lj.cv, &lj.mu);
@@ -898,16 +906,7 @@ static int choose(const nk_program *p, choice *ch)
         if ((rc = group_by_instance(p, orders + (size_t)k * n)))
             goto made;
     if (timed) {
-        /* each policy's order unless it keeps every engine's sequence of
-         * trace order or of the previous candidate (then it times the same) */
-        for (int k = 0; k < NK_LIST_POLICIES; k++) {
-            const uint32_t *o = orders + (size_t)k * n;
-            slot[k] = -1;
-            if (same_sequences(p, o, NULL) || (k && same_sequences(p, o, orders + (size_t)(k - 1) * n)))
-                continue;
-            slot[k] = ch->nc;
-            c[ch->nc++] = (cand){o, {0}, -1, 0};
-        }
+        list_candidates(p, orders, ch, slot);
         pool_give(&w, ch->nc);
     }
 made:
