@@ -599,14 +599,14 @@ static void time_candidate(const nk_program *p, cand *c)
  * the helper derives trace order's graph, then the first list policy's as
  * the list pass writes that order, then times trace order; this thread
  * makes the list orders and times the first policy's once its graph is
- * there. The first policy's graph is not waited for after the list pass,
- * which is what the pool's order of work did (the chain of the
- * conservative graph, the list, that graph and its timing is the
- * schedule's). A first policy whose order times as trace order does (no
+ * there. With the pool, this thread derived that graph after the list
+ * pass, at the end of the schedule's chain (the conservative graph, the
+ * list, that graph and its timing), while the helper, done with trace
+ * order, waited. A first policy whose order times as trace order does (no
  * candidate) has its graph made for nothing. Programs of this many
  * instructions or more (assumed: below it the threads' hand-over, tens of
- * microseconds, outweighs what it saves); a variable for the tests and the
- * benchmark, which take both ways. */
+ * microseconds, outweighs what it saves); a variable for the tests, which
+ * take both ways. */
 uint32_t nk__sched_follow_min = 4096;
 
 typedef struct lead_job {
@@ -807,6 +807,55 @@ static void list_candidates(const nk_program *p, const uint32_t *orders, choice 
     }
 }
 
+/* The candidates timed on two threads as lead_work says: *started 0 when
+ * its thread does not start (nothing done: the pool's way then), else 1
+ * and the first error (the candidates' own in their rc). */
+static int choose_led(const nk_program *p, choice *ch, int *slot, int npol, int *started)
+{
+    cand *c = ch->c;
+    lead_job lj = {p, &c[0], ch->orders, {0, 0}, {0}, 0, 0};
+    pthread_t th;
+    pthread_mutex_init(&lj.mu, NULL);
+    pthread_cond_init(&lj.cv, NULL);
+    c[ch->nc++] = (cand){NULL, {0}, -1, 0};
+    *started = !pthread_create(&th, NULL, lead_work, &lj);
+    if (!*started) {
+        ch->nc = 0;
+        pthread_mutex_destroy(&lj.mu);
+        pthread_cond_destroy(&lj.cv);
+        return 0;
+    }
+    int rc = derive(p, NULL, 1, &ch->g0);
+    if (!rc)
+        rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, NULL, ch->orders, npol,
+                             &lj.pg.made);
+    if (rc)
+        atomic_store_explicit(&lj.pg.abandon, 1, memory_order_release);
+    else {
+        graph_free(&ch->g0);
+        list_candidates(p, ch->orders, ch, slot);
+        pthread_mutex_lock(&lj.mu);
+        while (!lj.have1)
+            pthread_cond_wait(&lj.cv, &lj.mu);
+        pthread_mutex_unlock(&lj.mu);
+        if (slot[0] >= 0) { /* the first policy's graph, made as its order was */
+            cand *c1 = &c[slot[0]];
+            c1->g = lj.g1;
+            memset(&lj.g1, 0, sizeof lj.g1);
+            if (!(c1->rc = lj.rc1))
+                time_derived(p, c1);
+        }
+        for (int k = 1; k < NK_LIST_POLICIES; k++)
+            if (slot[k] >= 0)
+                time_candidate(p, &c[slot[k]]);
+    }
+    pthread_join(th, NULL);
+    graph_free(&lj.g1);
+    pthread_mutex_destroy(&lj.mu);
+    pthread_cond_destroy(&lj.cv);
+    return rc;
+}
+
 static int choose(const nk_program *p, choice *ch)
 {
     uint32_t n = p->ninstr;
@@ -823,54 +872,18 @@ static int choose(const nk_program *p, choice *ch)
     cand *c = ch->c;
     pool w;
     int piped = !timed && nk__threads(p->threads) > 1 && nk__nunits(p) < 2; /* (no group_by_instance) */
-    pthread_t dth, fth, lth;
+    pthread_t dth, fth;
     dur_job dj = {p, NULL, 0};
     follow_job fj = {p, orders, {0}, {0, 0}, 0};
     int dstarted = piped && !pthread_create(&dth, NULL, dur_work, &dj), fstarted = 0;
-    lead_job lj = {p, &c[0], orders, {0, 0}, {0}, 0, 0};
-    int lead = 0;
+    int led = 0;
     if (timed && n >= nk__sched_follow_min && nk__threads(p->threads) == 2 && nk__nunits(p) < 2) {
-        pthread_mutex_init(&lj.mu, NULL);
-        pthread_cond_init(&lj.cv, NULL);
-        c[ch->nc++] = (cand){NULL, {0}, -1, 0};
-        lead = !pthread_create(&lth, NULL, lead_work, &lj);
-        if (!lead) {
-            ch->nc = 0;
-            pthread_mutex_destroy(&lj.mu);
-            pthread_cond_destroy(&lj.cv);
+        rc = choose_led(p, ch, slot, npol, &led);
+        if (led) {
+            if (rc)
+                return rc;
+            goto timed_out;
         }
-    }
-    if (lead) {
-        rc = derive(p, NULL, 1, &ch->g0);
-        if (!rc)
-            rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, NULL, orders, npol,
-                                 &lj.pg.made);
-        if (rc)
-            atomic_store_explicit(&lj.pg.abandon, 1, memory_order_release);
-        else {
-            graph_free(&ch->g0);
-            list_candidates(p, orders, ch, slot);
-            pthread_mutex_lock(&lj.mu);
-            while (!lj.have1)
-                pthread_cond_wait(&lj.cv, &lj.mu);
-            pthread_mutex_unlock(&lj.mu);
-            if (slot[0] >= 0) { /* the first policy's graph, made as its order was */
-                cand *c1 = &c[slot[0]];
-                c1->g = lj.g1;
-                memset(&lj.g1, 0, sizeof lj.g1);
-                if (!(c1->rc = lj.rc1))
-                    time_derived(p, c1);
-            }
-            if (slot[1] >= 0)
-                time_candidate(p, &c[slot[1]]);
-        }
-        pthread_join(lth, NULL);
-        graph_free(&lj.g1);
-        pthread_mutex_destroy(&lj.mu);
-        pthread_cond_destroy(&lj.cv);
-        if (rc)
-            return rc;
-        goto timed_out;
     }
     if (timed) { /* trace order needs no list order: it is timed while they are made */
         pool_open(&w, p, c);
