@@ -133,6 +133,17 @@ int nk__time_program_detail(const nk_program *p, const nk_arch *arch, unsigned f
 extern size_t nk__merge_give_min, nk__merge_give_step;
 extern _Atomic size_t nk__merge_given;
 
+/* A change of a tile counter: at t, delta bytes (+ a tile's first write,
+ * - its last use). nk__tile_points puts the points of memory mem's tiles
+ * (the buffers of p with first[b] finite, alive [first[b], last[b])) in
+ * time order, frees first at equal times, into pt[0 .. *np) (tmp: as much
+ * room: 2 per buffer). */
+typedef struct nk__mpoint {
+    double t, delta;
+} nk__mpoint;
+void nk__tile_points(const nk_program *p, int mem, const double *first, const double *last, nk__mpoint *pt,
+                     nk__mpoint *tmp, size_t *np);
+
 /* DMA spans from descriptor transfers sorted by start (profiles of format
  * versions before 7 hold the transfers): each instruction's transfers
  * merged where they overlap or touch, in the order the spans start. The

@@ -1498,6 +1498,86 @@ TEST(timing_merge_gives_back_pages_alike)
     nk_kernel_free(k);
 }
 
+/* The tile counters' points, put in order by tile address then merged,
+ * against every point sorted by the test's own comparison: tiles at a few
+ * addresses whose lives come in buffer order (the grouped runs), the same
+ * with lives out of order (each group sorted first), more addresses than
+ * the grouping takes (sorted as they come), equal times (frees first) and
+ * a memory with no tile. */
+static int cmp_mpoint(const void *x, const void *y)
+{
+    const nk__mpoint *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->delta > b->delta) - (a->delta < b->delta);
+}
+
+TEST(timing_tile_points_in_time_order)
+{
+    enum { NB = 20000 };
+    nk_program p;
+    memset(&p, 0, sizeof p);
+    p.nbufs = NB + 1;
+    p.bufs = calloc(NB + 1, sizeof *p.bufs);
+    double *first = malloc((NB + 1) * sizeof *first), *last = malloc((NB + 1) * sizeof *last);
+    nk__mpoint *pt = malloc(2 * NB * sizeof *pt), *tmp = malloc(2 * NB * sizeof *tmp), *ref = malloc(2 * NB * sizeof *ref);
+    CHECK(p.bufs && first && last && pt && tmp && ref);
+    if (!p.bufs || !first || !last || !pt || !tmp || !ref)
+        goto out;
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    for (int c = 0; c < 4; c++) {
+        /* c 0: 7 addresses, lives one after another at each; 1: the same,
+         * lives at random; 2: 2000 addresses; 3: times on a coarse grid */
+        int naddr = c == 2 ? 2000 : 7;
+        double at[2000] = {0};
+        size_t nref = 0;
+        for (uint32_t b = 1; b <= NB; b++) {
+            nk_bufinfo *bi = &p.bufs[b];
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            bi->mem = (uint8_t)(x % 5 == 0 ? NK_PSUM : x % 11 == 0 ? NK_SHARED_HBM : NK_SBUF);
+            bi->addr = (int64_t)(x >> 8) % naddr * 1024;
+            bi->bytes = 64 + (int64_t)(x >> 40) % 4 * 64;
+            bi->shape[0] = 1 + (int64_t)(x >> 20) % 128;
+            first[b] = INFINITY;
+            if (x % 13 == 0) /* never written: no points */
+                continue;
+            double d = (double)((x >> 24) % 1000) + 0.5;
+            if (c == 1 || c == 2) {
+                first[b] = (double)((x >> 30) % 100000);
+            } else {
+                first[b] = at[bi->addr / 1024] + (double)((x >> 34) % 50);
+                at[bi->addr / 1024] = first[b] + d;
+            }
+            last[b] = first[b] + d;
+            if (c == 3) {
+                first[b] = floor(first[b] / 100) * 100;
+                last[b] = floor(last[b] / 100) * 100 + 100;
+            }
+            if (bi->mem == NK_SBUF) {
+                double bytes = (double)bi->bytes * (double)bi->shape[0];
+                ref[nref++] = (nk__mpoint){first[b], bytes};
+                ref[nref++] = (nk__mpoint){last[b], -bytes};
+            }
+        }
+        qsort(ref, nref, sizeof *ref, cmp_mpoint);
+        size_t np = 7;
+        nk__tile_points(&p, NK_SBUF, first, last, pt, tmp, &np);
+        CHECK_INT(np, nref);
+        CHECK(nref > 1000);
+        CHECK(!memcmp(pt, ref, nref * sizeof *pt));
+    }
+    size_t np = 7;
+    nk__tile_points(&p, NK_SHARED_HBM + 100, first, last, pt, tmp, &np);
+    CHECK_INT(np, 0);
+out:
+    free(p.bufs);
+    free(first);
+    free(last);
+    free(pt);
+    free(tmp);
+    free(ref);
+}
+
 /* A program of 44 DMA shapes (more than the model's shape table starts
  * with, so it grows and rehashes): two loads into tiles of one layout from
  * sources of two take the transfer times of their own contiguous bytes;
