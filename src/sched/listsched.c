@@ -30,6 +30,7 @@
 #include "nkint.h"
 #include "timing/model.h"
 #include "core/nkassert.h"
+#include "sched/progress.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -94,7 +95,7 @@ typedef struct g {
     uint32_t nq, nseq; /* DMA queues; order keys (engines + queues) */
     const uint8_t *eng;  /* per instruction: its engine */
     const uint32_t *qk;  /* per instruction: queue_of */
-    _Atomic uint32_t *made; /* NULL, or: the positions of order written so far, published */
+    nk__progress *made; /* NULL, or: where the positions of order written so far are published */
 } g;
 
 static uint32_t unit_idx(const g *s, uint32_t i)
@@ -187,7 +188,7 @@ static int simulate(g *s, double *span)
         s->done[i] = 1;
         s->order[nord++] = i;
         if (s->made && (nord % 256 == 0 || nord == n))
-            atomic_store_explicit(s->made, nord, memory_order_release);
+            nk__progress_publish(s->made, nord);
         while (head < n && s->done[head])
             head++;
         for (uint32_t k = s->soff[i]; k < s->soff[i + 1]; k++) {
@@ -217,7 +218,7 @@ int nk__list_durations(const nk_program *p, double **out)
 }
 
 int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, uint32_t **deps_, uint16_t **queue_,
-                    double *dur, uint32_t *orders, int npol, _Atomic uint32_t *made)
+                    double *dur, uint32_t *orders, int npol, nk__progress *made)
 {
     uint32_t n = p->ninstr;
     const uint32_t *dep_off = *dep_off_, *ndep = *ndep_, *deps = *deps_;

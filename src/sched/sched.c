@@ -10,10 +10,10 @@
  * HBM tensors that nothing writes (kernel inputs, usually) are not tracked.
  */
 #include "nkint.h"
+#include "sched/progress.h"
 #include "timing/timing.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,26 +267,9 @@ static uint16_t queue_for(const nk_program *p, queues *qs, const nk_instr *in)
 }
 
 /* An order being written by another thread (the list scheduler's, as
- * derive reads it): its first *made positions are there; abandon set, no
- * more will be. */
-typedef struct progress {
-    _Atomic uint32_t made;
-    atomic_int abandon;
-} progress;
-
-/* Waits until position i of the order is there: 0, or 1 when it never will be. */
-static int wait_made(progress *pg, uint32_t i, uint32_t *have)
-{
-    for (unsigned spins = 0;; spins++) {
-        *have = atomic_load_explicit(&pg->made, memory_order_acquire);
-        if (*have > i)
-            return 0;
-        if (atomic_load_explicit(&pg->abandon, memory_order_acquire))
-            return 1;
-        if (spins >= 64)
-            sched_yield();
-    }
-}
+ * derive reads it): its positions are published as they are made
+ * (progress.h). */
+typedef nk__progress progress;
 
 /* The dependencies of p in the order given (NULL: as it is) into g (its
  * arrays allocated here). With pg, the order is still being written: each
@@ -331,7 +314,7 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
         s.hbk[h].shift = shift;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (pg && i >= have && wait_made(pg, i, &have)) {
+        if (pg && i >= have && nk__progress_wait(pg, i, &have)) {
             rc = NK_EINVAL;
             goto out;
         }
@@ -449,7 +432,7 @@ static void install(nk_program *p, graph *g)
  * positions written so far are published as its pass goes. */
 int nk__list_durations(const nk_program *p, double **dur);
 int nk__list_orders(const nk_program *p, uint32_t **dep_off, uint32_t **ndep, uint32_t **deps, uint16_t **queue,
-                    double *dur, uint32_t *orders, int npol, _Atomic uint32_t *made);
+                    double *dur, uint32_t *orders, int npol, nk__progress *made);
 #define NK_LIST_POLICIES 2
 
 /* Programs up to this size choose their schedule by timing each candidate on
@@ -813,7 +796,7 @@ static void list_candidates(const nk_program *p, const uint32_t *orders, choice 
 static int choose_led(const nk_program *p, choice *ch, int *slot, int npol, int *started)
 {
     cand *c = ch->c;
-    lead_job lj = {p, &c[0], ch->orders, {0, 0}, {0}, 0, 0};
+    lead_job lj = {p, &c[0], ch->orders, NK_PROGRESS_INIT, {0}, 0, 0};
     pthread_t th;
     pthread_mutex_init(&lj.mu, NULL);
     pthread_cond_init(&lj.cv, NULL);
@@ -828,9 +811,9 @@ static int choose_led(const nk_program *p, choice *ch, int *slot, int npol, int 
     int rc = derive(p, NULL, 1, &ch->g0);
     if (!rc)
         rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, NULL, ch->orders, npol,
-                             &lj.pg.made);
+                             &lj.pg);
     if (rc)
-        atomic_store_explicit(&lj.pg.abandon, 1, memory_order_release);
+        nk__progress_abandon(&lj.pg);
     else {
         graph_free(&ch->g0);
         list_candidates(p, ch->orders, ch, slot);
@@ -874,7 +857,7 @@ static int choose(const nk_program *p, choice *ch)
     int piped = !timed && nk__threads(p->threads) > 1 && nk__nunits(p) < 2; /* (no group_by_instance) */
     pthread_t dth, fth;
     dur_job dj = {p, NULL, 0};
-    follow_job fj = {p, orders, {0}, {0, 0}, 0};
+    follow_job fj = {p, orders, {0}, NK_PROGRESS_INIT, 0};
     int dstarted = piped && !pthread_create(&dth, NULL, dur_work, &dj), fstarted = 0;
     int led = 0;
     if (timed && n >= nk__sched_follow_min && nk__threads(p->threads) == 2 && nk__nunits(p) < 2) {
@@ -904,10 +887,10 @@ static int choose(const nk_program *p, choice *ch)
     }
     fstarted = piped && !pthread_create(&fth, NULL, follow_work, &fj);
     rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, dj.dur, orders, npol,
-                         fstarted ? &fj.pg.made : NULL);
+                         fstarted ? &fj.pg : NULL);
     if (fstarted) {
         if (rc)
-            atomic_store_explicit(&fj.pg.abandon, 1, memory_order_release);
+            nk__progress_abandon(&fj.pg);
         pthread_join(fth, NULL);
         if (rc)
             graph_free(&fj.g);
