@@ -367,8 +367,10 @@ static void put_timeline(tout *o, const nk_timeline *tl, uint32_t ninstr)
 
 static size_t str_len(const char *s) { return 4 + (s ? strlen(s) : 0); }
 
-/* The bytes put_timeline writes, counted without writing them. */
-static uint64_t timeline_bytes(const nk_timeline *tl, uint32_t ninstr)
+/* The bytes put_timeline writes, counted without writing them, in two
+ * parts of about the same work: the header, events and instruction times;
+ * the spans, counters and regions. */
+static uint64_t timeline_bytes_a(const nk_timeline *tl, uint32_t ninstr)
 {
     uint64_t n = str_len(tl->target) + 3 * 8 + 4 + 8 * NK_ENGINE_COUNT + 4;
     int64_t instr = 0;
@@ -380,9 +382,20 @@ static uint64_t timeline_bytes(const nk_timeline *tl, uint32_t ninstr)
         instr = e->instr;
         start = e->start;
     }
-    n += 4;
-    instr = 0;
-    start = 0;
+    n += 4 + 4;
+    double prev = 0;
+    for (uint32_t i = 0; i < ninstr; i++) {
+        n += uv_len(fxbits(tl->instr_start[i], prev)) + uv_len(fxbits(tl->instr_end[i], tl->instr_start[i]));
+        prev = tl->instr_start[i];
+    }
+    return n;
+}
+
+static uint64_t timeline_bytes_b(const nk_timeline *tl)
+{
+    uint64_t n = 0;
+    int64_t instr = 0;
+    double start = 0;
     for (uint32_t i = 0; i < tl->ndspans; i++) {
         const nk_dma_span *x = &tl->dspans[i];
         n += uv_len(zigzag((int64_t)x->instr - instr)) + uv_len(x->queue) + 1 + uv_len(x->descriptors) +
@@ -390,12 +403,6 @@ static uint64_t timeline_bytes(const nk_timeline *tl, uint32_t ninstr)
              uv_len(fxbits(x->end, x->start));
         instr = x->instr;
         start = x->start;
-    }
-    n += 4;
-    double prev = 0;
-    for (uint32_t i = 0; i < ninstr; i++) {
-        n += uv_len(fxbits(tl->instr_start[i], prev)) + uv_len(fxbits(tl->instr_end[i], tl->instr_start[i]));
-        prev = tl->instr_start[i];
     }
     n += 4;
     for (uint32_t i = 0; i < tl->ncounters; i++) {
@@ -412,6 +419,41 @@ static uint64_t timeline_bytes(const nk_timeline *tl, uint32_t ninstr)
         rs = g->start;
     }
     return n;
+}
+
+typedef struct count_job {
+    const nk_timeline *tl;
+    uint64_t n;
+} count_job;
+
+static void *count_work(void *arg)
+{
+    count_job *j = arg;
+    j->n = timeline_bytes_b(j->tl);
+    return NULL;
+}
+
+/* Timelines of this many spans and counter samples or more have their
+ * second part counted on a thread of their own (assumed: below it the
+ * thread's start, tens of microseconds, outweighs the count); a variable
+ * for the tests, which take both ways. */
+size_t nk__profile_count_split_min = 1u << 16;
+
+static uint64_t timeline_bytes(const nk_timeline *tl, uint32_t ninstr, int threads)
+{
+    size_t work = tl->ndspans;
+    for (uint32_t i = 0; i < tl->ncounters; i++)
+        work += tl->counters[i].n;
+    count_job j = {tl, 0};
+    pthread_t th;
+    int split = work >= nk__profile_count_split_min && nk__threads(threads) > 1 &&
+                !pthread_create(&th, NULL, count_work, &j);
+    uint64_t n = timeline_bytes_a(tl, ninstr);
+    if (split)
+        pthread_join(th, NULL);
+    else
+        j.n = timeline_bytes_b(tl);
+    return n + j.n;
 }
 
 /* Bytes the file will take, about (most fields are variable-length): to
@@ -793,7 +835,7 @@ static int stream_tail(const nk_profile *pr, nk__afile *f, pstream *ps)
     sout *so = &ps->so;
     int rc = 0;
     /* the timeline's length first (its section header comes before it) */
-    uint64_t tb = timeline_bytes(pr->tl, pr->prog->ninstr);
+    uint64_t tb = timeline_bytes(pr->tl, pr->prog->ninstr, pr->prog->threads);
     nk__wr_bytes(w, "TIME", 4);
     nk__wr_u64(w, tb);
     size_t before = so->len + w->n;

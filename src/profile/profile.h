@@ -45,6 +45,10 @@ void nk_profile_free(nk_profile *pr);
  * written on a second thread while it is encoded (profile.c); tests lower
  * it to take that path with small profiles. */
 extern size_t nk__profile_pipe_min;
+/* A timeline of this many DMA spans and counter samples or more has its
+ * streamed length counted on two threads (profile.c); tests set it to take
+ * either way. */
+extern size_t nk__profile_count_split_min;
 
 /* nk__profile_capture_view of p (its program p itself, timed on its target)
  * written to path as nk_profile_write writes it, with the creation time

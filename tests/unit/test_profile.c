@@ -217,14 +217,18 @@ TEST(profile_streamed_file_is_the_encoding)
     nk_wr w = {0};
     if (pr && !nk__profile_encode(pr, &w)) {
         CHECK(w.n > (8u << 20) - (1u << 20));
-        /* the timeline's chunks written on this thread, then on a second one */
-        size_t pipe_min = nk__profile_pipe_min;
-        for (int piped = 0; piped < 2; piped++) {
-            nk__profile_pipe_min = piped ? 0 : SIZE_MAX;
-            CHECK_INT(nk_profile_write(pr, fx_tmp("s.nkp")), 0);
-            CHECK(fx_file_is(fx_tmp("s.nkp"), w.p, w.n));
-        }
+        /* the timeline's chunks written on this thread, then on a second
+         * one; its length counted on one thread, then on two */
+        size_t pipe_min = nk__profile_pipe_min, split_min = nk__profile_count_split_min;
+        for (int piped = 0; piped < 2; piped++)
+            for (int split = 0; split < 2; split++) {
+                nk__profile_pipe_min = piped ? 0 : SIZE_MAX;
+                nk__profile_count_split_min = split ? 0 : SIZE_MAX;
+                CHECK_INT(nk_profile_write(pr, fx_tmp("s.nkp")), 0);
+                CHECK(fx_file_is(fx_tmp("s.nkp"), w.p, w.n));
+            }
         nk__profile_pipe_min = pipe_min;
+        nk__profile_count_split_min = split_min;
     }
     nk__wr_free(&w);
     nk_profile_free(pr);
