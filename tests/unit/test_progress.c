@@ -15,7 +15,7 @@
 typedef struct pub_job {
     nk__progress pg;
     uint32_t n, step, pause_every; /* publish every step positions; pause (0.2 ms) every pause_every */
-    uint32_t *data;                /* data[k] = 3 k + 1, written before k is published */
+    uint32_t *data;                /* n: data[k] = 3 k + 1, written before k is published */
     long first_sleep_ms;           /* before anything is published */
     uint32_t abandon_after;        /* abandon once this many are published (0: never) */
 } pub_job;
@@ -47,6 +47,26 @@ static void *publisher(void *arg)
     return NULL;
 }
 
+/* j's data made and its publisher started on *th: 0, else -1 (failed a check). */
+static int start(pub_job *j, pthread_t *th)
+{
+    j->data = calloc(j->n, sizeof *j->data);
+    CHECK(j->data != NULL);
+    if (!j->data)
+        return -1;
+    int rc = pthread_create(th, NULL, publisher, j);
+    CHECK_INT(rc, 0);
+    if (rc)
+        free(j->data);
+    return rc ? -1 : 0;
+}
+
+static void finish(pub_job *j, pthread_t th)
+{
+    pthread_join(th, NULL);
+    free(j->data);
+}
+
 static double thread_cpu(void)
 {
     struct timespec t;
@@ -64,10 +84,10 @@ static double wall(void)
 TEST(progress_every_position_with_its_data)
 {
     enum { N = 200000 };
-    pub_job j = {NK_PROGRESS_INIT, N, 7, 20000, calloc(N, sizeof(uint32_t)), 5, 0};
-    CHECK(j.data != NULL);
+    pub_job j = {NK_PROGRESS_INIT, N, 7, 20000, NULL, 5, 0};
     pthread_t th;
-    CHECK_INT(pthread_create(&th, NULL, publisher, &j), 0);
+    if (start(&j, &th))
+        return;
     uint32_t have = 0, bad = 0, fails = 0, last = 0;
     for (uint32_t i = 0; i < N; i++) {
         if (i >= have) {
@@ -80,43 +100,40 @@ TEST(progress_every_position_with_its_data)
         if (j.data[i] != 3 * i + 1) /* written before its position was published */
             bad++;
     }
-    pthread_join(th, NULL);
+    finish(&j, th);
     CHECK_INT(fails, 0);
     CHECK_INT(bad, 0);
     CHECK_INT(have, N);
-    free(j.data);
 }
 
 TEST(progress_abandon_ends_a_wait)
 {
-    pub_job j = {NK_PROGRESS_INIT, 1000, 10, 0, calloc(1000, sizeof(uint32_t)), 20, 50};
-    CHECK(j.data != NULL);
+    pub_job j = {NK_PROGRESS_INIT, 1000, 10, 0, NULL, 20, 50};
     pthread_t th;
-    CHECK_INT(pthread_create(&th, NULL, publisher, &j), 0);
+    if (start(&j, &th))
+        return;
     uint32_t have = 0;
     CHECK_INT(nk__progress_wait(&j.pg, 5, &have), 0); /* there before the abandon */
     CHECK(have > 5);
     CHECK_INT(nk__progress_wait(&j.pg, 500, &have), 1); /* never will be */
     CHECK_INT(have, 50);
     CHECK_INT(nk__progress_wait(&j.pg, 40, &have), 0); /* what was published stays */
-    pthread_join(th, NULL);
-    free(j.data);
+    finish(&j, th);
 }
 
 /* A waiter for 100 ms of nothing sleeps: its thread's CPU time is a small
  * part of the wait (a waiter that yields in a loop takes about all of it). */
 TEST(progress_waiter_sleeps)
 {
-    pub_job j = {NK_PROGRESS_INIT, 10, 1, 0, calloc(10, sizeof(uint32_t)), 100, 0};
-    CHECK(j.data != NULL);
+    pub_job j = {NK_PROGRESS_INIT, 10, 1, 0, NULL, 100, 0};
     pthread_t th;
     double c0 = thread_cpu(), w0 = wall();
-    CHECK_INT(pthread_create(&th, NULL, publisher, &j), 0);
+    if (start(&j, &th))
+        return;
     uint32_t have = 0;
     CHECK_INT(nk__progress_wait(&j.pg, 0, &have), 0);
     double cpu = thread_cpu() - c0, waited = wall() - w0;
-    pthread_join(th, NULL);
+    finish(&j, th);
     CHECK(waited >= 0.09);
     CHECK(cpu < 0.25 * waited);
-    free(j.data);
 }
