@@ -413,8 +413,13 @@ typedef struct sim {
      * (qlist[qoff[core * nq + q] ..]); each DMA engine serves a queue in
      * that order, skipping the instructions that use none of its
      * descriptors: qcur[g * nq + q] is engine g's next there (one entry per
-     * instruction, not per descriptor) */
-    uint32_t *qlist, *qoff, *qcur;
+     * instruction, not per descriptor). hinst[g * nq + q] is that
+     * instruction (UINT32_MAX past the end) and hready[g * nq + q] when it
+     * may start its descriptor, INFINITY until it is triggered (both set as
+     * the cursor moves and hready when the head is triggered), so that an
+     * engine looks over its queues without reading each head's record */
+    uint32_t *qlist, *qoff, *qcur, *hinst;
+    double *hready;
     dmaeng *d;          /* core * ne + DMA engine */
     uint8_t *gcore, *geng; /* per DMA engine g: its core and its engine on that core */
     /* DMA engines' next events: a tournament tree over dnext (the engine's
@@ -723,9 +728,13 @@ static void dma_triggered(sim *s, uint32_t i, double t)
         commit_dma(s, i);
         return;
     }
-    uint32_t g0 = core_of(s, i) * s->ne;
-    for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1)
+    uint32_t g0 = core_of(s, i) * s->ne, q = m->queue % s->nq;
+    for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1) {
+        uint32_t slot = (g0 + e) * s->nq + q;
+        if (s->hinst[slot] == i) /* the head there */
+            s->hready[slot] = s->ready[i];
         wake(s, g0 + e, s->ready[i]);
+    }
 }
 
 static void trigger_now(sim *s, uint32_t i, double t)
@@ -827,6 +836,10 @@ static inline uint32_t next_user(const sim *s, uint32_t e, uint32_t cq, uint32_t
     return k;
 }
 
+/* When queue head i may start a descriptor: its readiness once triggered
+ * (resolved DMAs wait for their trigger with INFINITY), else INFINITY. */
+static inline double head_ready(const sim *s, uint32_t i) { return s->rem[i] ? INFINITY : s->ready[i]; }
+
 /* Engine g may start a descriptor at t: serve its queues round-robin from
  * rr, in order within each queue. The head of a queue starts when it is
  * resolved and ready; else the soonest readiness is when to look again. */
@@ -843,16 +856,21 @@ static void dma_event(sim *s, uint32_t g, double t)
     for (int k = 0; k < 2; k++)
         for (uint64_t m = pass[k]; m; m &= m - 1) {
             uint32_t q = (uint32_t)__builtin_ctzll(m), slot = base + q;
-            uint32_t i = s->qlist[s->qcur[slot]];
-            if (s->rem[i])
-                continue;
-            if (s->ready[i] > t) {
-                soonest = s->ready[i] < soonest ? s->ready[i] : soonest;
+            double r = s->hready[slot];
+            uint32_t i = s->hinst[slot];
+            NK_ASSERT(i == s->qlist[s->qcur[slot]] && r == head_ready(s, i));
+            if (r > t) { /* (INFINITY, not triggered yet: no sooner) */
+                soonest = r < soonest ? r : soonest;
                 continue;
             }
             uint32_t cq = s->gcore[g] * s->nq + q;
-            if ((s->qcur[slot] = next_user(s, s->geng[g], cq, s->qcur[slot] + 1)) == s->qoff[cq + 1])
+            if ((s->qcur[slot] = next_user(s, s->geng[g], cq, s->qcur[slot] + 1)) == s->qoff[cq + 1]) {
                 D->nonempty &= ~(1ull << q);
+                s->hinst[slot] = UINT32_MAX;
+            } else {
+                s->hinst[slot] = s->qlist[s->qcur[slot]];
+                s->hready[slot] = head_ready(s, s->hinst[slot]);
+            }
             D->rr = q + 1 == s->nq ? 0 : q + 1;
             start_desc(s, g, i, t);
             if (D->busy < s->dnext[g]) /* wake(g, busy) */
@@ -1155,8 +1173,12 @@ static int plan_all(sim *s)
     uint32_t rots[NK_MAX_CORES] = {0}, ndma = 0;
     s->qoff = calloc(ncq + 1, sizeof *s->qoff);
     s->qcur = calloc(nslot, sizeof *s->qcur);
-    if (!s->qoff || !s->qcur)
+    s->hinst = malloc((nslot ? nslot : 1) * sizeof *s->hinst);
+    s->hready = malloc((nslot ? nslot : 1) * sizeof *s->hready);
+    if (!s->qoff || !s->qcur || !s->hinst || !s->hready)
         return NK_ENOMEM;
+    for (size_t k = 0; k < nslot; k++) /* nothing is triggered before the run */
+        s->hready[k] = INFINITY;
     kindtab kt = {0};
     for (uint32_t i = 0; i < s->n; i++) {
         const nk_instr *in = instr_at(s, i);
@@ -1207,9 +1229,13 @@ static int plan_all(sim *s)
     for (uint32_t g = 0; g < s->ncores * s->ne; g++)
         for (uint32_t q = 0; q < s->nq; q++) {
             uint32_t cq = s->gcore[g] * s->nq + q;
-            s->qcur[g * s->nq + q] = next_user(s, s->geng[g], cq, s->qoff[cq]);
-            if (s->qcur[g * s->nq + q] < s->qoff[cq + 1])
+            uint32_t slot = g * s->nq + q;
+            s->qcur[slot] = next_user(s, s->geng[g], cq, s->qoff[cq]);
+            s->hinst[slot] = UINT32_MAX;
+            if (s->qcur[slot] < s->qoff[cq + 1]) {
                 s->d[g].nonempty |= 1ull << q;
+                s->hinst[slot] = s->qlist[s->qcur[slot]];
+            }
         }
     return 0;
 }
@@ -1900,7 +1926,7 @@ static void free_run(sim *s)
     void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->unit, (void **)&s->rem,
                    (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
                    (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord, (void **)&s->kinds,
-                   (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->heap,
+                   (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->hinst, (void **)&s->hready, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
                    (void **)&s->ev_at, (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked};
     for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
