@@ -1422,35 +1422,89 @@ static void active_times(nk_timeline *tl)
         tl->active_ns[e] += e0[e] - s0[e];
 }
 
-/* Runs a[r[k] .. r[k + 1]) for k < nr, each sorted, merged pairwise into
- * one (in a, tmp the room for as many): the result of sort_mpoints. */
-static void merge_runs(mpoint *a, size_t *r, size_t nr, mpoint *tmp)
+/* Runs a[r[k] .. r[k + 1]) for k < nr, each sorted, merged as they are
+ * taken, into emit: a tournament tree over the runs' heads (win[1] the
+ * overall winner, leaves nl .. 2 nl - 1 the runs, those past nr empty).
+ * Nothing is copied, so no second array is touched: written to one in
+ * passes, the merge's pages raised the 1x profile's peak. Ties go to
+ * either run: equal points are equal values. at: room for nr + 1 (run
+ * cursors), win for 2 nl. */
+static void merge_emit(const mpoint *a, const size_t *r, size_t nr, size_t *at, uint32_t *win, size_t nl,
+                       void (*emit)(void *, const mpoint *), void *ctx)
 {
-    mpoint *src = a, *dst = tmp;
-    size_t n = r[nr];
-    while (nr > 1) {
-        size_t k = 0, out = 0;
-        for (; k + 1 < nr; k += 2) {
-            size_t i = r[k], m = r[k + 1], e = r[k + 2], j = m, o = i;
-            while (i < m && j < e)
-                dst[o++] = mpoint_less(&src[j], &src[i]) ? src[j++] : src[i++];
-            memcpy(dst + o, src + i, (m - i) * sizeof *src);
-            o += m - i;
-            memcpy(dst + o, src + j, (e - j) * sizeof *src);
-            r[out++] = r[k];
-        }
-        if (k < nr) { /* an odd run out: as it is */
-            memcpy(dst + r[k], src + r[k], (n - r[k]) * sizeof *src);
-            r[out++] = r[k];
-        }
-        r[out] = n;
-        nr = out;
-        mpoint *t = src;
-        src = dst;
-        dst = t;
+#define HEAD_LESS(x, y) \
+    ((x) < nr && at[x] < r[(x) + 1] && ((y) >= nr || at[y] == r[(y) + 1] || !mpoint_less(&a[at[y]], &a[at[x]])))
+    for (size_t k = 0; k < nr; k++)
+        at[k] = r[k];
+    for (size_t k = 0; k < nl; k++)
+        win[nl + k] = (uint32_t)k;
+    for (size_t k = nl; k-- > 1;) {
+        uint32_t x = win[2 * k], y = win[2 * k + 1];
+        win[k] = HEAD_LESS(x, y) ? x : y;
     }
-    if (src != a)
-        memcpy(a, src, n * sizeof *a);
+    for (;;) {
+        uint32_t w = win[1];
+        if (w >= nr || at[w] == r[w + 1])
+            break;
+        emit(ctx, &a[at[w]++]);
+        for (size_t k = (nl + w) >> 1; k; k >>= 1) {
+            uint32_t x = win[2 * k], y = win[2 * k + 1];
+            win[k] = HEAD_LESS(x, y) ? x : y;
+        }
+    }
+#undef HEAD_LESS
+}
+
+/* Tile addresses and their groups' ids, in order of first appearance (open
+ * addressing, grown as groups come: the table is as large as the program
+ * has addresses, not as it might). cnt[g + 1]: the tiles of group g. */
+typedef struct addr_groups {
+    int64_t *key;
+    uint32_t *gid, *cnt;
+    size_t cap, ng, ccap;
+} addr_groups;
+
+static size_t addr_slot(const addr_groups *t, int64_t a)
+{
+    size_t k = (size_t)(((uint64_t)a * 0x9E3779B97F4A7C15ull) >> 32) & (t->cap - 1);
+    while (t->gid[k] != UINT32_MAX && t->key[k] != a)
+        k = (k + 1) & (t->cap - 1);
+    return k;
+}
+
+/* Room for one more group (the table at most half full): 0, or NK_ENOMEM. */
+static int addr_grow(addr_groups *t)
+{
+    if (t->ng + 2 > t->ccap) {
+        size_t c = t->ccap ? 2 * t->ccap : 64;
+        uint32_t *cnt = realloc(t->cnt, c * sizeof *cnt);
+        if (!cnt)
+            return NK_ENOMEM;
+        memset(cnt + t->ccap, 0, (c - t->ccap) * sizeof *cnt);
+        t->cnt = cnt;
+        t->ccap = c;
+    }
+    if (2 * (t->ng + 1) <= t->cap)
+        return 0;
+    addr_groups n = {malloc(2 * t->cap * sizeof *n.key), malloc(2 * t->cap * sizeof *n.gid), t->cnt, 2 * t->cap,
+                     t->ng, t->ccap};
+    if (!n.key || !n.gid) {
+        free(n.key);
+        free(n.gid);
+        return NK_ENOMEM;
+    }
+    for (size_t k = 0; k < n.cap; k++)
+        n.gid[k] = UINT32_MAX;
+    for (size_t k = 0; k < t->cap; k++)
+        if (t->gid[k] != UINT32_MAX) {
+            size_t j = addr_slot(&n, t->key[k]);
+            n.key[j] = t->key[k];
+            n.gid[j] = t->gid[k];
+        }
+    free(t->key);
+    free(t->gid);
+    *t = n;
+    return 0;
 }
 
 /* nk__tile_points (timing.h). In buffer order, the tiles that follow one
@@ -1462,42 +1516,53 @@ static void merge_runs(mpoint *a, size_t *r, size_t nr, mpoint *tmp)
  * order is sorted first, and the points of a program of many addresses
  * (more than one a 64 tiles) are sorted as they come: the order is the
  * same either way, since equal points are equal values. */
-void nk__tile_points(const nk_program *p, int mem, const double *first, const double *last, mpoint *pt, mpoint *tmp,
-                     size_t *np)
+size_t nk__tile_count(const nk_program *p, int mem, const double *first)
 {
     size_t h = 0;
     for (uint32_t b = 1; b < p->nbufs; b++)
         h += p->bufs[b].mem == mem && first[b] != INFINITY;
-    *np = 2 * h;
-    /* group ids by address, in order of first appearance (open addressing);
-     * more groups than this and the points are sorted as they come */
-    size_t most = h / 64 + 1, cap = 16;
-    while (cap < 2 * most)
-        cap *= 2;
-    int64_t *key = malloc(cap * sizeof *key);
-    uint32_t *gid = malloc(cap * sizeof *gid), *cnt = calloc(most + 1, sizeof *cnt);
-    size_t *run = malloc((2 * most + 1) * sizeof *run), ng = 0;
-    int grouped = key && gid && cnt && run;
-    for (size_t k = 0; grouped && k < cap; k++)
-        gid[k] = UINT32_MAX;
+    return 2 * h;
+}
+
+int nk__tile_points(const nk_program *p, int mem, const double *first, const double *last, size_t np, mpoint *pt,
+                    mpoint *tmp, void (*emit)(void *, const mpoint *), void *ctx)
+{
+    size_t h = np / 2;
+    /* more groups than this and the points are sorted as they come */
+    size_t most = h / 64 + 1, *run = NULL;
+    addr_groups t = {malloc(16 * sizeof *t.key), malloc(16 * sizeof *t.gid), NULL, 16, 0, 0};
+    int grouped = t.key && t.gid;
+    for (size_t k = 0; grouped && k < t.cap; k++)
+        t.gid[k] = UINT32_MAX;
     for (uint32_t b = 1; grouped && b < p->nbufs; b++) {
         const nk_bufinfo *bi = &p->bufs[b];
         if (bi->mem != mem || first[b] == INFINITY)
             continue;
-        size_t k = (size_t)(((uint64_t)bi->addr * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-        while (gid[k] != UINT32_MAX && key[k] != bi->addr)
-            k = (k + 1) & (cap - 1);
-        if (gid[k] == UINT32_MAX) {
-            if (ng == most) {
+        size_t k = addr_slot(&t, bi->addr);
+        if (t.gid[k] == UINT32_MAX) {
+            if (t.ng == most || addr_grow(&t)) {
                 grouped = 0;
                 break;
             }
-            key[k] = bi->addr;
-            gid[k] = (uint32_t)ng++;
+            k = addr_slot(&t, bi->addr);
+            t.key[k] = bi->addr;
+            t.gid[k] = (uint32_t)t.ng++;
         }
-        cnt[gid[k] + 1]++;
+        t.cnt[t.gid[k] + 1]++;
     }
-    if (grouped) {
+    size_t ng = t.ng, nl = 1, *at = NULL; /* (0 only with no tiles: no points) */
+    uint32_t *win = NULL;
+    while (nl < 2 * ng)
+        nl *= 2;
+    if (grouped && ng) {
+        run = malloc((2 * ng + 1) * sizeof *run);
+        at = malloc((2 * ng + 1) * sizeof *at);
+        win = malloc(2 * nl * sizeof *win);
+        grouped = run && at && win;
+    }
+    int rc = 0;
+    if (grouped && ng) {
+        uint32_t *cnt = t.cnt;
         for (size_t g = 0; g < ng; g++) /* starts in [0, h), ends in [h, 2h), group by group */
             cnt[g + 1] += cnt[g];
         for (size_t g = 0; g <= ng; g++) {
@@ -1508,24 +1573,23 @@ void nk__tile_points(const nk_program *p, int mem, const double *first, const do
             const nk_bufinfo *bi = &p->bufs[b];
             if (bi->mem != mem || first[b] == INFINITY)
                 continue;
-            size_t k = (size_t)(((uint64_t)bi->addr * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-            while (key[k] != bi->addr)
-                k = (k + 1) & (cap - 1);
             double bytes = (double)bi->bytes * (double)bi->shape[0];
-            size_t at = cnt[gid[k]]++;
+            size_t at = cnt[t.gid[addr_slot(&t, bi->addr)]]++;
             pt[at] = (mpoint){first[b], bytes};
             pt[h + at] = (mpoint){last[b], -bytes};
         }
-        for (size_t k = 0; k < 2 * ng; k++) {
+        for (size_t k = 0; !rc && k < 2 * ng; k++) {
             size_t i = run[k] + 1;
             while (i < run[k + 1] && !mpoint_less(&pt[i], &pt[i - 1]))
                 i++;
-            if (i < run[k + 1])
+            if (i < run[k + 1] && !tmp)
+                rc = NK_ENOMEM;
+            else if (i < run[k + 1])
                 sort_mpoints(pt + run[k], run[k + 1] - run[k], tmp);
         }
-        if (ng)
-            merge_runs(pt, run, 2 * ng, tmp);
-    } else {
+        if (!rc)
+            merge_emit(pt, run, 2 * ng, at, win, nl, emit, ctx);
+    } else if (!grouped) {
         size_t n = 0;
         for (uint32_t b = 1; b < p->nbufs; b++) {
             const nk_bufinfo *bi = &p->bufs[b];
@@ -1535,16 +1599,37 @@ void nk__tile_points(const nk_program *p, int mem, const double *first, const do
             pt[n++] = (mpoint){first[b], bytes};
             pt[n++] = (mpoint){last[b], -bytes};
         }
-        sort_mpoints(pt, n, tmp);
+        if (tmp)
+            sort_mpoints(pt, n, tmp);
+        else
+            rc = NK_ENOMEM;
+        for (size_t k = 0; !rc && k < n; k++)
+            emit(ctx, &pt[k]);
     }
-    free(key);
-    free(gid);
-    free(cnt);
+    free(t.key);
+    free(t.gid);
+    free(t.cnt);
     free(run);
+    free(at);
+    free(win);
+    return rc;
 }
 
 /* Bytes of tiles alive over time, from first write to last use: the
  * counters of SBUF (c[0]) and PSUM (c[1]), from one pass over the program. */
+/* A tile counter's running sum, its samples as the points come. */
+typedef struct tile_sum {
+    cbuild cb;
+    double v;
+} tile_sum;
+
+static void tile_put(void *ctx, const mpoint *x)
+{
+    tile_sum *ts = ctx;
+    ts->v += x->delta;
+    cb_put(&ts->cb, x->t, ts->v);
+}
+
 static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
 {
     static const int mems[2] = {NK_SBUF, NK_PSUM};
@@ -1552,6 +1637,8 @@ static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
     size_t nb = p->nbufs ? p->nbufs : 1;
     double *first = malloc(nb * sizeof *first), *last = malloc(nb * sizeof *last);
     mpoint *pt = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *pt);
+    /* (untouched unless a group of tiles is out of order or the program has
+     * too many addresses to group) */
     mpoint *tmp = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *tmp);
     int rc = NK_ENOMEM;
     if (!first || !last || !pt || !tmp)
@@ -1581,17 +1668,10 @@ static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
         }
     }
     for (int m = 0; m < 2; m++) {
-        size_t np = 0;
-        nk__tile_points(p, mems[m], first, last, pt, tmp, &np);
-        cbuild cb;
-        if ((rc = cb_init(&cb, &c[m], names[m], "bytes", (uint32_t)np + 1)))
-            goto out;
-        double v = 0;
-        for (size_t k = 0; k < np; k++) {
-            v += pt[k].delta;
-            cb_put(&cb, pt[k].t, v);
-        }
-        if ((rc = cb_finish(&cb)))
+        size_t np = nk__tile_count(p, mems[m], first);
+        tile_sum ts = {{0}, 0};
+        if ((rc = cb_init(&ts.cb, &c[m], names[m], "bytes", (uint32_t)np + 1)) ||
+            (rc = nk__tile_points(p, mems[m], first, last, np, pt, tmp, tile_put, &ts)) || (rc = cb_finish(&ts.cb)))
             goto out;
     }
     rc = 0;

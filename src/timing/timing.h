@@ -134,15 +134,18 @@ extern size_t nk__merge_give_min, nk__merge_give_step;
 extern _Atomic size_t nk__merge_given;
 
 /* A change of a tile counter: at t, delta bytes (+ a tile's first write,
- * - its last use). nk__tile_points puts the points of memory mem's tiles
- * (the buffers of p with first[b] finite, alive [first[b], last[b])) in
- * time order, frees first at equal times, into pt[0 .. *np) (tmp: as much
- * room: 2 per buffer). */
+ * - its last use). nk__tile_count gives the number of points of memory
+ * mem's tiles (the buffers of p with first[b] finite, alive [first[b],
+ * last[b])); nk__tile_points hands them to emit in time order, frees first
+ * at equal times, with pt and tmp room for np each (tmp used only where
+ * the tiles cannot be grouped by address or a group's come out of order;
+ * NULL there is NK_ENOMEM): 0, or NK_ENOMEM before any point is emitted. */
 typedef struct nk__mpoint {
     double t, delta;
 } nk__mpoint;
-void nk__tile_points(const nk_program *p, int mem, const double *first, const double *last, nk__mpoint *pt,
-                     nk__mpoint *tmp, size_t *np);
+size_t nk__tile_count(const nk_program *p, int mem, const double *first);
+int nk__tile_points(const nk_program *p, int mem, const double *first, const double *last, size_t np,
+                    nk__mpoint *pt, nk__mpoint *tmp, void (*emit)(void *, const nk__mpoint *), void *ctx);
 
 /* DMA spans from descriptor transfers sorted by start (profiles of format
  * versions before 7 hold the transfers): each instruction's transfers

@@ -1512,6 +1512,19 @@ static int cmp_mpoint(const void *x, const void *y)
     return (a->delta > b->delta) - (a->delta < b->delta);
 }
 
+typedef struct points_out {
+    nk__mpoint *a;
+    size_t n, cap;
+} points_out;
+
+static void points_put(void *ctx, const nk__mpoint *x)
+{
+    points_out *o = ctx;
+    if (o->n < o->cap)
+        o->a[o->n] = *x;
+    o->n++;
+}
+
 TEST(timing_tile_points_in_time_order)
 {
     enum { NB = 20000 };
@@ -1521,8 +1534,9 @@ TEST(timing_tile_points_in_time_order)
     p.bufs = calloc(NB + 1, sizeof *p.bufs);
     double *first = malloc((NB + 1) * sizeof *first), *last = malloc((NB + 1) * sizeof *last);
     nk__mpoint *pt = malloc(2 * NB * sizeof *pt), *tmp = malloc(2 * NB * sizeof *tmp), *ref = malloc(2 * NB * sizeof *ref);
-    CHECK(p.bufs && first && last && pt && tmp && ref);
-    if (!p.bufs || !first || !last || !pt || !tmp || !ref)
+    points_out o = {malloc(2 * NB * sizeof *o.a), 0, 2 * NB};
+    CHECK(p.bufs && first && last && pt && tmp && ref && o.a);
+    if (!p.bufs || !first || !last || !pt || !tmp || !ref || !o.a)
         goto out;
     uint64_t x = 0x2545F4914F6CDD1Dull;
     for (int c = 0; c < 4; c++) {
@@ -1560,15 +1574,31 @@ TEST(timing_tile_points_in_time_order)
             }
         }
         qsort(ref, nref, sizeof *ref, cmp_mpoint);
-        size_t np = 7;
-        nk__tile_points(&p, NK_SBUF, first, last, pt, tmp, &np);
+        size_t np = nk__tile_count(&p, NK_SBUF, first);
         CHECK_INT(np, nref);
         CHECK(nref > 1000);
-        CHECK(!memcmp(pt, ref, nref * sizeof *pt));
+        o.n = 0;
+        /* the points grouped by address and merged (c 0, 1, 3), sorted (c 2);
+         * grouped, tmp is not needed unless a group comes out of order (c 1,
+         * and 3, its equal times by size) */
+        CHECK_INT(nk__tile_points(&p, NK_SBUF, first, last, np, pt, c == 0 ? NULL : tmp, points_put, &o), 0);
+        CHECK_INT(o.n, nref);
+        CHECK(o.n == nref && !memcmp(o.a, ref, nref * sizeof *ref));
+        if (c == 1) { /* a group to sort and no room: nothing emitted */
+            o.n = 0;
+            CHECK_INT(nk__tile_points(&p, NK_SBUF, first, last, np, pt, NULL, points_put, &o), NK_ENOMEM);
+            CHECK_INT(o.n, 0);
+        }
     }
-    size_t np = 7;
-    nk__tile_points(&p, NK_SHARED_HBM + 100, first, last, pt, tmp, &np);
+    /* too many addresses to group and no room to sort them */
+    o.n = 0;
+    CHECK_INT(nk__tile_points(&p, NK_SBUF, first, last, nk__tile_count(&p, NK_SBUF, first), pt, NULL, points_put, &o),
+              NK_ENOMEM);
+    CHECK_INT(o.n, 0);
+    size_t np = nk__tile_count(&p, NK_SHARED_HBM + 100, first);
     CHECK_INT(np, 0);
+    CHECK_INT(nk__tile_points(&p, NK_SHARED_HBM + 100, first, last, np, pt, tmp, points_put, &o), 0);
+    CHECK_INT(o.n, 0);
 out:
     free(p.bufs);
     free(first);
@@ -1576,6 +1606,7 @@ out:
     free(pt);
     free(tmp);
     free(ref);
+    free(o.a);
 }
 
 /* A program of 44 DMA shapes (more than the model's shape table starts
