@@ -1457,11 +1457,12 @@ static void merge_emit(const mpoint *a, const size_t *r, size_t nr, size_t *at, 
 
 /* Tile addresses and their groups' ids, in order of first appearance (open
  * addressing, grown as groups come: the table is as large as the program
- * has addresses, not as it might). cnt[g + 1]: the tiles of group g. */
+ * has addresses, not as it might). cnt[g + 1]: the tiles of group g (room
+ * for cap / 2 + 1, as many groups as the table takes). */
 typedef struct addr_groups {
     int64_t *key;
     uint32_t *gid, *cnt;
-    size_t cap, ng, ccap;
+    size_t cap, ng;
 } addr_groups;
 
 static size_t addr_slot(const addr_groups *t, int64_t a)
@@ -1472,37 +1473,42 @@ static size_t addr_slot(const addr_groups *t, int64_t a)
     return k;
 }
 
+/* A table of cap slots (a power of two), empty: 0, or NK_ENOMEM. */
+static int addr_init(addr_groups *t, size_t cap)
+{
+    *t = (addr_groups){malloc(cap * sizeof *t->key), malloc(cap * sizeof *t->gid), calloc(cap / 2 + 1, sizeof *t->cnt),
+                       cap, 0};
+    if (!t->key || !t->gid || !t->cnt) {
+        free(t->key);
+        free(t->gid);
+        free(t->cnt);
+        *t = (addr_groups){0};
+        return NK_ENOMEM;
+    }
+    for (size_t k = 0; k < cap; k++)
+        t->gid[k] = UINT32_MAX;
+    return 0;
+}
+
 /* Room for one more group (the table at most half full): 0, or NK_ENOMEM. */
 static int addr_grow(addr_groups *t)
 {
-    if (t->ng + 2 > t->ccap) {
-        size_t c = t->ccap ? 2 * t->ccap : 64;
-        uint32_t *cnt = realloc(t->cnt, c * sizeof *cnt);
-        if (!cnt)
-            return NK_ENOMEM;
-        memset(cnt + t->ccap, 0, (c - t->ccap) * sizeof *cnt);
-        t->cnt = cnt;
-        t->ccap = c;
-    }
     if (2 * (t->ng + 1) <= t->cap)
         return 0;
-    addr_groups n = {malloc(2 * t->cap * sizeof *n.key), malloc(2 * t->cap * sizeof *n.gid), t->cnt, 2 * t->cap,
-                     t->ng, t->ccap};
-    if (!n.key || !n.gid) {
-        free(n.key);
-        free(n.gid);
+    addr_groups n;
+    if (addr_init(&n, 2 * t->cap))
         return NK_ENOMEM;
-    }
-    for (size_t k = 0; k < n.cap; k++)
-        n.gid[k] = UINT32_MAX;
+    memcpy(n.cnt, t->cnt, (t->cap / 2 + 1) * sizeof *n.cnt);
     for (size_t k = 0; k < t->cap; k++)
         if (t->gid[k] != UINT32_MAX) {
             size_t j = addr_slot(&n, t->key[k]);
             n.key[j] = t->key[k];
             n.gid[j] = t->gid[k];
         }
+    n.ng = t->ng;
     free(t->key);
     free(t->gid);
+    free(t->cnt);
     *t = n;
     return 0;
 }
@@ -1530,10 +1536,8 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
     size_t h = np / 2;
     /* more groups than this and the points are sorted as they come */
     size_t most = h / 64 + 1, *run = NULL;
-    addr_groups t = {malloc(16 * sizeof *t.key), malloc(16 * sizeof *t.gid), NULL, 16, 0, 0};
-    int grouped = t.key && t.gid;
-    for (size_t k = 0; grouped && k < t.cap; k++)
-        t.gid[k] = UINT32_MAX;
+    addr_groups t;
+    int grouped = !addr_init(&t, 16);
     for (uint32_t b = 1; grouped && b < p->nbufs; b++) {
         const nk_bufinfo *bi = &p->bufs[b];
         if (bi->mem != mem || first[b] == INFINITY)
