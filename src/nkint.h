@@ -581,7 +581,35 @@ typedef struct nk__region {
     int32_t p0, p1; /* partitions [p0, p1) */
     int64_t b0, b1; /* bytes [b0, b1) */
 } nk__region;
-nk__region nk__region_of(const nk_program *p, const nk_opnd *o);
+/* The region of an HBM access pattern (the elements [lo, hi] of buffer
+ * buf, es bytes each, with layout t): its rows x the bytes within a row. */
+nk__region nk__region_hbm(const nk_program *p, uint32_t buf, int64_t lo, int64_t hi, int64_t es, const nk_layout *t);
+/* The region of the access pattern (buf, off, part0) with layout t. Inline
+ * (the dependency search and the timing model's edges take one for every
+ * operand they compare); HBM's, rarer and longer, out of line. */
+static inline nk__region nk__region_at(const nk_program *p, uint32_t buf, int64_t off, int part0,
+                                       const nk_layout *t)
+{
+    int64_t lo = off, hi = off, es = nk_dtype_size(t->dtype);
+    int hbm = t->mem == NK_SHARED_HBM;
+    for (int i = hbm ? 0 : 1; i < t->ndim; i++) /* as nk__extent */
+        if (t->shape[i] > 0)
+            hi += (int64_t)(t->shape[i] - 1) * t->stride[i];
+    if (hbm)
+        return nk__region_hbm(p, buf, lo, hi, es, t);
+    int64_t base = p->bufs[buf].addr;
+    nk__region r;
+    r.key = nk__onchip_key(t->mem == NK_PSUM, nk__inst_core(p, p->bufs[buf].inst));
+    r.p0 = part0;
+    r.p1 = part0 + t->shape[0];
+    r.b0 = base + lo * es;
+    r.b1 = base + (hi + 1) * es;
+    return r;
+}
+static inline nk__region nk__region_of(const nk_program *p, const nk_opnd *o)
+{
+    return nk__region_at(p, o->buf, o->off, o->part0, nk__lay(p, o));
+}
 nk__region nk__region_of_tensor(const nk_program *p, const nk_tensor *t);
 /* Do two regions share a byte of the same memory? (inline: dependency
  * search calls it for every live access) */

@@ -167,75 +167,53 @@ void nk__extent(const nk_tensor *t, int64_t *lo, int64_t *hi)
     *hi = t->off + span;
 }
 
-/* The region of the access pattern (buf, off, part0) with layout t. */
-static nk__region region_of(const nk_program *p, uint32_t buf, int64_t off, int part0, const nk_layout *t)
+nk__region nk__region_hbm(const nk_program *p, uint32_t buf, int64_t lo, int64_t hi, int64_t es, const nk_layout *t)
 {
+    /* Rows of the tensor (its axis 0) x bytes within a row, so that two
+     * tiles of one tensor side by side (columns 0..511 and 512..1023 of
+     * the same rows) do not overlap. A view whose elements wrap from one
+     * row into the next covers its rows whole. */
     nk__region r;
-    int64_t lo = off, hi = off, es = nk_dtype_size(t->dtype);
-    {
-        int first = t->mem == NK_SHARED_HBM ? 0 : 1; /* as nk__extent */
-        for (int i = first; i < t->ndim; i++)
-            if (t->shape[i] > 0)
-                hi += (int64_t)(t->shape[i] - 1) * t->stride[i];
-    }
-    if (t->mem == NK_SHARED_HBM) {
-        /* Rows of the tensor (its axis 0) x bytes within a row, so that two
-         * tiles of one tensor side by side (columns 0..511 and 512..1023 of
-         * the same rows) do not overlap. A view whose elements wrap from one
-         * row into the next covers its rows whole. */
-        r.key = NK_REGION_KEY_HBM0 + buf;
-        const nk_bufinfo *b = buf < p->nbufs ? &p->bufs[buf] : NULL;
-        int64_t row = 1;
-        for (int i = 1; b && i < b->ndim && i < NK_MAXDIM; i++)
-            row *= b->shape[i];
-        if (!b || b->ndim < 2 || row <= 0 || b->shape[0] > INT32_MAX) {
-            r.p0 = 0;
-            r.p1 = 1;
-            r.b0 = lo * es;
-            r.b1 = (hi + 1) * es;
-        } else {
-            int64_t r0 = lo / row, r1 = hi / row, c0 = lo % row, c1 = hi % row;
-            /* the elements of each row the view touches lie in [c0, c1] when
-             * every axis but the rows' stays within a row */
-            int64_t inrow = 0;
-            int rows_axis = -1;
-            for (int i = 0; i < t->ndim; i++) {
-                if (t->shape[i] <= 1)
-                    continue;
-                if (rows_axis < 0 && t->stride[i] % row == 0)
-                    rows_axis = i;
-                else
-                    inrow += (int64_t)(t->shape[i] - 1) * t->stride[i];
-            }
-            if (c0 + inrow >= row || c1 < c0 || (rows_axis < 0 && r1 != r0)) {
-                c0 = 0; /* wraps: whole rows */
-                c1 = row - 1;
-            }
-            r.p0 = (int32_t)r0;
-            r.p1 = (int32_t)(r1 + 1);
-            r.b0 = c0 * es;
-            r.b1 = (c1 + 1) * es;
-        }
+    r.key = NK_REGION_KEY_HBM0 + buf;
+    const nk_bufinfo *b = buf < p->nbufs ? &p->bufs[buf] : NULL;
+    int64_t row = 1;
+    for (int i = 1; b && i < b->ndim && i < NK_MAXDIM; i++)
+        row *= b->shape[i];
+    if (!b || b->ndim < 2 || row <= 0 || b->shape[0] > INT32_MAX) {
+        r.p0 = 0;
+        r.p1 = 1;
+        r.b0 = lo * es;
+        r.b1 = (hi + 1) * es;
     } else {
-        int64_t base = p->bufs[buf].addr;
-        r.key = nk__onchip_key(t->mem == NK_PSUM, nk__inst_core(p, p->bufs[buf].inst));
-        r.p0 = part0;
-        r.p1 = part0 + t->shape[0];
-        r.b0 = base + lo * es;
-        r.b1 = base + (hi + 1) * es;
+        int64_t r0 = lo / row, r1 = hi / row, c0 = lo % row, c1 = hi % row;
+        /* the elements of each row the view touches lie in [c0, c1] when
+         * every axis but the rows' stays within a row */
+        int64_t inrow = 0;
+        int rows_axis = -1;
+        for (int i = 0; i < t->ndim; i++) {
+            if (t->shape[i] <= 1)
+                continue;
+            if (rows_axis < 0 && t->stride[i] % row == 0)
+                rows_axis = i;
+            else
+                inrow += (int64_t)(t->shape[i] - 1) * t->stride[i];
+        }
+        if (c0 + inrow >= row || c1 < c0 || (rows_axis < 0 && r1 != r0)) {
+            c0 = 0; /* wraps: whole rows */
+            c1 = row - 1;
+        }
+        r.p0 = (int32_t)r0;
+        r.p1 = (int32_t)(r1 + 1);
+        r.b0 = c0 * es;
+        r.b1 = (c1 + 1) * es;
     }
     return r;
-}
-
-nk__region nk__region_of(const nk_program *p, const nk_opnd *o)
-{
-    return region_of(p, o->buf, o->off, o->part0, nk__lay(p, o));
 }
 
 nk__region nk__region_of_tensor(const nk_program *p, const nk_tensor *t)
 {
     nk_layout l = nk__layout_of(t);
-    return region_of(p, t->buf, t->off, t->part0, &l);
+    return nk__region_at(p, t->buf, t->off, t->part0, &l);
 }
 
 int nk__writes_into(const nk_program *p, const nk_instr *w, const nk_opnd *t)
