@@ -382,7 +382,7 @@ static uint64_t timeline_bytes_a(const nk_timeline *tl, uint32_t ninstr)
         instr = e->instr;
         start = e->start;
     }
-    n += 4 + 4;
+    n += 4 + 4; /* the spans' count (the spans are part b), the instructions' */
     double prev = 0;
     for (uint32_t i = 0; i < ninstr; i++) {
         n += uv_len(fxbits(tl->instr_start[i], prev)) + uv_len(fxbits(tl->instr_end[i], tl->instr_start[i]));

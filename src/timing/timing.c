@@ -1427,7 +1427,7 @@ static void active_times(nk_timeline *tl)
  * overall winner, leaves nl .. 2 nl - 1 the runs, those past nr empty).
  * Nothing is copied, so no second array is touched: written to one in
  * passes, the merge's pages raised the 1x profile's peak. Ties go to
- * either run: equal points are equal values. at: room for nr + 1 (run
+ * either run: equal points are equal values. at: room for nr (the runs'
  * cursors), win for 2 nl. */
 static void merge_emit(const mpoint *a, const size_t *r, size_t nr, size_t *at, uint32_t *win, size_t nl,
                        void (*emit)(void *, const mpoint *), void *ctx)
@@ -1513,15 +1513,6 @@ static int addr_grow(addr_groups *t)
     return 0;
 }
 
-/* nk__tile_points (timing.h). In buffer order, the tiles that follow one
- * another at one address are in time order too (the later one waits for
- * the earlier one's last use), so, grouped by address (stably), the starts
- * and the ends are a few sorted runs each, merged in a few passes. Sorted
- * as they come, in buffer order, where the groups interleave, the 8x
- * matmul's 1.06 million points took 33 ms; grouped, 22 ms. A group out of
- * order is sorted first, and the points of a program of many addresses
- * (more than one a 64 tiles) are sorted as they come: the order is the
- * same either way, since equal points are equal values. */
 size_t nk__tile_count(const nk_program *p, int mem, const double *first)
 {
     size_t h = 0;
@@ -1530,6 +1521,15 @@ size_t nk__tile_count(const nk_program *p, int mem, const double *first)
     return 2 * h;
 }
 
+/* nk__tile_points (timing.h). In buffer order, the tiles that follow one
+ * another at one address are in time order too (the later one waits for
+ * the earlier one's last use), so, grouped by address (stably), the starts
+ * and the ends are a few sorted runs each, merged as they are taken
+ * (merge_emit). Sorted as they come, in buffer order, where the groups
+ * interleave, the 8x matmul's 1.06 million points took 33 ms; grouped, 22
+ * ms. A group out of order is sorted first, and the points of a program of
+ * many addresses (more than one a 64 tiles) are sorted as they come: the
+ * order is the same either way, since equal points are equal values. */
 int nk__tile_points(const nk_program *p, int mem, const double *first, const double *last, size_t np, mpoint *pt,
                     mpoint *tmp, void (*emit)(void *, const mpoint *), void *ctx)
 {
@@ -1578,9 +1578,9 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
             if (bi->mem != mem || first[b] == INFINITY)
                 continue;
             double bytes = (double)bi->bytes * (double)bi->shape[0];
-            size_t at = cnt[t.gid[addr_slot(&t, bi->addr)]]++;
-            pt[at] = (mpoint){first[b], bytes};
-            pt[h + at] = (mpoint){last[b], -bytes};
+            size_t pos = cnt[t.gid[addr_slot(&t, bi->addr)]]++;
+            pt[pos] = (mpoint){first[b], bytes};
+            pt[h + pos] = (mpoint){last[b], -bytes};
         }
         for (size_t k = 0; !rc && k < 2 * ng; k++) {
             size_t i = run[k] + 1;
@@ -1619,8 +1619,6 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
     return rc;
 }
 
-/* Bytes of tiles alive over time, from first write to last use: the
- * counters of SBUF (c[0]) and PSUM (c[1]), from one pass over the program. */
 /* A tile counter's running sum, its samples as the points come. */
 typedef struct tile_sum {
     cbuild cb;
@@ -1634,6 +1632,8 @@ static void tile_put(void *ctx, const mpoint *x)
     cb_put(&ts->cb, x->t, ts->v);
 }
 
+/* Bytes of tiles alive over time, from first write to last use: the
+ * counters of SBUF (c[0]) and PSUM (c[1]), from one pass over the program. */
 static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
 {
     static const int mems[2] = {NK_SBUF, NK_PSUM};
