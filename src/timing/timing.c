@@ -429,9 +429,13 @@ typedef struct sim {
     uint32_t *win, nleaf;
     double hbm_free[NK_MAX_CORES]; /* each core's share of the HBM bandwidth */
     /* the timeline's events, written stream by stream: each stream's events
-     * come in time order, so finish merges them rather than sorting */
-    uint32_t *ev_cur, *ev_off; /* per stream (core * EV_STREAMS + EVS_*): next slot, first slot */
-    uint32_t *ev_at;           /* per DMA (dord): the slot of its issue event (its end comes later) */
+     * come in time order, so finish merges them rather than sorting. The
+     * compute engines' are written as the run makes them; a DMA's trigger
+     * and issue bar are made after it (dma_events), from its trigger's
+     * start (aux) and its completion (done), in the order tseq gives: the
+     * run holds 4 bytes a DMA for them, not their 48 */
+    uint32_t *ev_cur, *ev_off; /* per stream (ev_stream): next slot, first slot */
+    uint32_t *tseq, ntseq;     /* the DMAs in the order they were triggered */
     uint32_t *dspan_at;        /* per DMA (dord): its latest DMA span's slot + 1 (0: none yet) */
     unsigned flags;            /* NK_TL_* */
     tstream tput;              /* the DMA throughput counter, swept as descriptors start */
@@ -540,19 +544,23 @@ static void dset(sim *s, uint32_t g, double t)
 
 /* ---- events */
 
-/* Event streams per core: each compute engine's (0..4), the Sync engine's
- * DMA triggers, the DMA issue bars. */
-enum { EVS_TRIGGER = NK_ENGINE_DMA, EVS_ISSUE, EV_STREAMS };
+/* Event streams: each core's compute engines' (core * NK_ENGINE_DMA +
+ * engine), then each core's DMA triggers and DMA issue bars, so that the
+ * compute engines' events come first in the array (the others are added
+ * after the run). */
+enum { EVS_TRIGGER, EVS_ISSUE, EVS_DMA };
+#define EV_STREAMS (NK_ENGINE_DMA + EVS_DMA)
 
-static inline uint32_t add_event_on(sim *s, uint32_t i, int engine, int kind, double start, double end)
+static inline uint32_t ev_stream(const sim *s, uint32_t core, uint32_t engine_or_evs, int dma)
 {
-    uint32_t st = core_of(s, i) * EV_STREAMS +
-                  (kind == NK_EV_DMA_TRIGGER ? EVS_TRIGGER : kind == NK_EV_DMA_ISSUE ? EVS_ISSUE : (uint32_t)engine);
-    uint32_t at = s->ev_cur[st]++;
-    /* (the same as queue_at's for a DMA, without reading its record) */
-    uint16_t q = s->eng[i] == NK_ENGINE_DMA ? dma_of(s, i)->queue : queue_at(s, i);
-    s->tl->events[at] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, q, start, end};
-    return at;
+    return dma ? s->ncores * NK_ENGINE_DMA + core * EVS_DMA + engine_or_evs : core * NK_ENGINE_DMA + engine_or_evs;
+}
+
+/* A compute instruction's event. */
+static inline void add_event_on(sim *s, uint32_t i, int engine, int kind, double start, double end)
+{
+    uint32_t at = s->ev_cur[ev_stream(s, core_of(s, i), (uint32_t)engine, 0)]++;
+    s->tl->events[at] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, queue_at(s, i), start, end};
 }
 
 /* Instruction i's span on its engine ends at end: the latest end per core
@@ -709,8 +717,6 @@ static inline void wake(sim *s, uint32_t g, double t)
 
 static void commit_dma(sim *s, uint32_t i)
 {
-    if (s->tl) /* the issue bar went in at the trigger; now it has its end */
-        s->tl->events[s->ev_at[s->dord[i]]].end = s->done[i];
     note_span(s, i, s->done[i]);
     propagate(s, i);
 }
@@ -742,10 +748,8 @@ static void trigger_now(sim *s, uint32_t i, double t)
     uint32_t c = core_of(s, i);
     double ts = dmax(t, s->sync_free[c]), te = ts + s->a->dma_trigger_ns;
     s->sync_free[c] = te;
-    if (s->tl) {
-        add_event_on(s, i, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, ts, te);
-        s->ev_at[s->dord[i]] = add_event_on(s, i, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, ts, ts);
-    }
+    if (s->tl) /* its events once the run is over (dma_events): ts is kept in aux */
+        s->tseq[s->ntseq++] = i;
     dma_triggered(s, i, ts);
 }
 
@@ -1818,10 +1822,44 @@ static int instr_spans(nk_timeline *tl, uint32_t n)
     return 0;
 }
 
+/* The DMAs' trigger and issue events, in the order they were triggered:
+ * the trigger from its start (aux) for the trigger's time, the issue bar
+ * from that start to the DMA's completion, as the run would have written
+ * them. aux and done go once read. */
+static int dma_events(sim *s)
+{
+    nk_timeline *tl = s->tl;
+    uint32_t n0 = s->ev_off[ev_stream(s, 0, 0, 1)];
+    if (tl->nevents > n0) {
+        nk_event *ev = realloc(tl->events, tl->nevents * sizeof *ev);
+        if (!ev)
+            return NK_ENOMEM;
+        tl->events = ev;
+    }
+    for (uint32_t k = 0; k < s->ntseq; k++) {
+        uint32_t i = s->tseq[k], c = nk__instr_core(s->p, instr_at(s, i));
+        uint16_t q = queue_at(s, i);
+        double ts = s->aux[i], te = ts + s->a->dma_trigger_ns;
+        tl->events[s->ev_cur[ev_stream(s, c, EVS_TRIGGER, 1)]++] =
+            (nk_event){i, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, q, ts, te};
+        tl->events[s->ev_cur[ev_stream(s, c, EVS_ISSUE, 1)]++] =
+            (nk_event){i, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, q, ts, s->done[i]};
+    }
+    void **ps[] = {(void **)&s->aux, (void **)&s->done, (void **)&s->tseq};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+        free(*ps[k]);
+        *ps[k] = NULL;
+    }
+    return 0;
+}
+
 static int finish(sim *s)
 {
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
+    int rc0 = dma_events(s);
+    if (rc0)
+        return rc0;
     ts_drain(&s->tput, 0, 0);
     int rc = s->tput.rc ? s->tput.rc : s->tput.b.oom ? NK_ENOMEM : cb_finish(&s->tput.b);
     ts_free(&s->tput);
@@ -1941,25 +1979,26 @@ static int alloc_sim(sim *s)
         uint32_t nst = s->ncores * EV_STREAMS;
         s->ev_cur = calloc(nst, sizeof *s->ev_cur);
         s->ev_off = calloc(nst + 1, sizeof *s->ev_off);
-        s->ev_at = malloc((ndma ? ndma : 1) * sizeof *s->ev_at);
+        s->tseq = malloc((ndma ? ndma : 1) * sizeof *s->tseq);
         s->dspan_at = calloc(ndma ? ndma : 1, sizeof *s->dspan_at);
         tl->counters = calloc(3, sizeof *tl->counters);
-        if (!s->ev_cur || !s->ev_off || !s->ev_at || !s->dspan_at || !tl->counters)
+        if (!s->ev_cur || !s->ev_off || !s->tseq || !s->dspan_at || !tl->counters)
             return NK_ENOMEM;
         tl->ncounters = 3;
         for (uint32_t i = 0; i < s->n; i++) {
-            uint32_t c = core_of(s, i) * EV_STREAMS;
+            uint32_t c = core_of(s, i);
             if (s->eng[i] == NK_ENGINE_DMA) {
-                s->ev_off[c + EVS_TRIGGER + 1]++;
-                s->ev_off[c + EVS_ISSUE + 1]++;
+                s->ev_off[ev_stream(s, c, EVS_TRIGGER, 1) + 1]++;
+                s->ev_off[ev_stream(s, c, EVS_ISSUE, 1) + 1]++;
             } else
-                s->ev_off[c + s->eng[i] + 1] += s->eng[i] == NK_ENGINE_TENSOR ? 2 : 1;
+                s->ev_off[ev_stream(s, c, s->eng[i], 0) + 1] += s->eng[i] == NK_ENGINE_TENSOR ? 2 : 1;
         }
         for (uint32_t k = 0; k < nst; k++)
             s->ev_off[k + 1] += s->ev_off[k];
         memcpy(s->ev_cur, s->ev_off, nst * sizeof *s->ev_cur);
-        tl->nevents = nev;
-        tl->events = malloc((nev ? nev : 1) * sizeof *tl->events);
+        tl->nevents = nev; /* the array holds the compute engines' until dma_events */
+        uint32_t n0 = s->ev_off[ev_stream(s, 0, 0, 1)];
+        tl->events = malloc((n0 ? n0 : 1) * sizeof *tl->events);
         if (!tl->events)
             return NK_ENOMEM;
     }
@@ -1971,9 +2010,9 @@ static int alloc_sim(sim *s)
  * over: what the run alone needed is freed first. */
 static int give_back(sim *s, nk__deps *o)
 {
-    void **ps[] = {(void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord,
-                   (void **)&s->edge, (void **)&s->stream, (void **)&s->rem, (void **)&s->qlist};
-    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+    void **ps[] = {(void **)&s->ready, (void **)&s->dma, (void **)&s->dord, (void **)&s->edge,
+                   (void **)&s->stream, (void **)&s->rem, (void **)&s->qlist, (void **)&s->aux, (void **)&s->done};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps - (s->tl ? 2 : 0); k++) { /* (a timeline's DMA events read aux, done) */
         free(*ps[k]);
         *ps[k] = NULL;
     }
@@ -2004,16 +2043,18 @@ static int give_back(sim *s, nk__deps *o)
     return 0;
 }
 
-/* What only the run needs: freed before the results are put together. */
+/* What only the run needs: freed before the results are put together
+ * (but aux, done and tseq, which dma_events reads, with a timeline). */
 static void free_run(sim *s)
 {
     void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->unit, (void **)&s->rem,
                    (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
-                   (void **)&s->ready, (void **)&s->aux, (void **)&s->done, (void **)&s->dma, (void **)&s->dord, (void **)&s->kinds,
+                   (void **)&s->ready, (void **)&s->dma, (void **)&s->dord, (void **)&s->kinds,
                    (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->hinst, (void **)&s->hready, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
-                   (void **)&s->ev_at, (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked};
-    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+                   (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked,
+                   (void **)&s->aux, (void **)&s->done, (void **)&s->tseq};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps - (s->tl ? 3 : 0); k++) {
         free(*ps[k]);
         *ps[k] = NULL;
     }
@@ -2022,6 +2063,9 @@ static void free_run(sim *s)
 static void free_sim(sim *s)
 {
     free_run(s);
+    free(s->aux);
+    free(s->done);
+    free(s->tseq);
     ts_free(&s->tput);
     free(s->ev_cur);
     free(s->ev_off);
