@@ -417,8 +417,11 @@ typedef struct sim {
      * instruction (UINT32_MAX past the end) and hready[g * nq + q] when it
      * may start its descriptor, INFINITY until it is triggered (both set as
      * the cursor moves and hready when the head is triggered), so that an
-     * engine looks over its queues without reading each head's record */
+     * engine looks over its queues without reading each head's record.
+     * qen[k] is qlist[k]'s first engine and engine count (e0 | neng << 8),
+     * so that the skipping reads one array in order, not each record */
     uint32_t *qlist, *qoff, *qcur, *hinst;
+    uint16_t *qen;
     double *hready;
     dmaeng *d;          /* core * ne + DMA engine */
     uint8_t *gcore, *geng; /* per DMA engine g: its core and its engine on that core */
@@ -833,8 +836,8 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
 static inline uint32_t next_user(const sim *s, uint32_t e, uint32_t cq, uint32_t k)
 {
     for (uint32_t end = s->qoff[cq + 1]; k < end; k++) {
-        const dmainfo *m = dma_of(s, s->qlist[k]);
-        if ((e >= m->e0 ? e - m->e0 : e + s->ne - m->e0) < m->neng)
+        uint32_t v = s->qen[k], e0 = v & 0xff;
+        if ((e >= e0 ? e - e0 : e + s->ne - e0) < v >> 8)
             break;
     }
     return k;
@@ -1211,7 +1214,8 @@ static int plan_all(sim *s)
     if (total > UINT32_MAX)
         return NK_ELIMIT;
     s->qlist = malloc((ndma ? ndma : 1) * sizeof *s->qlist);
-    if (!s->qlist)
+    s->qen = malloc((ndma ? ndma : 1) * sizeof *s->qen);
+    if (!s->qlist || !s->qen)
         return NK_ENOMEM;
     /* at most a span per descriptor: the pages past the spans made are never touched */
     if (s->tl && !(s->tl->dspans = malloc((total ? total : 1) * sizeof *s->tl->dspans)))
@@ -1227,8 +1231,12 @@ static int plan_all(sim *s)
         return NK_ENOMEM;
     memcpy(fill, s->qoff, ncq * sizeof *fill);
     for (uint32_t i = 0; i < s->n; i++)
-        if (s->eng[i] == NK_ENGINE_DMA)
-            s->qlist[fill[core_of(s, i) * s->nq + dma_of(s, i)->queue % s->nq]++] = i;
+        if (s->eng[i] == NK_ENGINE_DMA) {
+            const dmainfo *m = dma_of(s, i);
+            uint32_t k = fill[core_of(s, i) * s->nq + m->queue % s->nq]++;
+            s->qlist[k] = i;
+            s->qen[k] = (uint16_t)(m->e0 | m->neng << 8);
+        }
     free(fill);
     for (uint32_t g = 0; g < s->ncores * s->ne; g++)
         for (uint32_t q = 0; q < s->nq; q++) {
@@ -2011,7 +2019,7 @@ static int alloc_sim(sim *s)
 static int give_back(sim *s, nk__deps *o)
 {
     void **ps[] = {(void **)&s->ready, (void **)&s->dma, (void **)&s->dord, (void **)&s->edge,
-                   (void **)&s->stream, (void **)&s->rem, (void **)&s->qlist, (void **)&s->aux, (void **)&s->done};
+                   (void **)&s->stream, (void **)&s->rem, (void **)&s->qlist, (void **)&s->qen, (void **)&s->aux, (void **)&s->done};
     for (size_t k = 0; k < sizeof ps / sizeof *ps - (s->tl ? 2 : 0); k++) { /* (a timeline's DMA events read aux, done) */
         free(*ps[k]);
         *ps[k] = NULL;
@@ -2050,7 +2058,7 @@ static void free_run(sim *s)
     void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->unit, (void **)&s->rem,
                    (void **)&s->succ_off, (void **)&s->succ, (void **)&s->edge, (void **)&s->stream,
                    (void **)&s->ready, (void **)&s->dma, (void **)&s->dord, (void **)&s->kinds,
-                   (void **)&s->qlist, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->hinst, (void **)&s->hready, (void **)&s->heap,
+                   (void **)&s->qlist, (void **)&s->qen, (void **)&s->qoff, (void **)&s->qcur, (void **)&s->hinst, (void **)&s->hready, (void **)&s->heap,
                    (void **)&s->d, (void **)&s->dnext, (void **)&s->win, (void **)&s->gcore, (void **)&s->geng,
                    (void **)&s->dspan_at, (void **)&s->dma_after, (void **)&s->parked,
                    (void **)&s->aux, (void **)&s->done, (void **)&s->tseq};
