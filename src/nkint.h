@@ -16,6 +16,8 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -543,6 +545,26 @@ int nk__program_bind(const nk_program *p, const nk_array *args, int nargs, nk_ar
 void nk__program_unbind(const nk_program *p, void **hbm);
 
 /* ---- shared helpers (src/core) */
+
+/* Large arrays (src/core/bigmem.c): blocks of NK_BIG_MIN bytes or more on
+ * transparent huge pages, where the first write of every 4 KiB page would
+ * otherwise take a page fault. Allocated by the C library, freed by free();
+ * a smaller block is allocated as by the C library alone.
+ *   nk__big_fixed, nk__big_fixed0 (zeroed): a block that is never resized.
+ *     Huge pages for each 2 MiB its bytes fill, small ones for the rest:
+ *     the same memory resident as malloc's.
+ *   nk__big_malloc, nk__big_calloc, nk__big_realloc: a block that may be
+ *     resized (realloc moves it without copying). Up to one huge page past
+ *     its last byte written may be resident. */
+#define NK_BIG_MIN ((size_t)1 << 20)
+void *nk__big_fixed(size_t n);
+void *nk__big_fixed0(size_t k, size_t n);
+void *nk__big_realloc(void *p, size_t n);
+static inline void *nk__big_malloc(size_t n) { return nk__big_realloc(NULL, n); }
+void *nk__big_calloc(size_t k, size_t n);
+/* Do the functions above get huge pages here? (glibc's allocator, not
+ * a sanitizer's, and transparent huge pages enabled, always or on advice) */
+int nk__big_active(void);
 
 void nk__program_destroy(nk_program *p);
 /* Element count of a view and helpers on access patterns. */

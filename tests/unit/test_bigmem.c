@@ -1,0 +1,144 @@
+/*
+ * test_bigmem.c - large arrays on transparent huge pages (core/bigmem.c):
+ * the contents are the C library's blocks' (zeroed, kept across a resize);
+ * where huge pages are to be had, a fixed block's whole huge pages are huge
+ * and nothing past its last byte is resident, and a resizable block keeps
+ * one mapping that realloc moves without copying (no page faults).
+ *
+ * The blocks are over 32 MiB, glibc's highest dynamic mmap threshold, so
+ * each has a mapping of its own whatever the tests before have freed.
+ */
+#include "test.h"
+
+#include "nkint.h"
+
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#define MIB ((size_t)1 << 20)
+
+static long minflt(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+/* Resident and huge-page kilobytes of the mappings that overlap [p, p + n),
+ * and how many mappings those are (/proc/self/smaps). */
+typedef struct resid {
+    long rss_kb, huge_kb;
+    int nmaps;
+} resid;
+
+static resid resident(const void *p, size_t n)
+{
+    resid r = {0, 0, 0};
+    FILE *f = fopen("/proc/self/smaps", "r");
+    CHECK(f != NULL);
+    if (!f)
+        return r;
+    char line[512];
+    int in = 0;
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        long kb;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = a < hi && lo < b;
+            r.nmaps += in;
+        } else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+            r.rss_kb += kb;
+        else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+            r.huge_kb += kb;
+    }
+    fclose(f);
+    return r;
+}
+
+TEST(bigmem_small_blocks_and_overflow)
+{
+    unsigned char *a = nk__big_fixed(1000), *z = nk__big_fixed0(250, 4);
+    uint32_t *c = nk__big_calloc(300, sizeof *c);
+    CHECK(a && z && c);
+    if (a && z && c) {
+        memset(a, 0x5a, 1000);
+        CHECK_INT(a[999], 0x5a);
+        int zero = 1;
+        for (int i = 0; i < 1000; i++)
+            zero &= z[i] == 0;
+        for (int i = 0; i < 300; i++)
+            zero &= c[i] == 0;
+        CHECK(zero);
+        c = nk__big_realloc(c, 600 * sizeof *c);
+        CHECK(c != NULL);
+    }
+    free(a);
+    free(z);
+    free(c);
+    CHECK(nk__big_fixed0(SIZE_MAX / 2, 4) == NULL); /* k * n overflows */
+    CHECK(nk__big_calloc(SIZE_MAX / 2, 4) == NULL);
+}
+
+/* A fixed block of 16 huge pages and a bit: zeroed when asked, every whole
+ * huge page huge (the first too, though glibc's header was written first),
+ * the part past the last whole one on small pages, nothing past its end. */
+TEST(bigmem_fixed_block)
+{
+    size_t n = 32 * MIB + MIB - 100;
+    unsigned char *p = nk__big_fixed0(n, 1);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    int zero = 1;
+    for (size_t i = 0; i < n; i += 4093)
+        zero &= p[i] == 0;
+    CHECK(zero);
+    long f0 = minflt();
+    memset(p, 0xa5, n);
+    long faults = minflt() - f0;
+    CHECK_INT(p[0], 0xa5);
+    CHECK_INT(p[n - 1], 0xa5);
+    resid r = resident(p, n);
+    if (nk__big_active()) {
+        CHECK(r.huge_kb >= 32 * 1024);                      /* 16 huge pages */
+        CHECK(r.rss_kb <= (long)((n + 16 + 4095) / 4096 * 4)); /* nothing past the block */
+        CHECK(faults < 300 + 64); /* 16 huge faults and the 1 MiB tail's 256: 8,448 on small pages */
+    } else
+        CHECK_INT(r.huge_kb, 0);
+    free(p);
+}
+
+/* A resizable block grown from 34 to 68 MiB: its contents kept, one
+ * mapping, huge pages, and realloc moved it rather than copying it (a copy
+ * faults every page of the new block). */
+TEST(bigmem_resizable_block)
+{
+    size_t n = 34 * MIB;
+    uint32_t *p = nk__big_malloc(n);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    for (size_t i = 0; i < n / 4; i++)
+        p[i] = (uint32_t)(i * 2654435761u);
+    long f0 = minflt();
+    uint32_t *q = nk__big_realloc(p, 2 * n);
+    long faults = minflt() - f0;
+    CHECK(q != NULL);
+    if (!q) {
+        free(p);
+        return;
+    }
+    int same = 1;
+    for (size_t i = 0; i < n / 4; i++)
+        same &= q[i] == (uint32_t)(i * 2654435761u);
+    CHECK(same);
+    memset((char *)q + n, 1, n);
+    resid r = resident(q, 2 * n);
+    if (nk__big_active()) {
+        CHECK_INT(r.nmaps, 1);
+        CHECK(faults < 64);
+        CHECK(r.huge_kb >= 64 * 1024);
+    }
+    free(q);
+}
