@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     const char *name[3] = {"reference: read the profile", "view (HTML page + insights)", "export --format perfetto"};
     run best[3];
     for (int c = 0; c < 3; c++)
-        best[c] = (run){1e30, 0, 0};
+        best[c] = (run){1e30, 0, 0, 0};
     int rc = 0;
     for (int k = 0; k < RUNS && !rc; k++)
         for (int c = 0; c < 3 && !rc; c++) {

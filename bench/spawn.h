@@ -1,7 +1,7 @@
 /*
  * spawn.h - what the benchmarks that time whole nklab commands share: a
- * command (or a function) in a child process, its wall time, CPU time and
- * peak resident memory.
+ * command (or a function) in a child process, its wall time, CPU time, peak
+ * resident memory and minor page faults.
  */
 #ifndef NK_BENCH_SPAWN_H
 #define NK_BENCH_SPAWN_H
@@ -23,6 +23,7 @@ static double now(void)
 typedef struct run {
     double wall, cpu; /* seconds */
     long maxrss_kb;
+    long minflt; /* minor page faults: first touches of fresh memory */
 } run;
 
 /* Runs argv in a child (argv NULL: the child returns fn(arg) as its exit
@@ -57,6 +58,7 @@ static int spawn(char *const argv[], const char *const *env_add, const char *out
     r->cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
              1e-6 * (double)ru.ru_stime.tv_usec;
     r->maxrss_kb = ru.ru_maxrss;
+    r->minflt = ru.ru_minflt;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 

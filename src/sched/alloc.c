@@ -229,16 +229,16 @@ static int grow_bufs(ascan *a, uint32_t more)
     p->bufs = b;
     uint32_t **arrs[5] = {&a->first, &a->last, &a->end, &a->active, &a->iter};
     for (int k = 0; k < 5; k++) {
-        uint32_t *q = realloc(*arrs[k], n * sizeof *q);
+        uint32_t *q = nk__big_realloc(*arrs[k], n * sizeof *q);
         if (!q)
             return NK_ENOMEM;
         *arrs[k] = q;
     }
-    span *o = realloc(a->order, n * sizeof *o);
+    span *o = nk__big_realloc(a->order, n * sizeof *o);
     if (!o)
         return NK_ENOMEM;
     a->order = o;
-    o = realloc(a->tmp, n * sizeof *o);
+    o = nk__big_realloc(a->tmp, n * sizeof *o);
     if (!o)
         return NK_ENOMEM;
     a->tmp = o;
@@ -477,13 +477,13 @@ int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errle
     int rc = NK_ENOMEM;
     ascan a = {.p = p, .ai = ai};
     size_t nb = p->nbufs ? p->nbufs : 1;
-    a.first = malloc(nb * sizeof *a.first);
-    a.last = calloc(nb, sizeof *a.last);
-    a.end = malloc(nb * sizeof *a.end);
-    a.order = malloc(nb * sizeof *a.order);
-    a.tmp = malloc(nb * sizeof *a.tmp);
-    a.active = malloc(nb * sizeof *a.active);
-    a.iter = malloc(nb * sizeof *a.iter);
+    a.first = nk__big_malloc(nb * sizeof *a.first);
+    a.last = nk__big_calloc(nb, sizeof *a.last);
+    a.end = nk__big_malloc(nb * sizeof *a.end);
+    a.order = nk__big_malloc(nb * sizeof *a.order);
+    a.tmp = nk__big_malloc(nb * sizeof *a.tmp);
+    a.active = nk__big_malloc(nb * sizeof *a.active);
+    a.iter = nk__big_malloc(nb * sizeof *a.iter);
     uint8_t *orig = malloc((p->nloops ? p->nloops : 1) * sizeof *orig);
     if (!a.first || !a.last || !a.end || !a.order || !a.tmp || !a.active || !a.iter || !orig)
         goto out;

@@ -208,7 +208,7 @@ static int simulate(g *s, double *span)
 int nk__list_durations(const nk_program *p, double **out)
 {
     uint32_t n = p->ninstr;
-    double *dur = malloc((n ? n : 1) * sizeof *dur);
+    double *dur = nk__big_fixed((n ? n : 1) * sizeof *dur);
     *out = dur;
     if (!dur)
         return NK_ENOMEM;
@@ -226,15 +226,15 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
     int rc = NK_ENOMEM, have_dur = dur != NULL;
     uint32_t nunits = NK_ENGINE_COUNT + 1, ncap = n < NK_SCHED_WINDOW ? n : NK_SCHED_WINDOW;
     if (!dur)
-        dur = malloc((n ? n : 1) * sizeof *dur);
-    double *bl = calloc(n, sizeof *bl), *ready = calloc(n, sizeof *ready);
+        dur = nk__big_fixed((n ? n : 1) * sizeof *dur);
+    double *bl = nk__big_fixed0(n, sizeof *bl), *ready = nk__big_fixed0(n, sizeof *ready);
     double *ufree = calloc(nunits, sizeof *ufree);
-    uint32_t *npred = calloc(n, sizeof *npred), *soff = calloc((size_t)n + 1, sizeof *soff);
-    uint32_t *chain = malloc(n * sizeof *chain), *lastseq = malloc(nunits * sizeof *lastseq);
+    uint32_t *npred = nk__big_fixed0(n, sizeof *npred), *soff = nk__big_fixed0((size_t)n + 1, sizeof *soff);
+    uint32_t *chain = nk__big_fixed(n * sizeof *chain), *lastseq = malloc(nunits * sizeof *lastseq);
     /* the candidates are instructions in [head, next), at most the window */
     uint32_t *succ = NULL, *cand = malloc((ncap ? ncap : 1) * sizeof *cand);
-    uint8_t *done = calloc(n, 1), *eng = malloc(n);
-    uint32_t *useq = NULL, *qk = malloc(n * sizeof *qk);
+    uint8_t *done = nk__big_fixed0(n, 1), *eng = nk__big_fixed(n);
+    uint32_t *useq = NULL, *qk = nk__big_fixed(n * sizeof *qk);
     uint32_t *uoff = NULL, *upos = NULL;
     if (!dur || !bl || !ready || !ufree || !npred || !soff || !chain || !lastseq || !cand || !done || !eng || !qk)
         goto out;
@@ -267,7 +267,7 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
         soff[i + 1] += soff[i];
     uoff = calloc((size_t)nseq + 1, sizeof *uoff);
     upos = calloc(nseq, sizeof *upos);
-    useq = malloc(n * sizeof *useq);
+    useq = nk__big_fixed(n * sizeof *useq);
     if (!useq || !uoff || !upos)
         goto out;
     for (uint32_t i = 0; i < n; i++)
@@ -278,7 +278,7 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
         uint32_t u = qk[i];
         useq[uoff[u] + upos[u]++] = i;
     }
-    succ = malloc(((size_t)soff[n] + 1) * sizeof *succ);
+    succ = nk__big_fixed(((size_t)soff[n] + 1) * sizeof *succ);
     if (!succ)
         goto out;
     /* npred counts each instruction's successors filled so far, then is

@@ -288,9 +288,9 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
     s.lists = calloc((size_t)p->nbufs + NK_REGION_KEY_HBM0, sizeof *s.lists);
     s.hbm_written = calloc(p->nbufs, 1);
     s.hbk = p->nhbm ? calloc(p->nhbm, sizeof *s.hbk) : NULL;
-    g->dep_off = malloc((n ? n : 1) * sizeof *g->dep_off);
-    g->ndep = malloc((n ? n : 1) * sizeof *g->ndep);
-    g->queue = malloc((n ? n : 1) * sizeof *g->queue);
+    g->dep_off = nk__big_fixed((n ? n : 1) * sizeof *g->dep_off);
+    g->ndep = nk__big_fixed((n ? n : 1) * sizeof *g->ndep);
+    g->queue = nk__big_fixed((n ? n : 1) * sizeof *g->queue);
     if (!qs.slot || !s.lists || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue)
         goto out;
     if (!pg) { /* the order is all there: the queues first, and their table goes */
@@ -364,7 +364,7 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
             uint32_t cap = s.cap_deps ? s.cap_deps * 2 : 1024;
             while (cap < s.ndeps + (uint32_t)s.ncur)
                 cap *= 2;
-            uint32_t *d = realloc(s.deps, cap * sizeof *d);
+            uint32_t *d = nk__big_realloc(s.deps, cap * sizeof *d);
             if (!d)
                 goto out;
             s.deps = d;
@@ -550,7 +550,7 @@ static void time_derived(const nk_program *p, cand *c)
     nk__order_view v = {c->order, c->g.dep_off, c->g.ndep, c->g.deps, c->g.ndeps, c->g.queue, &own};
     uint32_t *ident = NULL;
     if (!v.order) { /* the view needs an order: trace order's is the identity */
-        ident = malloc((p->ninstr ? p->ninstr : 1) * sizeof *ident);
+        ident = nk__big_fixed((p->ninstr ? p->ninstr : 1) * sizeof *ident);
         if (!ident) {
             c->rc = NK_ENOMEM;
             return;
@@ -848,7 +848,7 @@ static int choose(const nk_program *p, choice *ch)
     /* a program too large to time its candidates keeps the first policy's
      * order: the others are not made */
     int timed = n <= nk__sched_timed_max, npol = timed ? NK_LIST_POLICIES : 1;
-    ch->orders = malloc((size_t)npol * n * sizeof *ch->orders);
+    ch->orders = nk__big_fixed((size_t)npol * n * sizeof *ch->orders);
     if (!ch->orders)
         return NK_ENOMEM;
     uint32_t *orders = ch->orders;
@@ -977,7 +977,7 @@ int nk__schedule_total(const nk_program *p, int mode, const nk_arch *arch, doubl
     *total_ns = -1;
     if (mode != NK_SCHED_LIST && mode != NK_SCHED_TRACE_ORDER)
         return NK_EINVAL;
-    uint32_t n = p->ninstr, *ident = malloc((n ? n : 1) * sizeof *ident);
+    uint32_t n = p->ninstr, *ident = nk__big_fixed((n ? n : 1) * sizeof *ident);
     if (!ident)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < n; i++)

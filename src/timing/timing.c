@@ -116,8 +116,8 @@ static int cb_init(cbuild *b, nk_counter *c, const char *name, const char *unit,
     b->cap = cap ? cap : 1;
     b->oom = 0;
     c->n = 0;
-    c->t = malloc(b->cap * sizeof *c->t);
-    c->value = malloc(b->cap * sizeof *c->value);
+    c->t = nk__big_malloc(b->cap * sizeof *c->t);
+    c->value = nk__big_malloc(b->cap * sizeof *c->value);
     if (!c->t || !c->value)
         return NK_ENOMEM;
     c->t[0] = c->value[0] = 0;
@@ -135,10 +135,10 @@ static inline void cb_put(cbuild *b, double t, double v)
     }
     if (c->n == b->cap) {
         uint32_t cap = b->cap > UINT32_MAX / 2 ? UINT32_MAX : b->cap * 2;
-        double *nt = cap > b->cap ? realloc(c->t, cap * sizeof *nt) : NULL;
+        double *nt = cap > b->cap ? nk__big_realloc(c->t, cap * sizeof *nt) : NULL;
         if (nt)
             c->t = nt;
-        double *nv = nt ? realloc(c->value, cap * sizeof *nv) : NULL;
+        double *nv = nt ? nk__big_realloc(c->value, cap * sizeof *nv) : NULL;
         if (!nv) {
             b->oom = 1;
             return;
@@ -1022,8 +1022,8 @@ static int build_graph(sim *s)
     size_t ndeps = 0;
     for (uint32_t i = 0; i < s->n; i++)
         ndeps += ndep_of(s, i);
-    s->succ = malloc((ndeps + 1) * sizeof *s->succ);
-    s->edge = malloc(ndeps + 1);
+    s->succ = nk__big_fixed((ndeps + 1) * sizeof *s->succ);
+    s->edge = nk__big_fixed(ndeps + 1);
     if (!s->succ || !s->edge)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < s->n; i++) {
@@ -1213,12 +1213,12 @@ static int plan_all(sim *s)
     free(kt.key);
     if (total > UINT32_MAX)
         return NK_ELIMIT;
-    s->qlist = malloc((ndma ? ndma : 1) * sizeof *s->qlist);
-    s->qen = malloc((ndma ? ndma : 1) * sizeof *s->qen);
+    s->qlist = nk__big_fixed((ndma ? ndma : 1) * sizeof *s->qlist);
+    s->qen = nk__big_fixed((ndma ? ndma : 1) * sizeof *s->qen);
     if (!s->qlist || !s->qen)
         return NK_ENOMEM;
     /* at most a span per descriptor: the pages past the spans made are never touched */
-    if (s->tl && !(s->tl->dspans = malloc((total ? total : 1) * sizeof *s->tl->dspans)))
+    if (s->tl && !(s->tl->dspans = nk__big_malloc((total ? total : 1) * sizeof *s->tl->dspans)))
         return NK_ENOMEM;
     if (s->tl && (s->flags & NK_TL_DESCRIPTORS) && !(s->tl->xfers = malloc((total ? total : 1) * sizeof *s->tl->xfers)))
         return NK_ENOMEM;
@@ -1326,7 +1326,7 @@ static int order_events(sim *s)
 {
     nk_timeline *tl = s->tl;
     uint32_t nst = s->ncores * EV_STREAMS, n = tl->nevents;
-    nk_event *out = malloc((n ? n : 1) * sizeof *out);
+    nk_event *out = nk__big_fixed((n ? n : 1) * sizeof *out);
     uint32_t *head = malloc((nst ? nst : 1) * sizeof *head), *hp = malloc((nst ? nst : 1) * sizeof *hp);
     uint32_t *gave = malloc((nst ? nst : 1) * sizeof *gave);
     uintptr_t *rel = malloc((nst ? nst : 1) * sizeof *rel), pg = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -1651,8 +1651,8 @@ static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
     static const int mems[2] = {NK_SBUF, NK_PSUM};
     static const char *names[2] = {"sbuf_bytes", "psum_bytes"};
     size_t nb = p->nbufs ? p->nbufs : 1;
-    double *first = malloc(nb * sizeof *first), *last = malloc(nb * sizeof *last);
-    mpoint *pt = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *pt);
+    double *first = nk__big_fixed(nb * sizeof *first), *last = nk__big_fixed(nb * sizeof *last);
+    mpoint *pt = nk__big_fixed(((size_t)p->nbufs * 2 + 1) * sizeof *pt);
     /* (untouched unless a group of tiles is out of order or the program has
      * too many addresses to group) */
     mpoint *tmp = malloc(((size_t)p->nbufs * 2 + 1) * sizeof *tmp);
@@ -1811,8 +1811,8 @@ static void *counters_work(void *arg)
  * ends last; a DMA's trigger starts with its issue bar, which ends last. */
 static int instr_spans(nk_timeline *tl, uint32_t n)
 {
-    tl->instr_start = malloc((n ? n : 1) * sizeof(double));
-    tl->instr_end = malloc((n ? n : 1) * sizeof(double));
+    tl->instr_start = nk__big_fixed((n ? n : 1) * sizeof(double));
+    tl->instr_end = nk__big_fixed((n ? n : 1) * sizeof(double));
     if (!tl->instr_start || !tl->instr_end)
         return NK_ENOMEM;
     for (uint32_t i = 0; i < n; i++) {
@@ -1839,7 +1839,7 @@ static int dma_events(sim *s)
     nk_timeline *tl = s->tl;
     uint32_t n0 = s->ev_off[ev_stream(s, 0, 0, 1)];
     if (tl->nevents > n0) {
-        nk_event *ev = realloc(tl->events, tl->nevents * sizeof *ev);
+        nk_event *ev = nk__big_realloc(tl->events, tl->nevents * sizeof *ev);
         if (!ev)
             return NK_ENOMEM;
         tl->events = ev;
@@ -1906,8 +1906,8 @@ static int alloc_sim(sim *s)
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
     uint32_t nev = 0;
-    s->core = s->ncores > 1 ? malloc(n) : NULL;
-    s->eng = malloc(n);
+    s->core = s->ncores > 1 ? nk__big_fixed(n) : NULL;
+    s->eng = nk__big_fixed(n);
     s->d = calloc((size_t)s->ncores * s->ne, sizeof *s->d);
     uint32_t G = s->ncores * s->ne;
     for (s->nleaf = 1; s->nleaf < G; s->nleaf *= 2)
@@ -1940,19 +1940,19 @@ static int alloc_sim(sim *s)
             s->unit[i] = (uint16_t)nk__unit_of(p, in);
         nev += in->engine == NK_ENGINE_TENSOR || in->engine == NK_ENGINE_DMA ? 2 : 1;
     }
-    s->rem = malloc(n * sizeof *s->rem);
-    s->succ_off = calloc(n + 1, sizeof *s->succ_off);
-    s->ready = malloc(n * sizeof *s->ready);
-    s->aux = malloc(n * sizeof *s->aux);
-    s->done = calloc(n, sizeof *s->done);
+    s->rem = nk__big_fixed(n * sizeof *s->rem);
+    s->succ_off = nk__big_fixed0(n + 1, sizeof *s->succ_off);
+    s->ready = nk__big_fixed(n * sizeof *s->ready);
+    s->aux = nk__big_fixed(n * sizeof *s->aux);
+    s->done = nk__big_fixed0(n, sizeof *s->done);
     uint32_t ndma = 0;
     for (uint32_t i = 0; i < s->n; i++)
         ndma += s->eng[i] == NK_ENGINE_DMA;
-    s->stream = malloc((s->n - ndma ? s->n - ndma : 1) * sizeof *s->stream);
-    s->dma = malloc((ndma ? ndma : 1) * sizeof *s->dma);
-    s->dord = malloc(n * sizeof *s->dord);
+    s->stream = nk__big_fixed((s->n - ndma ? s->n - ndma : 1) * sizeof *s->stream);
+    s->dma = nk__big_fixed((ndma ? ndma : 1) * sizeof *s->dma);
+    s->dord = nk__big_fixed(n * sizeof *s->dord);
     if (s->a->dma_trigger_in_order) {
-        s->dma_after = malloc(n * sizeof *s->dma_after);
+        s->dma_after = nk__big_fixed(n * sizeof *s->dma_after);
         s->parked = calloc(n, 1);
         if (!s->dma_after || !s->parked)
             return NK_ENOMEM;
@@ -1987,8 +1987,8 @@ static int alloc_sim(sim *s)
         uint32_t nst = s->ncores * EV_STREAMS;
         s->ev_cur = calloc(nst, sizeof *s->ev_cur);
         s->ev_off = calloc(nst + 1, sizeof *s->ev_off);
-        s->tseq = malloc((ndma ? ndma : 1) * sizeof *s->tseq);
-        s->dspan_at = calloc(ndma ? ndma : 1, sizeof *s->dspan_at);
+        s->tseq = nk__big_fixed((ndma ? ndma : 1) * sizeof *s->tseq);
+        s->dspan_at = nk__big_fixed0(ndma ? ndma : 1, sizeof *s->dspan_at);
         tl->counters = calloc(3, sizeof *tl->counters);
         if (!s->ev_cur || !s->ev_off || !s->tseq || !s->dspan_at || !tl->counters)
             return NK_ENOMEM;
@@ -2006,7 +2006,7 @@ static int alloc_sim(sim *s)
         memcpy(s->ev_cur, s->ev_off, nst * sizeof *s->ev_cur);
         tl->nevents = nev; /* the array holds the compute engines' until dma_events */
         uint32_t n0 = s->ev_off[ev_stream(s, 0, 0, 1)];
-        tl->events = malloc((n0 ? n0 : 1) * sizeof *tl->events);
+        tl->events = nk__big_malloc((n0 ? n0 : 1) * sizeof *tl->events);
         if (!tl->events)
             return NK_ENOMEM;
     }
@@ -2025,9 +2025,9 @@ static int give_back(sim *s, nk__deps *o)
         *ps[k] = NULL;
     }
     uint32_t n = s->n, ne = s->succ_off[n];
-    o->ndep = calloc(n ? n : 1, sizeof *o->ndep);
-    o->dep_off = malloc((n ? n : 1) * sizeof *o->dep_off);
-    o->deps = ne ? malloc(ne * sizeof *o->deps) : NULL; /* none: NULL, as derived */
+    o->ndep = nk__big_fixed0(n ? n : 1, sizeof *o->ndep);
+    o->dep_off = nk__big_fixed((n ? n : 1) * sizeof *o->dep_off);
+    o->deps = ne ? nk__big_fixed(ne * sizeof *o->deps) : NULL; /* none: NULL, as derived */
     if (!o->ndep || !o->dep_off || (ne && !o->deps)) {
         free(o->ndep);
         free(o->dep_off);
