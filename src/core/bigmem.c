@@ -64,7 +64,7 @@
  * pages; n itself for a small block. */
 static size_t padded(size_t n)
 {
-    if (n < NK_BIG_MIN || n > SIZE_MAX - 2 * HUGE)
+    if (!NK_BIG_HEADERS || n < NK_BIG_MIN || n > SIZE_MAX - 2 * HUGE)
         return n;
     return ((n + GLIBC_OVER + HUGE - 1) & ~(HUGE - 1)) - GLIBC_OVER;
 }
@@ -85,8 +85,10 @@ static size_t padded_resizable(size_t n)
  * the mapping. 0 for a block of the heap or of an arena. */
 static int mapping_of(void *p, size_t n, uintptr_t *lo, uintptr_t *hi)
 {
-    const size_t *w = (const size_t *)p;
-    size_t size = w[-1], off = w[-2];
+    /* the header: glibc's two words before the block (through an integer,
+     * which the compiler does not take for an access before an object) */
+    const size_t *w = (const size_t *)((uintptr_t)p - 2 * sizeof(size_t));
+    size_t off = w[0], size = w[1];
     if (!(size & 2))
         return 0;
     *lo = (uintptr_t)p - 2 * sizeof(size_t) - off;
@@ -137,10 +139,21 @@ void *nk__big_fixed0(size_t k, size_t n)
 {
     if (n && k > SIZE_MAX / n)
         return NULL;
-    size_t b = k * n;
-    void *p = calloc(1, padded(b)); /* a fresh mapping is zero: glibc writes none of it */
-    advise(p, b, 0, 1);
-    return p;
+    size_t b = k * n, m = padded(b);
+    if (m == b)
+        return calloc(k, n);
+    /* not calloc: on a block of the heap it would zero the pad too */
+    void *p = malloc(m);
+    if (!p)
+        return NULL;
+#if NK_BIG_HEADERS
+    uintptr_t lo, hi;
+    if (mapping_of(p, b, &lo, &hi)) { /* a fresh mapping is zero already */
+        advise(p, b, 0, 1);
+        return p;
+    }
+#endif
+    return memset(p, 0, b);
 }
 
 void *nk__big_realloc(void *old, size_t n)

@@ -80,6 +80,34 @@ TEST(bigmem_small_blocks_and_overflow)
     CHECK(nk__big_calloc(SIZE_MAX / 2, 4) == NULL);
 }
 
+/* A zeroed block that glibc puts in its heap (its mmap threshold raised by
+ * a freed mapping, as glibc does) is zeroed all the same, dirty heap
+ * memory or not. */
+TEST(bigmem_fixed0_from_the_heap)
+{
+    for (int round = 0; round < 2; round++) {
+        unsigned char *big = malloc(30 * MIB); /* freed: the threshold rises to 30 MiB */
+        CHECK(big != NULL);
+        if (big)
+            memset(big, 0xee, 30 * MIB);
+        free(big);
+        unsigned char *dirty = malloc(3 * MIB); /* heap memory written, then freed */
+        if (dirty)
+            memset(dirty, 0xee, 3 * MIB);
+        free(dirty);
+        size_t n = 3 * MIB + 12345;
+        unsigned char *p = nk__big_fixed0(n, 1);
+        CHECK(p != NULL);
+        if (!p)
+            return;
+        size_t nonzero = 0;
+        for (size_t i = 0; i < n; i++)
+            nonzero += p[i] != 0;
+        CHECK_INT(nonzero, 0);
+        free(p);
+    }
+}
+
 /* A fixed block of 16 huge pages and a bit: zeroed when asked, every whole
  * huge page huge (the first too, though glibc's header was written first),
  * the part past the last whole one on small pages, nothing past its end. */
