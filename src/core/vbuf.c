@@ -98,7 +98,7 @@ int nk__vb_reserve(nk_text *t, size_t n)
     size_t cap = t->cap ? t->cap : 4096;
     while (cap < t->len + n + 1)
         cap *= 2;
-    char *s = realloc(t->s, cap);
+    char *s = nk__big_realloc(t->s, cap);
     if (!s) {
         t->oom = 1;
         return NK_ENOMEM;

@@ -42,7 +42,7 @@ void nk__ins_iv_merge(nk_ins_ivlist *l)
     while (i0 < l->n && !(l->v[i0].s < l->v[i0 - 1].s))
         i0++;
     if (i0 < l->n) {
-        ival *tmp = malloc((size_t)l->n * sizeof *tmp);
+        ival *tmp = nk__big_fixed((size_t)l->n * sizeof *tmp);
         if (tmp) {
             sort_ivals(l->v, l->n, tmp);
             free(tmp);
@@ -122,9 +122,9 @@ static int activity(const nk_profile *pr, nk_ins_analysis *a)
         }
     }
     for (int r = 0; r < NK_INS_ROWS; r++)
-        if (!(row[r].v = malloc((cnt[r] ? cnt[r] : 1) * sizeof(ival))))
+        if (!(row[r].v = nk__big_fixed((cnt[r] ? cnt[r] : 1) * sizeof(ival))))
             goto out;
-    if (!(comp.v = malloc((ncomp ? ncomp : 1) * sizeof(ival))))
+    if (!(comp.v = nk__big_fixed((ncomp ? ncomp : 1) * sizeof(ival))))
         goto out;
     for (uint32_t i = 0; i < tl->nevents; i++) {
         const nk_event *ev = &tl->events[i];
@@ -197,9 +197,9 @@ static int transfers(const nk_program *p, const nk_timeline *tl, nk_ins_analysis
         a->xfer_first[i] = -1;
     if (!tl->ndspans)
         return 0;
-    ivlist x = {malloc(tl->ndspans * sizeof(ival)), 0};
-    ivlist lat = {malloc((p->ninstr ? p->ninstr : 1) * sizeof(ival)), 0};
-    ivlist gaps = {malloc((tl->ndspans + 1) * sizeof(ival)), 0};
+    ivlist x = {nk__big_fixed(tl->ndspans * sizeof(ival)), 0};
+    ivlist lat = {nk__big_fixed((p->ninstr ? p->ninstr : 1) * sizeof(ival)), 0};
+    ivlist gaps = {nk__big_fixed((tl->ndspans + 1) * sizeof(ival)), 0};
     int rc = NK_ENOMEM;
     if (!x.v || !lat.v || !gaps.v)
         goto out;
@@ -218,7 +218,7 @@ static int transfers(const nk_program *p, const nk_timeline *tl, nk_ins_analysis
         if (a->xfer_first[i] > tl->instr_start[i])
             lat.v[lat.n++] = (ival){tl->instr_start[i], a->xfer_first[i]};
     iv_merge(&lat);
-    a->lat_gaps = malloc((gaps.n + lat.n + 1) * sizeof *a->lat_gaps);
+    a->lat_gaps = nk__big_fixed((gaps.n + lat.n + 1) * sizeof *a->lat_gaps);
     if (!a->lat_gaps)
         goto out;
     nk_ins_ivlist out = {a->lat_gaps, 0};
@@ -325,7 +325,7 @@ static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
         }
         chain[n++] = c;
     }
-    a->path = chain ? malloc((n ? n : 1) * sizeof *a->path) : NULL;
+    a->path = chain ? nk__big_fixed((n ? n : 1) * sizeof *a->path) : NULL;
     if (!a->path) {
         free(chain);
         return NK_ENOMEM;
@@ -419,9 +419,9 @@ static int idle_causes(const nk_program *p, const nk_timeline *tl, nk_ins_analys
 {
     /* each compute engine's instructions in program order, from one pass */
     size_t n = p->ninstr ? p->ninstr : 1;
-    uint32_t *list = malloc(n * sizeof *list);
-    double *dep_end = malloc(n * sizeof *dep_end);
-    uint8_t *dep_eng = malloc(n);
+    uint32_t *list = nk__big_fixed(n * sizeof *list);
+    double *dep_end = nk__big_fixed(n * sizeof *dep_end);
+    uint8_t *dep_eng = nk__big_fixed(n);
     if (!list || !dep_end || !dep_eng) {
         free(list);
         free(dep_end);
@@ -625,10 +625,10 @@ int nk__ins_analyze(const nk_profile *pr, nk_ins_analysis *a)
     size_t n = p->ninstr ? p->ninstr : 1;
     a->total_ns = tl->total_ns - nk__timeline_launch_ns(tl); /* the kernel's own time, as the rules judge it */
     a->dma_latency_ns = arch->dma_latency_ns;
-    a->busy = calloc(n, sizeof *a->busy);
-    a->prev_same = calloc(n, sizeof *a->prev_same);
-    a->path_ns = calloc(n, sizeof *a->path_ns);
-    a->xfer_first = calloc(n, sizeof *a->xfer_first);
+    a->busy = nk__big_fixed0(n, sizeof *a->busy);
+    a->prev_same = nk__big_fixed0(n, sizeof *a->prev_same);
+    a->path_ns = nk__big_fixed0(n, sizeof *a->path_ns);
+    a->xfer_first = nk__big_fixed0(n, sizeof *a->xfer_first);
     int rc = NK_ENOMEM;
     if (!a->busy || !a->prev_same || !a->path_ns || !a->xfer_first)
         goto fail;

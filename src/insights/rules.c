@@ -141,7 +141,7 @@ static int involve(const nk_insights *ins, nk_finding *f, const uint32_t *idx, u
     const nk_program *p = ins->pr->prog;
     const nk_timeline *tl = ins->pr->tl;
     nk_ins_line *lines = calloc(n ? n : 1, sizeof *lines);
-    nk_ins_ivlist l = {malloc((n ? n : 1) * sizeof(nk_ins_ival)), 0};
+    nk_ins_ivlist l = {nk__big_fixed((n ? n : 1) * sizeof(nk_ins_ival)), 0};
     if (!lines || !l.v) {
         free(lines);
         free(l.v);
@@ -205,7 +205,7 @@ static int ul_push(ulist *l, uint32_t x)
 {
     if (l->n == l->cap) {
         uint32_t cap = l->cap ? l->cap * 2 : 64;
-        uint32_t *v = realloc(l->v, cap * sizeof *v);
+        uint32_t *v = nk__big_realloc(l->v, cap * sizeof *v);
         if (!v)
             return NK_ENOMEM;
         l->v = v;
@@ -218,7 +218,7 @@ static int ul_push(ulist *l, uint32_t x)
 /* Union of the instructions' intervals. */
 static double union_ns(const nk_timeline *tl, const uint32_t *idx, uint32_t n)
 {
-    nk_ins_ivlist l = {malloc((n ? n : 1) * sizeof(nk_ins_ival)), 0};
+    nk_ins_ivlist l = {nk__big_fixed((n ? n : 1) * sizeof(nk_ins_ival)), 0};
     if (!l.v)
         return 0;
     for (uint32_t k = 0; k < n; k++)
@@ -236,7 +236,7 @@ static double xfer_union_ns(const nk_profile *pr, const uint32_t *idx, uint32_t 
     const nk_timeline *tl = pr->tl;
     if (!tl->ndspans)
         return union_ns(tl, idx, n);
-    nk_ins_ivlist l = {malloc(tl->ndspans * sizeof(nk_ins_ival)), 0};
+    nk_ins_ivlist l = {nk__big_fixed(tl->ndspans * sizeof(nk_ins_ival)), 0}; /* filled from its start */
     if (!l.v)
         return 0;
     for (uint32_t k = 0; k < tl->ndspans; k++) {

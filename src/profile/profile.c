@@ -1114,7 +1114,7 @@ static inline int64_t unzig(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(
 static void get_events(nk_rd *s, nk_timeline *tl)
 {
     tl->nevents = nk__rd_count(s, nk__rd_vmin(s, MIN_EVENT_V1, MIN_EVENT), "events");
-    if (s->rc || !(tl->events = calloc(tl->nevents ? tl->nevents : 1, sizeof *tl->events))) {
+    if (s->rc || !(tl->events = nk__big_fixed0(tl->nevents ? tl->nevents : 1, sizeof *tl->events))) {
         tl->nevents = 0;
         nk__rd_fail(s, NK_ENOMEM, "out of memory");
         return;
@@ -1160,7 +1160,7 @@ static void get_events(nk_rd *s, nk_timeline *tl)
 static void get_xfers(nk_rd *s, nk_timeline *tl)
 {
     tl->nxfers = nk__rd_count(s, nk__rd_vmin(s, MIN_XFER_V1, MIN_XFER), "DMA transfers");
-    if (s->rc || !(tl->xfers = calloc(tl->nxfers ? tl->nxfers : 1, sizeof *tl->xfers))) {
+    if (s->rc || !(tl->xfers = nk__big_fixed0(tl->nxfers ? tl->nxfers : 1, sizeof *tl->xfers))) {
         tl->nxfers = 0;
         nk__rd_fail(s, NK_ENOMEM, "out of memory");
         return;
@@ -1212,7 +1212,7 @@ static void get_xfers(nk_rd *s, nk_timeline *tl)
 static void get_dspans(nk_rd *s, nk_timeline *tl)
 {
     tl->ndspans = nk__rd_count(s, MIN_DSPAN, "DMA spans");
-    if (s->rc || !(tl->dspans = calloc(tl->ndspans ? tl->ndspans : 1, sizeof *tl->dspans))) {
+    if (s->rc || !(tl->dspans = nk__big_fixed0(tl->ndspans ? tl->ndspans : 1, sizeof *tl->dspans))) {
         tl->ndspans = 0;
         nk__rd_fail(s, NK_ENOMEM, "out of memory");
         return;
@@ -1265,8 +1265,8 @@ static void get_spans(nk_rd *s, nk_timeline *tl, uint32_t ninstr)
         nk__rd_fail(s, NK_EFORMAT, "%u instruction spans for %u instructions", n, ninstr);
     if (s->rc)
         return;
-    tl->instr_start = calloc(n ? n : 1, sizeof(double));
-    tl->instr_end = calloc(n ? n : 1, sizeof(double));
+    tl->instr_start = nk__big_fixed0(n ? n : 1, sizeof(double));
+    tl->instr_end = nk__big_fixed0(n ? n : 1, sizeof(double));
     if (!tl->instr_start || !tl->instr_end) {
         nk__rd_fail(s, NK_ENOMEM, "out of memory");
         return;
@@ -1307,8 +1307,8 @@ static void get_counters(nk_rd *s, nk_timeline *tl)
         c->n = nk__rd_count(s, nk__rd_vmin(s, MIN_SAMPLE_V1, MIN_SAMPLE), "counter samples");
         if (s->rc)
             break;
-        c->t = malloc((c->n ? c->n : 1) * sizeof(double));
-        c->value = malloc((c->n ? c->n : 1) * sizeof(double));
+        c->t = nk__big_fixed((c->n ? c->n : 1) * sizeof(double));
+        c->value = nk__big_fixed((c->n ? c->n : 1) * sizeof(double));
         if (!c->t || !c->value) {
             nk__rd_fail(s, NK_ENOMEM, "out of memory");
             break;

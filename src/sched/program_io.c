@@ -457,7 +457,7 @@ int nk__file_read_all(const char *path, uint8_t **data, size_t *n, char *err, si
         return errf(err, errlen, NK_EFORMAT, "file of %lld bytes is too large", (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size;
-    uint8_t *b = malloc(size ? size : 1);
+    uint8_t *b = nk__big_fixed(size ? size : 1); /* written whole by the read */
     if (!b) {
         fclose(f);
         return errf(err, errlen, NK_ENOMEM, "out of memory reading %zu bytes", size);
@@ -901,7 +901,7 @@ static int get_bufs(nk_rd *r, nk_program *p)
     if (nk__rd_section(r, "BUFS", &s))
         return r->rc;
     uint32_t n = nk__rd_count(&s, nk__rd_vmin(&s, MIN_BUF_V1, MIN_BUF), "buffers");
-    if (!s.rc && !(p->bufs = calloc((size_t)n + 1, sizeof *p->bufs)))
+    if (!s.rc && !(p->bufs = nk__big_fixed0((size_t)n + 1, sizeof *p->bufs)))
         nk__rd_fail(&s, NK_ENOMEM, "out of memory");
     for (uint32_t i = 1; i <= n && !s.rc; i++) {
         nk_bufinfo *b = &p->bufs[i];
@@ -969,7 +969,7 @@ static int get_instrs(nk_rd *r, nk_program *p)
     if (nk__rd_section(r, "INST", &s))
         return r->rc;
     uint32_t n = nk__rd_count(&s, nk__rd_vmin(&s, MIN_INSTR_V1, MIN_INSTR), "instructions");
-    if (!s.rc && !(p->instrs = calloc(n ? n : 1, sizeof *p->instrs)))
+    if (!s.rc && !(p->instrs = nk__big_fixed0(n ? n : 1, sizeof *p->instrs)))
         nk__rd_fail(&s, NK_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < n && !s.rc; i++) {
         nk_instr *in = &p->instrs[i];
@@ -1005,7 +1005,7 @@ static int get_instrs(nk_rd *r, nk_program *p)
             uint64_t cap = capdeps ? capdeps : 256;
             while (cap < (uint64_t)p->ndeps + nd)
                 cap *= 2;
-            uint32_t *d = cap <= UINT32_MAX ? realloc(p->deps, (size_t)cap * sizeof *d) : NULL;
+            uint32_t *d = cap <= UINT32_MAX ? nk__big_realloc(p->deps, (size_t)cap * sizeof *d) : NULL;
             if (!d) {
                 nk__rd_fail(&s, NK_ENOMEM, "out of memory");
                 break;

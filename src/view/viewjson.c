@@ -549,7 +549,7 @@ int nk__view_json_deferred(const nk_profile *pr, const nk__view_insights *ins, n
     int rc = nk__view_rows_build(pr->prog, pr->tl, &rows);
     if (rc)
         return rc;
-    uint32_t *opnd = malloc((p->ninstr ? p->ninstr : 1) * sizeof *opnd);
+    uint32_t *opnd = nk__big_fixed((p->ninstr ? p->ninstr : 1) * sizeof *opnd);
     rc = opnd ? nk__view_summarize(pr, &sum) : NK_ENOMEM;
     if (rc)
         goto out;
