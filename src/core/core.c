@@ -88,7 +88,7 @@ int nk_array_alloc(nk_array *a, nk_dtype dt, int ndim, const int64_t *shape)
         a->shape[i] = shape[i];
     }
     size_t n = nk_array_nbytes(a);
-    a->data = calloc(n ? n : 1, 1);
+    a->data = nk__big_fixed0(n ? n : 1, 1); /* inputs and outputs are written whole */
     return a->data ? NK_OK : NK_ENOMEM;
 }
 

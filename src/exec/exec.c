@@ -1564,7 +1564,7 @@ static int ensure(memstate *m, int parts, int64_t pbytes)
     size_t need = (size_t)parts * (size_t)pbytes;
     size_t ns = (size_t)parts * (size_t)((pbytes + GRANULE - 1) / GRANULE);
     if (m->size < need) {
-        uint8_t *q = realloc(m->bytes, need);
+        uint8_t *q = nk__big_realloc(m->bytes, need);
         if (!q)
             return NK_ENOMEM;
         m->bytes = q;
