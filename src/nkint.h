@@ -562,8 +562,9 @@ void *nk__big_fixed0(size_t k, size_t n);
 void *nk__big_realloc(void *p, size_t n);
 static inline void *nk__big_malloc(size_t n) { return nk__big_realloc(NULL, n); }
 void *nk__big_calloc(size_t k, size_t n);
-/* Do the functions above get huge pages here? (glibc's allocator, not
- * a sanitizer's, and transparent huge pages enabled, always or on advice) */
+/* Do the functions above ask for huge pages here? (glibc's allocator, not
+ * a sanitizer's, and 2 MiB transparent huge pages enabled, always or on
+ * advice, and not disabled for the process) */
 int nk__big_active(void);
 
 void nk__program_destroy(nk_program *p);

@@ -15,36 +15,46 @@
  * A mapping of whole huge pages is placed by Linux (6.7 and later) on a
  * huge-page boundary, so asking for the right size makes every 2 MiB of
  * the block a candidate; madvise(MADV_HUGEPAGE) then asks for them.
- *   - A fixed block gets the advice on the whole huge pages its bytes fill:
- *     its tail stays on small pages, so no byte past its end is resident.
- *     (The mapping is split in two, which a realloc could not mremap: it
- *     would copy. Hence the two kinds.)
+ *   - A fixed block gets the advice on the whole huge pages its bytes fill
+ *     and MADV_NOHUGEPAGE on the rest of its mapping: its tail stays on
+ *     small pages, so no byte past its end is resident, whatever the
+ *     system's default. (The mapping is split, which a realloc could not
+ *     mremap: it would copy. Hence the two kinds.)
  *   - A resizable block gets the advice on its whole mapping, which realloc
  *     moves with mremap; it is padded to whole huge pages only where the
  *     pad is at most a sixteenth, since a huge page is resident whole once
  *     written and the block's last one then holds its pad too.
- * A block of the heap or an arena (not mapped on its own) gets no advice,
- * and where there are no transparent huge pages, or the advice is refused,
- * nothing changes but the speed.
+ * A block of the heap or an arena (not mapped on its own) gets no advice.
+ * Nothing is advised where the system gives no transparent huge pages
+ * (`never`, system-wide or for 2 MiB pages, or disabled for the process),
+ * or where the allocator is not glibc's as compiled (a sanitizer's); with
+ * another allocator preloaded, a block is advised only if the 16 bytes
+ * before it, in its own page, read as glibc's header of a mapped block.
+ * Advice only ever changes the speed and the resident memory, never the
+ * contents: a zeroed block is calloc's. (Where glibc perturbs fresh blocks,
+ * a debugging setting, it writes them before the advice: small pages, and
+ * a fixed block's pad resident.)
  */
 #include "nkint.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25 /* Linux 6.1; older kernels refuse it (EINVAL) */
 #endif
 
-/* Under AddressSanitizer the blocks are its allocator's, with no glibc
- * header to read (and the bytes before a block are its redzone). */
-#if defined(__SANITIZE_ADDRESS__)
+/* Under a sanitizer the blocks are its allocator's, with no glibc header
+ * to read (and the bytes before a block may be its redzone). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define NK_BIG_HEADERS 0
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
 #define NK_BIG_HEADERS 0
 #endif
 #endif
@@ -60,13 +70,48 @@
  * bytes with the block 16 bytes in: n = k huge pages less 24 maps exactly k. */
 #define GLIBC_OVER ((size_t)24)
 
+#if NK_BIG_HEADERS
+/* The bracketed choice of a sysfs setting: 1 always, 2 madvise, 3 inherit,
+ * 0 never, -1 no such file. */
+static int thp_setting(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[128] = "";
+    if (!f)
+        return -1;
+    if (!fgets(line, sizeof line, f))
+        line[0] = 0;
+    fclose(f);
+    return strstr(line, "[always]") ? 1 : strstr(line, "[madvise]") ? 2 : strstr(line, "[inherit]") ? 3 : 0;
+}
+
+/* Does this process get 2 MiB transparent huge pages on advice? Asked once. */
+static int thp_on(void)
+{
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v >= 0)
+        return v;
+    int top = thp_setting("/sys/kernel/mm/transparent_hugepage/enabled");
+    int pmd = thp_setting("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled");
+    v = (pmd == 1 || pmd == 2 || ((pmd == 3 || pmd < 0) && (top == 1 || top == 2))) &&
+        prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0;
+    atomic_store_explicit(&on, v, memory_order_relaxed);
+    return v;
+}
+#endif
+
 /* The size to ask for so that a mapped block's mapping is whole huge
- * pages; n itself for a small block. */
+ * pages; n itself for a small block, or where nothing is advised. */
 static size_t padded(size_t n)
 {
-    if (!NK_BIG_HEADERS || n < NK_BIG_MIN || n > SIZE_MAX - 2 * HUGE)
+#if NK_BIG_HEADERS
+    if (n < NK_BIG_MIN || n > SIZE_MAX - 2 * HUGE || !thp_on())
         return n;
     return ((n + GLIBC_OVER + HUGE - 1) & ~(HUGE - 1)) - GLIBC_OVER;
+#else
+    return n;
+#endif
 }
 
 /* A resizable block is padded only where the pad is at most 1/RESIZABLE_PAD
@@ -82,37 +127,45 @@ static size_t padded_resizable(size_t n)
 #if NK_BIG_HEADERS
 /* The mapping glibc made for block p alone, from its chunk header: bit 1
  * of the size word is IS_MMAPPED, the word before is the block's offset in
- * the mapping. 0 for a block of the heap or of an arena. */
+ * the mapping. 0 for a block of the heap or of an arena, and for any block
+ * not 16 bytes into a page as glibc's mapped blocks are (the header is
+ * then read only where it would be, in the block's own page). */
 static int mapping_of(void *p, size_t n, uintptr_t *lo, uintptr_t *hi)
 {
-    /* the header: glibc's two words before the block (through an integer,
-     * which the compiler does not take for an access before an object) */
+    if (((uintptr_t)p & 4095) != 2 * sizeof(size_t))
+        return 0;
+    /* through an integer: the compiler does not take it for an access
+     * before an object */
     const size_t *w = (const size_t *)((uintptr_t)p - 2 * sizeof(size_t));
     size_t off = w[0], size = w[1];
-    if (!(size & 2))
+    if (!(size & 2) || off)
         return 0;
-    *lo = (uintptr_t)p - 2 * sizeof(size_t) - off;
-    *hi = *lo + off + (size & ~(size_t)7);
-    return !(*lo & 4095) && *hi >= (uintptr_t)p + n; /* else not the header expected */
+    *lo = (uintptr_t)p - 2 * sizeof(size_t);
+    *hi = *lo + (size & ~(size_t)7);
+    return *hi >= (uintptr_t)p + n && *hi > *lo; /* else not the header expected */
 }
 #endif
 
 /* Huge pages for [p, p + n): the whole mapping (whole), or only the huge
- * pages that lie within the block's bytes. A fresh block's first page
- * already holds glibc's header (written before the advice could be given),
- * so the first huge page would fault 4 KiB at a time; it is made huge at
- * once (MADV_COLLAPSE, Linux 6.1: about 0.2 ms against 512 faults). */
+ * pages that lie within the block's bytes, the rest of the mapping on small
+ * pages. A fresh block's first page already holds glibc's header (written
+ * before the advice could be given), so the first huge page would fault
+ * 4 KiB at a time; it is made huge at once (MADV_COLLAPSE, Linux 6.1: about
+ * 0.2 ms against 512 faults). */
 static void advise(void *p, size_t n, int whole, int fresh)
 {
 #if NK_BIG_HEADERS
-    uintptr_t lo, hi;
-    if (!p || n < NK_BIG_MIN || !mapping_of(p, n, &lo, &hi))
+    uintptr_t lo, hi, end;
+    if (!p || n < NK_BIG_MIN || !thp_on() || !mapping_of(p, n, &lo, &hi))
         return;
     if (!whole) { /* from the mapping's start: its first bytes are the block's header */
+        end = hi;
         lo = (lo + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
         hi = ((uintptr_t)p + n) & ~(uintptr_t)(HUGE - 1);
         if (hi <= lo)
             return;
+        if (end > hi) /* the tail: small pages even where huge ones are the default */
+            (void)madvise((void *)hi, end - hi, MADV_NOHUGEPAGE);
     }
     /* advice: a refusal changes nothing but the speed */
     if (madvise((void *)lo, hi - lo, MADV_HUGEPAGE))
@@ -139,21 +192,12 @@ void *nk__big_fixed0(size_t k, size_t n)
 {
     if (n && k > SIZE_MAX / n)
         return NULL;
-    size_t b = k * n, m = padded(b);
-    if (m == b)
-        return calloc(k, n);
-    /* not calloc: on a block of the heap it would zero the pad too */
-    void *p = malloc(m);
-    if (!p)
-        return NULL;
-#if NK_BIG_HEADERS
-    uintptr_t lo, hi;
-    if (mapping_of(p, b, &lo, &hi)) { /* a fresh mapping is zero already */
-        advise(p, b, 0, 1);
-        return p;
-    }
-#endif
-    return memset(p, 0, b);
+    size_t b = k * n;
+    /* calloc: a fresh mapping it leaves as the system's zero pages (unless
+     * glibc perturbs blocks), a block of the heap it zeroes, pad included */
+    void *p = calloc(1, padded(b));
+    advise(p, b, 0, 1);
+    return p;
 }
 
 void *nk__big_realloc(void *old, size_t n)
@@ -176,14 +220,7 @@ void *nk__big_calloc(size_t k, size_t n)
 int nk__big_active(void)
 {
 #if NK_BIG_HEADERS
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    char line[128] = "";
-    if (!f)
-        return 0;
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
-    fclose(f);
-    return strstr(line, "[always]") || strstr(line, "[madvise]");
+    return thp_on();
 #else
     return 0;
 #endif

@@ -627,7 +627,7 @@ int nk__ins_analyze(const nk_profile *pr, nk_ins_analysis *a)
     a->dma_latency_ns = arch->dma_latency_ns;
     a->busy = nk__big_fixed0(n, sizeof *a->busy);
     a->prev_same = nk__big_fixed0(n, sizeof *a->prev_same);
-    a->path_ns = nk__big_fixed0(n, sizeof *a->path_ns);
+    a->path_ns = calloc(n, sizeof *a->path_ns); /* written on the critical path only */
     a->xfer_first = nk__big_fixed0(n, sizeof *a->xfer_first);
     int rc = NK_ENOMEM;
     if (!a->busy || !a->prev_same || !a->path_ns || !a->xfer_first)
