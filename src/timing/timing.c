@@ -1217,8 +1217,10 @@ static int plan_all(sim *s)
     s->qen = nk__big_fixed((ndma ? ndma : 1) * sizeof *s->qen);
     if (!s->qlist || !s->qen)
         return NK_ENOMEM;
-    /* at most a span per descriptor: the pages past the spans made are never touched */
-    if (s->tl && !(s->tl->dspans = nk__big_malloc((total ? total : 1) * sizeof *s->tl->dspans)))
+    /* at most a span per descriptor: the pages past the spans made are never
+     * touched (small pages: a huge one at the frontier would be resident
+     * whole, at the moment the run's memory peaks) */
+    if (s->tl && !(s->tl->dspans = malloc((total ? total : 1) * sizeof *s->tl->dspans)))
         return NK_ENOMEM;
     if (s->tl && (s->flags & NK_TL_DESCRIPTORS) && !(s->tl->xfers = malloc((total ? total : 1) * sizeof *s->tl->xfers)))
         return NK_ENOMEM;
