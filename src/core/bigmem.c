@@ -188,17 +188,20 @@ void *nk__big_fixed(size_t n)
     return p;
 }
 
-void *nk__big_fixed0(size_t k, size_t n)
+/* k * n zeroed bytes, fixed or resizable (whole). calloc: a fresh mapping
+ * it leaves as the system's zero pages (unless glibc perturbs blocks), a
+ * block of the heap it zeroes, pad included. */
+static void *zeroed(size_t k, size_t n, int whole)
 {
     if (n && k > SIZE_MAX / n)
         return NULL;
     size_t b = k * n;
-    /* calloc: a fresh mapping it leaves as the system's zero pages (unless
-     * glibc perturbs blocks), a block of the heap it zeroes, pad included */
-    void *p = calloc(1, padded(b));
-    advise(p, b, 0, 1);
+    void *p = calloc(1, whole ? padded_resizable(b) : padded(b));
+    advise(p, b, whole, 1);
     return p;
 }
+
+void *nk__big_fixed0(size_t k, size_t n) { return zeroed(k, n, 0); }
 
 void *nk__big_realloc(void *old, size_t n)
 {
@@ -207,15 +210,7 @@ void *nk__big_realloc(void *old, size_t n)
     return p;
 }
 
-void *nk__big_calloc(size_t k, size_t n)
-{
-    if (n && k > SIZE_MAX / n)
-        return NULL;
-    size_t b = k * n;
-    void *p = calloc(1, padded_resizable(b));
-    advise(p, b, 1, 1);
-    return p;
-}
+void *nk__big_calloc(size_t k, size_t n) { return zeroed(k, n, 1); }
 
 int nk__big_active(void)
 {
