@@ -114,6 +114,15 @@ static size_t padded(size_t n)
 #endif
 }
 
+/* A fixed block is padded only where its bytes fill a huge page: the pad
+ * of a smaller one would buy none (its advice covers whole huge pages of
+ * its bytes), and where huge pages are the system's default the aligned
+ * mapping could get one, pad and all. */
+static size_t padded_fixed(size_t n)
+{
+    return n + 2 * sizeof(size_t) >= HUGE ? padded(n) : n;
+}
+
 /* A resizable block is padded only where the pad is at most 1/RESIZABLE_PAD
  * of it: its last huge page, pad included, is resident once written, and a
  * resizable block's last bytes are written (it grows as it is filled). */
@@ -142,7 +151,7 @@ static int mapping_of(void *p, size_t n, uintptr_t *lo, uintptr_t *hi)
         return 0;
     *lo = (uintptr_t)p - 2 * sizeof(size_t);
     *hi = *lo + (size & ~(size_t)7);
-    return *hi >= (uintptr_t)p + n && *hi > *lo; /* else not the header expected */
+    return *hi >= (uintptr_t)p + n; /* else not the header expected */
 }
 #endif
 
@@ -183,7 +192,7 @@ static void advise(void *p, size_t n, int whole, int fresh)
 
 void *nk__big_fixed(size_t n)
 {
-    void *p = malloc(padded(n));
+    void *p = malloc(padded_fixed(n));
     advise(p, n, 0, 1);
     return p;
 }
@@ -196,7 +205,7 @@ static void *zeroed(size_t k, size_t n, int whole)
     if (n && k > SIZE_MAX / n)
         return NULL;
     size_t b = k * n;
-    void *p = calloc(1, whole ? padded_resizable(b) : padded(b));
+    void *p = calloc(1, whole ? padded_resizable(b) : padded_fixed(b));
     advise(p, b, whole, 1);
     return p;
 }

@@ -49,9 +49,13 @@ static int fail_now(void)
     return 1;
 }
 
-void *__wrap_malloc(size_t n) { return fail_now() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t m) { return fail_now() ? NULL : __real_calloc(n, m); }
-void *__wrap_realloc(void *p, size_t n) { return fail_now() ? NULL : __real_realloc(p, n); }
+static size_t last_size; /* (of any thread: tests read it on one) */
+size_t nk_oom_last_size(void) { return __atomic_load_n(&last_size, __ATOMIC_RELAXED); }
+static void note_size(size_t n) { __atomic_store_n(&last_size, n, __ATOMIC_RELAXED); }
+
+void *__wrap_malloc(size_t n) { return note_size(n), fail_now() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t m) { return note_size(n * m), fail_now() ? NULL : __real_calloc(n, m); }
+void *__wrap_realloc(void *p, size_t n) { return note_size(n), fail_now() ? NULL : __real_realloc(p, n); }
 char *__wrap_strdup(const char *s) { return fail_now() ? NULL : __real_strdup(s); }
 char *__wrap_strndup(const char *s, size_t n) { return fail_now() ? NULL : __real_strndup(s, n); }
 char *__wrap_realpath(const char *path, char *resolved)

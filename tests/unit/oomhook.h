@@ -8,11 +8,15 @@
 #ifndef NK_TEST_OOMHOOK_H
 #define NK_TEST_OOMHOOK_H
 
+#include <stddef.h>
+
 /* From now on, allocation n (counting from 1) fails with ENOMEM; every other
  * one succeeds. */
 void nk_oom_arm(long n);
 /* Stops failing; returns the allocations made since nk_oom_arm, *hit 1 when
  * the failing one was reached. */
 long nk_oom_disarm(int *hit);
+/* The bytes the latest malloc, calloc (n * m) or realloc asked for. */
+size_t nk_oom_last_size(void);
 
 #endif

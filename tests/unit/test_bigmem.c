@@ -11,6 +11,7 @@
 #include "test.h"
 
 #include "nkint.h"
+#include "oomhook.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -28,13 +29,13 @@ static long minflt(void)
 /* Resident and huge-page kilobytes of the mappings that overlap [p, p + n),
  * and how many mappings those are (/proc/self/smaps). */
 typedef struct resid {
-    long rss_kb, huge_kb;
+    long size_kb, rss_kb, huge_kb;
     int nmaps;
 } resid;
 
 static resid resident(const void *p, size_t n)
 {
-    resid r = {0, 0, 0};
+    resid r = {0, 0, 0, 0};
     FILE *f = fopen("/proc/self/smaps", "r");
     CHECK(f != NULL);
     if (!f)
@@ -48,7 +49,9 @@ static resid resident(const void *p, size_t n)
         if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
             in = a < hi && lo < b;
             r.nmaps += in;
-        } else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+        } else if (in && sscanf(line, "Size: %ld kB", &kb) == 1)
+            r.size_kb += kb;
+        else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
             r.rss_kb += kb;
         else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
             r.huge_kb += kb;
@@ -103,6 +106,29 @@ TEST(bigmem_small_blocks_and_overflow)
     /* k * n wraps to 4: the guards, not calloc's own, must refuse it */
     CHECK(nk__big_fixed0(SIZE_MAX / 4 + 2, 4) == NULL);
     CHECK(nk__big_calloc(SIZE_MAX / 4 + 2, 4) == NULL);
+}
+
+/* What the C library is asked for: a fixed block that fills no huge page
+ * is not padded (the pad would buy no huge page, and where huge pages are
+ * the default the aligned mapping could get one, pad and all); one that
+ * does is padded to whole huge pages, less glibc's 24 bytes; a resizable
+ * one only where the pad is at most a sixteenth of it. */
+TEST(bigmem_sizes_asked)
+{
+    struct { int fixed; size_t n, padded; } c[] = {
+        {1, 2 * MIB - 4096, 2 * MIB - 4096},   /* fills no huge page */
+        {1, 2 * MIB, 4 * MIB - 24},            /* fills one */
+        {1, 33 * MIB, 34 * MIB - 24},
+        {0, 3 * MIB, 3 * MIB},                 /* a pad of a third */
+        {0, 33 * MIB, 34 * MIB - 24},          /* a pad of under a sixteenth */
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        void *p = c[k].fixed ? nk__big_fixed(c[k].n) : nk__big_malloc(c[k].n);
+        size_t asked = nk_oom_last_size();
+        CHECK(p != NULL);
+        CHECK_INT(asked, nk__big_active() ? c[k].padded : c[k].n);
+        free(p);
+    }
 }
 
 /* A zeroed block that glibc puts in its heap (its mmap threshold raised by
