@@ -34,19 +34,14 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "spawn.h" /* now() */
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
 #define ROUNDS 5
 #define HUGE ((size_t)2 << 20)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static long minflt(void)
 {

@@ -16,7 +16,8 @@
  * run (a flat column is linear scaling) and against the goals (>= 2 M
  * instructions per second end to end, <= 400 bytes of peak memory per
  * instruction), and the minor page faults per thousand instructions (first
- * writes of fresh memory, dear under a hypervisor: bench_pagefault). Then the multi-core check: the 1x profile written with the
+ * writes of fresh memory, dear under a hypervisor: bench_pagefault). Then
+ * the multi-core check: the 1x profile written with the
  * default threads and with NK_THREADS=1 must be the same bytes; the time
  * ratio of the two shows what the threads bring. There are no pass/fail
  * exits on the figures.

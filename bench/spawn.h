@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
+static inline double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -30,8 +30,8 @@ typedef struct run {
  * status instead), with extra environment entries env_add (NULL-terminated,
  * or NULL) and its standard output and error to out (NULL: discarded).
  * 0 when the child exits with status 0, -1 otherwise. */
-static int spawn(char *const argv[], const char *const *env_add, const char *out, int (*fn)(void *), void *arg,
-                 run *r)
+static inline int spawn(char *const argv[], const char *const *env_add, const char *out, int (*fn)(void *), void *arg,
+                        run *r)
 {
     double t0 = now();
     pid_t pid = fork();
