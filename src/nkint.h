@@ -555,13 +555,22 @@ void nk__program_unbind(const nk_program *p, void **hbm);
  *     the same memory resident as malloc's.
  *   nk__big_malloc, nk__big_calloc, nk__big_realloc: a block that may be
  *     resized (realloc moves it without copying). Up to one huge page past
- *     its last byte written may be resident. */
+ *     its last byte written may be resident.
+ *   nk__big_grow: an array grown by doubling as it is filled. A block of at
+ *     least n bytes, old itself while n fits what it has room for: from
+ *     NK_BIG_MIN on, room for many times n (address space; only what is
+ *     written is resident, up to a huge page past the last byte), so that
+ *     it grows in place. nk__big_fit(p, n) gives the room past n back
+ *     (p itself if the C library cannot); call it when the array is
+ *     complete, or up to a huge page past its end stays resident. */
 #define NK_BIG_MIN ((size_t)1 << 20)
 void *nk__big_fixed(size_t n);
 void *nk__big_fixed0(size_t k, size_t n);
 void *nk__big_realloc(void *p, size_t n);
 static inline void *nk__big_malloc(size_t n) { return nk__big_realloc(NULL, n); }
 void *nk__big_calloc(size_t k, size_t n);
+void *nk__big_grow(void *old, size_t n);
+void *nk__big_fit(void *p, size_t n);
 /* Do the functions above ask for huge pages here? (glibc's allocator, not
  * a sanitizer's, and 2 MiB transparent huge pages enabled, always or on
  * advice, and not disabled for the process) */

@@ -34,9 +34,21 @@
  * contents: a zeroed block is calloc's. (Where glibc perturbs fresh blocks,
  * a debugging setting, it writes them before the advice: small pages, and
  * a fixed block's pad resident.)
+ *
+ * An array that grows by doubling as it is filled (the trace's records, a
+ * dependency list) is a third kind. Grown by realloc, each doubling is an
+ * mremap that may move the mapping, and a mapping of a length that is not
+ * whole huge pages lands wherever the kernel finds room: its 2 MiB ranges
+ * are then not aligned and the array stays on small pages; the first
+ * growth past glibc's threshold copies the heap block besides. Past
+ * NK_BIG_MIN such an array is given room for GROW_ROOM times its size at
+ * once, whole huge pages: address space, nothing resident until written,
+ * so it fills in place, huge page by huge page. nk__big_fit gives the room
+ * back when the array is complete (realloc shrinks a mapping in place).
  */
 #include "nkint.h"
 
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +109,28 @@ static int thp_on(void)
     v = (pmd == 1 || pmd == 2 || ((pmd == 3 || pmd < 0) && (top == 1 || top == 2))) &&
         prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0;
     atomic_store_explicit(&on, v, memory_order_relaxed);
+    return v;
+}
+
+/* May a growing array take room it has not filled? Not where the system
+ * counts every private mapping against a commit limit (strict overcommit,
+ * vm.overcommit_memory 2): there the room would be taken from what the
+ * process's other allocations may have. Asked once. */
+static int room_ok(void)
+{
+    static atomic_int ok = -1;
+    int v = atomic_load_explicit(&ok, memory_order_relaxed);
+    if (v >= 0)
+        return v;
+    FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+    int mode = 0;
+    if (f) {
+        if (fscanf(f, "%d", &mode) != 1)
+            mode = 0;
+        fclose(f);
+    }
+    v = mode != 2;
+    atomic_store_explicit(&ok, v, memory_order_relaxed);
     return v;
 }
 #endif
@@ -220,6 +254,39 @@ void *nk__big_realloc(void *old, size_t n)
 }
 
 void *nk__big_calloc(size_t k, size_t n) { return zeroed(k, n, 1); }
+
+/* The room a growing array of n bytes (n >= NK_BIG_MIN) is given: GROW_ROOM
+ * times n, whole huge pages, and at least GROW_ROOM_MIN, above glibc's
+ * highest dynamic mmap threshold (32 MiB), so that it is a mapping of its
+ * own in any process, whatever blocks that process has freed. Each time
+ * the array outgrows its room it is moved (mremap: no copy) into room
+ * GROW_ROOM times larger again, so a doubling array moves once every four
+ * doublings instead of at each. */
+#define GROW_ROOM 16
+#define GROW_ROOM_MIN ((size_t)64 << 20)
+
+void *nk__big_grow(void *old, size_t n)
+{
+#if NK_BIG_HEADERS
+    if (old && n <= malloc_usable_size(old))
+        return old;
+    if (n >= NK_BIG_MIN && n <= (SIZE_MAX - 2 * HUGE) / GROW_ROOM && thp_on() && room_ok()) {
+        size_t room = padded(GROW_ROOM * n > GROW_ROOM_MIN ? GROW_ROOM * n : GROW_ROOM_MIN);
+        void *p = realloc(old, room);
+        if (p) {
+            advise(p, room, 1, p != old); /* moved: a fresh mapping, its header's huge page written */
+            return p;
+        }
+    }
+#endif
+    return nk__big_realloc(old, n);
+}
+
+void *nk__big_fit(void *p, size_t n)
+{
+    void *q = p && n ? realloc(p, n) : NULL;
+    return q ? q : p;
+}
 
 int nk__big_active(void)
 {

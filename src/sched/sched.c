@@ -364,7 +364,7 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
             uint32_t cap = s.cap_deps ? s.cap_deps * 2 : 1024;
             while (cap < s.ndeps + (uint32_t)s.ncur)
                 cap *= 2;
-            uint32_t *d = nk__big_realloc(s.deps, cap * sizeof *d);
+            uint32_t *d = nk__big_grow(s.deps, cap * sizeof *d);
             if (!d)
                 goto out;
             s.deps = d;
@@ -376,7 +376,7 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
             memcpy(s.deps + s.ndeps, s.cur, (size_t)s.ncur * sizeof *s.deps);
         s.ndeps += (uint32_t)s.ncur;
     }
-    g->deps = s.deps;
+    g->deps = nk__big_fit(s.deps, (size_t)s.ndeps * sizeof *s.deps);
     g->ndeps = s.ndeps;
     s.deps = NULL;
     rc = 0;
@@ -696,6 +696,9 @@ static void pool_close(pool *w, int abandon)
 /* The tracer grows its records by doubling (and zeroes what it grows):
  * once the program is complete, the arrays keep what they hold, not up to
  * half again as much. */
+/* The tracer's arrays to their sizes: their growth slack, and the room an
+ * array given by nk__big_grow has past its end (address space, and up to a
+ * huge page resident past its last byte). */
 static void trim(nk_program *p)
 {
     nk_instr *in = p->ninstr ? realloc(p->instrs, (size_t)p->ninstr * sizeof *in) : NULL;
@@ -704,6 +707,10 @@ static void trim(nk_program *p)
     nk_bufinfo *b = p->nbufs ? realloc(p->bufs, (size_t)p->nbufs * sizeof *b) : NULL;
     if (b)
         p->bufs = b;
+    if (p->cdata) /* (the tracer grows it to cover every buffer) */
+        p->cdata = nk__big_fit(p->cdata, (size_t)p->nbufs * sizeof *p->cdata);
+    p->locs = nk__big_fit(p->locs, (size_t)p->nlocs * sizeof *p->locs);
+    p->loops = nk__big_fit(p->loops, (size_t)p->nloops * sizeof *p->loops);
     nk_opnd *x = p->nxop ? realloc(p->xop, (size_t)p->nxop * sizeof *x) : NULL;
     if (x) {
         p->xop = x;

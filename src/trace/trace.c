@@ -27,7 +27,7 @@ int nk__grow_raw(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
     uint32_t c = *cap ? *cap : 16;
     while (c < need)
         c *= 2;
-    void *q = nk__big_realloc(*ptr, (size_t)c * elem);
+    void *q = nk__big_grow(*ptr, (size_t)c * elem);
     if (!q)
         return -1;
     *ptr = q;

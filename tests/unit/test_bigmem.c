@@ -223,3 +223,58 @@ TEST(bigmem_resizable_block)
     }
     free(q);
 }
+
+/* An array grown by doubling from 64 bytes to 64 MiB, as the tracer grows
+ * its records: its contents kept at every step; a size it has room for
+ * returns the block itself; at NK_BIG_MIN it is given room for 64 MiB
+ * (sixteen times its size, and at least 64 MiB: a mapping of its own
+ * whatever the tests before freed), so it never moves again and fills on
+ * huge pages (on small ones the 64 MiB take 16,384 faults). nk__big_fit then
+ * gives the room back: the mapping ends within a page of the array. */
+TEST(bigmem_growing_array)
+{
+    uint32_t *p = NULL;
+    size_t cap = 0, n = 16 * MIB, moves = 0, asked_room = 0;
+    long f0 = minflt();
+    for (size_t c = 16; c <= n; c *= 2) {
+        uint32_t *q = nk__big_grow(p, c * sizeof *q);
+        if (c * sizeof *q == NK_BIG_MIN)
+            asked_room = nk_oom_last_size();
+        CHECK(q != NULL);
+        if (!q) {
+            free(p);
+            return;
+        }
+        moves += q != p && c * sizeof *q > NK_BIG_MIN;
+        p = q;
+        CHECK(nk__big_grow(p, c * sizeof *p) == p); /* it fits: the block itself */
+        for (size_t i = cap; i < c; i++)
+            p[i] = (uint32_t)(i * 2654435761u);
+        cap = c;
+    }
+    long faults = minflt() - f0;
+    int same = 1;
+    for (size_t i = 0; i < n; i++)
+        same &= p[i] == (uint32_t)(i * 2654435761u);
+    CHECK(same);
+    if (nk__big_active()) {
+        /* at NK_BIG_MIN, room for 64 MiB: whole huge pages less glibc's 24 bytes */
+        CHECK_INT(asked_room, 66 * MIB - 24);
+        CHECK_INT(moves, 0); /* it never moves again */
+    }
+    if (nk__big_active() && kernel_gives_huge_pages())
+        CHECK(faults < 1024);
+    uint32_t *f = nk__big_fit(p, n * sizeof *p - 100);
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_INT(f[n - 100 / sizeof *f - 1], (uint32_t)((n - 100 / sizeof *f - 1) * 2654435761u));
+        resid r = resident(f, n * sizeof *f - 100);
+        if (nk__big_active()) {
+            CHECK_INT(r.nmaps, 1);
+            CHECK(r.size_kb <= (long)(n * sizeof *f / 1024 + 4)); /* the room given back */
+        }
+        p = f;
+    }
+    free(p);
+    CHECK(nk__big_fit(NULL, 0) == NULL);
+}
