@@ -1005,7 +1005,7 @@ static int get_instrs(nk_rd *r, nk_program *p)
             uint64_t cap = capdeps ? capdeps : 256;
             while (cap < (uint64_t)p->ndeps + nd)
                 cap *= 2;
-            uint32_t *d = cap <= UINT32_MAX ? nk__big_realloc(p->deps, (size_t)cap * sizeof *d) : NULL;
+            uint32_t *d = cap <= UINT32_MAX ? nk__big_grow(p->deps, (size_t)cap * sizeof *d) : NULL;
             if (!d) {
                 nk__rd_fail(&s, NK_ENOMEM, "out of memory");
                 break;
@@ -1036,6 +1036,7 @@ static int get_instrs(nk_rd *r, nk_program *p)
         if (!s.rc)
             p->ninstr = i + 1;
     }
+    p->deps = nk__big_fit(p->deps, (size_t)p->ndeps * sizeof *p->deps); /* its room back */
     return r->rc = nk__rd_end(&s);
 }
 
