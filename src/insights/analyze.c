@@ -314,7 +314,7 @@ static int critical_path(const nk_profile *pr, nk_ins_analysis *a)
     uint32_t n = 0, cap = 1024, *chain = malloc(cap * sizeof *chain);
     for (uint32_t c = last; chain && c != NONE; c = releaser(p, tl, a, c)) {
         if (n == cap) {
-            uint32_t *g = cap <= UINT32_MAX / 2 ? realloc(chain, 2 * (size_t)cap * sizeof *g) : NULL;
+            uint32_t *g = cap <= UINT32_MAX / 2 ? nk__big_grow(chain, 2 * (size_t)cap * sizeof *g) : NULL;
             if (!g) {
                 free(chain);
                 chain = NULL;

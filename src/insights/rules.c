@@ -205,7 +205,7 @@ static int ul_push(ulist *l, uint32_t x)
 {
     if (l->n == l->cap) {
         uint32_t cap = l->cap ? l->cap * 2 : 64;
-        uint32_t *v = nk__big_realloc(l->v, cap * sizeof *v);
+        uint32_t *v = nk__big_grow(l->v, cap * sizeof *v);
         if (!v)
             return NK_ENOMEM;
         l->v = v;

@@ -107,7 +107,7 @@ void nk__view_rows_free(nk_view_rows *r)
 
 int nk__view_tile_uses(const nk_program *p, uint32_t **first, uint32_t **last)
 {
-    uint32_t *f = malloc((size_t)p->nbufs * sizeof *f), *l = calloc(p->nbufs, sizeof *l);
+    uint32_t *f = nk__big_fixed((size_t)p->nbufs * sizeof *f), *l = nk__big_fixed0(p->nbufs, sizeof *l);
     if (!f || !l) {
         free(f);
         free(l);

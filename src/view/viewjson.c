@@ -248,8 +248,9 @@ static void put_dma_engines(const nk_profile *pr, nk_text *t)
 {
     const nk_program *p = pr->prog;
     const nk_timeline *tl = pr->tl;
-    uint8_t *e0 = calloc(p->ninstr ? p->ninstr : 1, 1), *ne = calloc(p->ninstr ? p->ninstr : 1, 1);
-    uint64_t *seen = calloc(p->ninstr ? p->ninstr : 1, sizeof *seen); /* engines used, bit e (< 64) */
+    /* (written whole: huge pages where they are large) */
+    uint8_t *e0 = nk__big_fixed0(p->ninstr ? p->ninstr : 1, 1), *ne = nk__big_fixed0(p->ninstr ? p->ninstr : 1, 1);
+    uint64_t *seen = nk__big_fixed0(p->ninstr ? p->ninstr : 1, sizeof *seen); /* engines used, bit e (< 64) */
     if (!e0 || !ne || !seen) {
         t->oom = 1;
         goto out;
