@@ -267,9 +267,9 @@ void *nk__big_calloc(size_t k, size_t n) { return zeroed(k, n, 1); }
 
 void *nk__big_grow(void *old, size_t n)
 {
-#if NK_BIG_HEADERS
-    if (old && n <= malloc_usable_size(old))
+    if (old && n <= malloc_usable_size(old)) /* (a sanitizer's allocator answers too) */
         return old;
+#if NK_BIG_HEADERS
     if (n >= NK_BIG_MIN && n <= (SIZE_MAX - 2 * HUGE) / GROW_ROOM && thp_on() && room_ok()) {
         size_t room = padded(GROW_ROOM * n > GROW_ROOM_MIN ? GROW_ROOM * n : GROW_ROOM_MIN);
         void *p = realloc(old, room);
