@@ -571,6 +571,33 @@ static inline void *nk__big_malloc(size_t n) { return nk__big_realloc(NULL, n); 
 void *nk__big_calloc(size_t k, size_t n);
 void *nk__big_grow(void *old, size_t n);
 void *nk__big_fit(void *p, size_t n);
+
+/* Arrays of one phase packed in one block (taken in turn, zeroed, each at a
+ * multiple of 64 bytes), so that together they fill huge pages that each
+ * of them alone, under a megabyte, would not: a block of the heap is on
+ * small pages, and memory the heap gives back between two phases faults
+ * again in the next. nk__pack_open(k, size) reserves size bytes, the sum
+ * of nk__pack_size of the arrays (only what is written is resident; a
+ * bound will do; 0: no pack). nk__pack_take gives the next array (zeroed:
+ * the block is fresh), or a block of its own (nk__big_fixed, or
+ * nk__big_fixed0 if zero is set) once the pack is full, where there is no
+ * pack, or where huge pages are not to be had (a sanitizer's allocator then
+ * checks every array's bounds);
+ * nk__pack_free(k, p) frees p: a packed array's whole pages go back to the
+ * system at once, as its own block's would. nk__pack_close frees the block
+ * (every array taken from it is gone). NK_ENOMEM from open: nothing held. */
+#define NK_PACK_MAX 32
+typedef struct nk__pack {
+    char *block, *base; /* the block, and its first 64-byte boundary */
+    size_t size, used;
+    uint32_t n;
+    struct { size_t off, len; } at[NK_PACK_MAX];
+} nk__pack;
+static inline size_t nk__pack_size(size_t n) { return ((n ? n : 1) + 63) & ~(size_t)63; }
+int nk__pack_open(nk__pack *k, size_t size);
+void *nk__pack_take(nk__pack *k, size_t n, int zero);
+void nk__pack_free(nk__pack *k, void *p);
+void nk__pack_close(nk__pack *k);
 /* Do the functions above ask for huge pages here? (glibc's allocator, not
  * a sanitizer's, and 2 MiB transparent huge pages enabled, always or on
  * advice, and not disabled for the process) */

@@ -296,3 +296,58 @@ int nk__big_active(void)
     return 0;
 #endif
 }
+
+/* ---- arrays packed in one block */
+
+int nk__pack_open(nk__pack *k, size_t size)
+{
+    memset(k, 0, sizeof *k);
+    if (size < NK_BIG_MIN || !nk__big_active())
+        return 0; /* each array a block of its own */
+    if (size > SIZE_MAX - 64 || !(k->block = nk__big_fixed0(size + 48, 1))) /* (glibc's blocks are 16-aligned) */
+        return NK_ENOMEM;
+    k->base = (char *)(((uintptr_t)k->block + 63) & ~(uintptr_t)63);
+    k->size = size;
+    return 0;
+}
+
+void *nk__pack_take(nk__pack *k, size_t n, int zero)
+{
+    size_t m = nk__pack_size(n ? n : 1);
+    if (!k->base || k->n == NK_PACK_MAX || m > k->size - k->used || m < n)
+        return zero ? nk__big_fixed0(n ? n : 1, 1) : nk__big_fixed(n ? n : 1);
+    void *p = k->base + k->used;
+    k->at[k->n].off = k->used;
+    k->at[k->n++].len = n;
+    k->used += m;
+    return p;
+}
+
+void nk__pack_free(nk__pack *k, void *p)
+{
+    char *c = p;
+    if (!p)
+        return;
+    if (!k->base || c < k->base || c >= k->base + k->size) {
+        free(p);
+        return;
+    }
+    for (uint32_t i = 0; i < k->n; i++)
+        if (k->base + k->at[i].off == c) {
+            /* its whole pages go back now, as free() would give back a
+             * block of its own; a page it shares with a neighbour stays
+             * until the block goes */
+            uintptr_t lo = ((uintptr_t)c + 4095) & ~(uintptr_t)4095;
+            uintptr_t hi = ((uintptr_t)c + k->at[i].len) & ~(uintptr_t)4095;
+            if (hi > lo)
+                (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+            return;
+        }
+}
+
+void nk__pack_close(nk__pack *k)
+{
+    free(k->block);
+    memset(k, 0, sizeof *k);
+}
+

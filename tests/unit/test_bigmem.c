@@ -278,3 +278,56 @@ TEST(bigmem_growing_array)
     free(p);
     CHECK(nk__big_fit(NULL, 0) == NULL);
 }
+
+/* Arrays packed in one block: each zeroed and 64-byte aligned, in the order
+ * taken; freeing one gives its whole pages back at once (where the pack is
+ * a block of its own), its neighbours' bytes kept; a pack that is full, or
+ * none (size 0), gives blocks of their own, zeroed when asked; close frees
+ * the block. */
+TEST(bigmem_pack)
+{
+    nk__pack k;
+    size_t n = 3 * MIB + 100, total = 3 * nk__pack_size(n);
+    CHECK_INT(nk__pack_open(&k, total), 0);
+    unsigned char *a = nk__pack_take(&k, n, 0), *b = nk__pack_take(&k, n, 1), *c = nk__pack_take(&k, n, 0);
+    unsigned char *d = nk__pack_take(&k, 10, 1); /* full: a block of its own */
+    CHECK(a && b && c && d);
+    if (!a || !b || !c || !d)
+        return;
+    int zero = 1, packed = nk__big_active(); /* (a block of its own is zeroed only when asked) */
+    for (size_t i = 0; i < n; i += 1000)
+        zero &= b[i] == 0 && (!packed || (a[i] == 0 && c[i] == 0));
+    for (int i = 0; i < 10; i++)
+        zero &= d[i] == 0;
+    CHECK(zero);
+    CHECK(((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0 && ((uintptr_t)c & 63) == 0);
+    if (packed) { /* in order, a pack size apart */
+        CHECK(b == a + nk__pack_size(n));
+        CHECK(c == b + nk__pack_size(n));
+        CHECK(d < a || d >= a + total);
+    }
+    memset(a, 1, n);
+    memset(b, 2, n);
+    memset(c, 3, n);
+    long before = resident(a, total).rss_kb;
+    nk__pack_free(&k, b);
+    long after = resident(a, total).rss_kb;
+    CHECK_INT(a[n - 1], 1); /* the neighbours keep their bytes */
+    CHECK_INT(c[0], 3);
+    if (nk__big_active())
+        CHECK(after <= before - (long)(n / 1024) + 8); /* b's pages gone, all but its two edge pages */
+    nk__pack_free(&k, a);
+    nk__pack_free(&k, c);
+    nk__pack_free(&k, d);
+    nk__pack_close(&k);
+    CHECK(k.base == NULL);
+    /* no pack: blocks of their own */
+    CHECK_INT(nk__pack_open(&k, 0), 0);
+    uint32_t *z = nk__pack_take(&k, 1000 * sizeof *z, 1);
+    CHECK(z != NULL);
+    if (z) {
+        CHECK_INT(z[999], 0);
+        nk__pack_free(&k, z);
+    }
+    nk__pack_close(&k);
+}
