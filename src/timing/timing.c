@@ -1906,20 +1906,20 @@ static int finish(sim *s)
  * faulted 4 KiB at a time; together they fill huge pages. The block is
  * their exact size, so that its part short of a huge page stays on small
  * pages, and the arrays written as the run goes come last, in that part.
- * Each is freed where it was before, its pages given back there. The
+ * Each is freed where it was before, its pages given back there. (The
+ * engines, cores and units of the instructions, a byte or two each, come
+ * first, on their own: the pass that fills them counts the DMAs the
+ * block's size needs.) The
  * schedule's candidates (the device time alone) keep blocks of their own:
  * two of them run side by side, and packed, resident a huge page at a time
  * as they are set up, they raised the 1x profile's peak, that moment, by
  * 2-3 MB. */
-static int take_arrays(sim *s, size_t n, size_t ndma, uint32_t nu)
+static int take_arrays(sim *s, size_t n, size_t ndma)
 {
     size_t nd = ndma ? ndma : 1, nc = n - ndma ? n - ndma : 1;
     int trig = s->a->dma_trigger_in_order, tl = s->tl != NULL;
     struct { void **p; size_t bytes; int on, zero; } a[] = {
         /* written whole as the run is set up */
-        {(void **)&s->core, n, s->ncores > 1, 0},
-        {(void **)&s->eng, n, 1, 0},
-        {(void **)&s->unit, n * sizeof *s->unit, nu > 1, 0},
         {(void **)&s->rem, n * sizeof *s->rem, 1, 0},
         {(void **)&s->succ_off, (n + 1) * sizeof *s->succ_off, 1, 1},
         {(void **)&s->ready, n * sizeof *s->ready, 1, 0},
@@ -1954,10 +1954,9 @@ static int alloc_sim(sim *s)
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
     uint32_t nev = 0, ndma = 0, nu = nk__nunits(p);
-    for (uint32_t i = 0; i < s->n; i++)
-        ndma += instr_at(s, i)->engine == NK_ENGINE_DMA;
-    if (take_arrays(s, n, ndma, nu))
-        return NK_ENOMEM;
+    s->core = s->ncores > 1 ? nk__big_fixed(n) : NULL;
+    s->eng = nk__big_fixed(n);
+    s->unit = nu > 1 ? nk__big_fixed(n * sizeof *s->unit) : NULL;
     s->d = calloc((size_t)s->ncores * s->ne, sizeof *s->d);
     uint32_t G = s->ncores * s->ne;
     for (s->nleaf = 1; s->nleaf < G; s->nleaf *= 2)
@@ -1966,7 +1965,8 @@ static int alloc_sim(sim *s)
     s->win = malloc(2 * s->nleaf * sizeof *s->win);
     s->gcore = malloc(G);
     s->geng = malloc(G);
-    if (!s->d || !s->dnext || !s->win || !s->gcore || !s->geng)
+    if ((s->ncores > 1 && !s->core) || !s->eng || (nu > 1 && !s->unit) || !s->d || !s->dnext || !s->win ||
+        !s->gcore || !s->geng)
         return NK_ENOMEM;
     for (uint32_t g = 0; g < G; g++) {
         s->gcore[g] = (uint8_t)(g / s->ne);
@@ -1986,7 +1986,10 @@ static int alloc_sim(sim *s)
         if (s->unit)
             s->unit[i] = (uint16_t)nk__unit_of(p, in);
         nev += in->engine == NK_ENGINE_TENSOR || in->engine == NK_ENGINE_DMA ? 2 : 1;
+        ndma += in->engine == NK_ENGINE_DMA;
     }
+    if (take_arrays(s, n, ndma))
+        return NK_ENOMEM;
     if (s->a->dma_trigger_in_order) {
         uint32_t last[NK_MAX_CORES];
         for (uint32_t c = 0; c < NK_MAX_CORES; c++)
