@@ -64,6 +64,7 @@ static void graph_free(graph *g)
 uint32_t nk__sched_bucket_shift = 10, nk__sched_bucket_span = 16, nk__sched_hbm_row_shift = 4;
 
 typedef struct bkey {
+    alist wide;     /* the key's accesses that span more than nk__sched_bucket_span buckets */
     alist *b;       /* buckets 0 .. nb - 1 */
     uint32_t nb;
     uint32_t shift; /* HBM: 2^shift rows a bucket (HBM_BUCKETS_MAX at most over the tensor) */
@@ -76,9 +77,9 @@ typedef struct bkey {
 
 typedef struct sched {
     const nk_program *p;
-    alist *lists;   /* per key (on chip: the wide accesses) */
-    bkey bk[NK_REGION_KEY_HBM0]; /* on-chip keys: the buckets */
-    bkey *hbk;      /* HBM tensor p->hbm_list[i]: its buckets hbk[i] */
+    bkey bk[NK_REGION_KEY_HBM0]; /* on-chip keys */
+    bkey *hbk;      /* HBM tensor p->hbm_list[i]: its key hbk[i] */
+    alist stray;    /* the accesses of an HBM key not in p->hbm_list (not expected) */
     uint8_t *hbm_written;
     uint32_t *deps;
     uint32_t ndeps, cap_deps;
@@ -177,10 +178,10 @@ static void find_deps(sched *s, const region *r, int write)
 {
     if (!tracked(s, r))
         return;
-    find_in(s, &s->lists[r->key], r, write);
     bkey *bk;
     uint32_t k0, k1;
     buckets_of(s, r, &bk, &k0, &k1);
+    find_in(s, bk ? &bk->wide : &s->stray, r, write);
     if (!bk)
         return;
     for (uint32_t k = k0; k <= k1 && k < bk->nb; k++)
@@ -226,7 +227,7 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
     uint32_t k0, k1;
     int wide = buckets_of(s, r, &bk, &k0, &k1);
     if (!bk)
-        return record_in(s, &s->lists[r->key], r, instr, unit, write, 1);
+        return record_in(s, &s->stray, r, instr, unit, write, 1);
     if (!wide && k0 <= k1 && k1 >= bk->nb) {
         uint32_t nb = bk->nb ? bk->nb : 64;
         while (nb <= k1)
@@ -238,7 +239,7 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
         bk->b = b;
         bk->nb = nb;
     }
-    int rc = record_in(s, &s->lists[r->key], r, instr, unit, write, wide);
+    int rc = record_in(s, &bk->wide, r, instr, unit, write, wide);
     for (uint32_t k = k0; !rc && k <= k1 && k < bk->nb; k++)
         rc = record_in(s, &bk->b[k], r, instr, unit, write, !wide);
     return rc;
@@ -285,13 +286,12 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
         return NK_EINVAL;
     s.p = p;
     queues qs = {calloc((size_t)p->nbufs * 2, sizeof *qs.slot), 0, (uint32_t)p->arch->dma_queues};
-    s.lists = calloc((size_t)p->nbufs + NK_REGION_KEY_HBM0, sizeof *s.lists);
     s.hbm_written = calloc(p->nbufs, 1);
     s.hbk = p->nhbm ? calloc(p->nhbm, sizeof *s.hbk) : NULL;
     g->dep_off = nk__big_fixed((n ? n : 1) * sizeof *g->dep_off);
     g->ndep = nk__big_fixed((n ? n : 1) * sizeof *g->ndep);
     g->queue = nk__big_fixed((n ? n : 1) * sizeof *g->queue);
-    if (!qs.slot || !s.lists || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue)
+    if (!qs.slot || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue)
         goto out;
     if (!pg) { /* the order is all there: the queues first, and their table goes */
         for (uint32_t i = 0; i < n; i++)
@@ -383,12 +383,10 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
 out:
     if (rc)
         graph_free(g);
-    if (s.lists)
-        for (uint32_t k = 0; k < p->nbufs + NK_REGION_KEY_HBM0; k++)
-            free(s.lists[k].e);
-    free(s.lists);
+    free(s.stray.e);
     for (uint32_t k = 0; k < NK_REGION_KEY_HBM0 + (s.hbk ? p->nhbm : 0); k++) {
         bkey *bk = k < NK_REGION_KEY_HBM0 ? &s.bk[k] : &s.hbk[k - NK_REGION_KEY_HBM0];
+        free(bk->wide.e);
         for (uint32_t b = 0; b < bk->nb; b++)
             free(bk->b[b].e);
         free(bk->b);
