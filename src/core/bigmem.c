@@ -231,6 +231,23 @@ void *nk__big_fixed(size_t n)
     return p;
 }
 
+void *nk__big_bounded(size_t n)
+{
+    void *p = malloc(n);
+#if NK_BIG_HEADERS
+    uintptr_t lo, hi;
+    if (p && n > NK_BIG_BOUNDED_SMALL && thp_on() && mapping_of(p, n, &lo, &hi)) {
+        /* past the head, from a huge-page boundary to the mapping's end
+         * (advice on part of the mapping: shrinking still works, moving
+         * would copy, and a bounded block is only ever shrunk) */
+        lo = ((uintptr_t)p + NK_BIG_BOUNDED_SMALL + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+#endif
+    return p;
+}
+
 /* k * n zeroed bytes, fixed or resizable (whole). calloc: a fresh mapping
  * it leaves as the system's zero pages (unless glibc perturbs blocks), a
  * block of the heap it zeroes, pad included. */

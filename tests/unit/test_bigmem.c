@@ -279,6 +279,43 @@ TEST(bigmem_growing_array)
     CHECK(nk__big_fit(NULL, 0) == NULL);
 }
 
+/* A block sized to a bound of 256 MiB, of which 20 MiB are written from its
+ * start, as the DMA spans are: the head (NK_BIG_BOUNDED_SMALL) on small
+ * pages, the rest huge; resident, what is written and at most the huge page
+ * at the frontier past it, nothing of the bound beyond; realloc then
+ * shrinks it with its contents. */
+TEST(bigmem_bounded_block)
+{
+    size_t n = 256 * MIB, used = 20 * MIB + 12345;
+    unsigned char *p = nk__big_bounded(n);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    long f0 = minflt();
+    for (size_t i = 0; i < used; i++)
+        p[i] = (unsigned char)(i * 7);
+    long faults = minflt() - f0;
+    resid head = resident(p, 1), r = resident(p, n);
+    if (nk__big_active() && kernel_gives_huge_pages()) {
+        /* head: 1,024 small faults; the other 16 MiB: 8 huge ones (4,096 small) */
+        CHECK(faults < 1024 + 64 + 600);
+        CHECK(faults > 1000);                                   /* the head is small pages */
+        CHECK_INT(head.huge_kb, 0);
+        CHECK(r.huge_kb >= 14 * 1024);                          /* past the head: huge */
+        CHECK(r.rss_kb <= (long)((used >> 10) + 2048 + 8));     /* the frontier's huge page at most */
+    }
+    unsigned char *q = realloc(p, used);
+    CHECK(q != NULL);
+    if (q) {
+        int same = 1;
+        for (size_t i = 0; i < used; i += 4091)
+            same &= q[i] == (unsigned char)(i * 7);
+        CHECK(same && q[used - 1] == (unsigned char)((used - 1) * 7));
+        p = q;
+    }
+    free(p);
+}
+
 /* Arrays packed in one block: each zeroed and 64-byte aligned, in the order
  * taken; freeing one gives its whole pages back at once (where the pack is
  * a block of its own), its neighbours' bytes kept; a pack that is full, or
