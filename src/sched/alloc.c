@@ -29,6 +29,7 @@ typedef struct ascan {
     span *tmp;              /* the sort's room */
     uint32_t n;
     uint32_t *active;       /* buffer ids, ascending addr */
+    size_t cap;             /* buffers the per-buffer arrays above have room for */
 } ascan;
 
 static void touch(ascan *a, const nk_opnd *t, uint32_t i)
@@ -218,7 +219,23 @@ static int uses_buf(const nk_program *p, const nk_instr *in, uint32_t b)
            nk__src(p, in, 2)->buf == b;
 }
 
-/* Room for one more buffer in the program and in the scan's arrays. */
+/* Array *arr of old elements of size bytes, moved into a fixed block of
+ * cap (the scan's arrays are written whole: fixed blocks are on huge pages
+ * where resizable ones of a few megabytes, not whole huge pages, would be
+ * mostly on small pages). */
+static int regrow(void **arr, size_t old, size_t cap, size_t size)
+{
+    void *q = nk__big_fixed(cap * size);
+    if (!q)
+        return NK_ENOMEM;
+    memcpy(q, *arr, old * size);
+    free(*arr);
+    *arr = q;
+    return 0;
+}
+
+/* Room for more buffers in the program and in the scan's arrays (which
+ * grow by half again when full: a spill adds two buffers at a time). */
 static int grow_bufs(ascan *a, uint32_t more)
 {
     nk_program *p = a->p;
@@ -227,21 +244,17 @@ static int grow_bufs(ascan *a, uint32_t more)
     if (!b)
         return NK_ENOMEM;
     p->bufs = b;
-    uint32_t **arrs[5] = {&a->first, &a->last, &a->end, &a->active, &a->iter};
-    for (int k = 0; k < 5; k++) {
-        uint32_t *q = nk__big_realloc(*arrs[k], n * sizeof *q);
-        if (!q)
+    if (n <= a->cap)
+        return 0;
+    size_t cap = a->cap + a->cap / 2 > n ? a->cap + a->cap / 2 : n;
+    void **arrs[5] = {(void **)&a->first, (void **)&a->last, (void **)&a->end, (void **)&a->active,
+                      (void **)&a->iter};
+    for (int k = 0; k < 5; k++)
+        if (regrow(arrs[k], p->nbufs, cap, sizeof(uint32_t)))
             return NK_ENOMEM;
-        *arrs[k] = q;
-    }
-    span *o = nk__big_realloc(a->order, n * sizeof *o);
-    if (!o)
+    if (regrow((void **)&a->order, p->nbufs, cap, sizeof(span)) || regrow((void **)&a->tmp, 0, cap, sizeof(span)))
         return NK_ENOMEM;
-    a->order = o;
-    o = nk__big_realloc(a->tmp, n * sizeof *o);
-    if (!o)
-        return NK_ENOMEM;
-    a->tmp = o;
+    a->cap = cap;
     return 0;
 }
 
@@ -477,13 +490,14 @@ int nk__allocate(nk_program *p, const nk_alloc_info *ai, char *err, size_t errle
     int rc = NK_ENOMEM;
     ascan a = {.p = p, .ai = ai};
     size_t nb = p->nbufs ? p->nbufs : 1;
-    a.first = nk__big_malloc(nb * sizeof *a.first);
-    a.last = nk__big_calloc(nb, sizeof *a.last);
-    a.end = nk__big_malloc(nb * sizeof *a.end);
-    a.order = nk__big_malloc(nb * sizeof *a.order);
-    a.tmp = nk__big_malloc(nb * sizeof *a.tmp);
-    a.active = nk__big_malloc(nb * sizeof *a.active);
-    a.iter = nk__big_malloc(nb * sizeof *a.iter);
+    a.cap = nb;
+    a.first = nk__big_fixed(nb * sizeof *a.first);
+    a.last = nk__big_fixed(nb * sizeof *a.last); /* (both set by uses) */
+    a.end = nk__big_fixed(nb * sizeof *a.end);
+    a.order = nk__big_fixed(nb * sizeof *a.order);
+    a.tmp = nk__big_fixed(nb * sizeof *a.tmp);
+    a.active = nk__big_fixed(nb * sizeof *a.active);
+    a.iter = nk__big_fixed(nb * sizeof *a.iter);
     uint8_t *orig = malloc((p->nloops ? p->nloops : 1) * sizeof *orig);
     if (!a.first || !a.last || !a.end || !a.order || !a.tmp || !a.active || !a.iter || !orig)
         goto out;
