@@ -227,14 +227,24 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
     uint32_t nunits = NK_ENGINE_COUNT + 1, ncap = n < NK_SCHED_WINDOW ? n : NK_SCHED_WINDOW;
     if (!dur)
         dur = nk__big_fixed((n ? n : 1) * sizeof *dur);
-    double *bl = nk__big_fixed0(n, sizeof *bl), *ready = nk__big_fixed0(n, sizeof *ready);
+    /* the per-instruction arrays, each written whole, in one block: apart,
+     * each (a few megabytes at most, not whole huge pages) would leave a
+     * part on small pages, and under a megabyte all of it */
+    nk__pack pk;
+    size_t b8 = nk__pack_size((size_t)n * 8), b4 = nk__pack_size((size_t)n * 4), b1 = nk__pack_size(n);
+    if (nk__pack_open(&pk, 2 * b8 + 4 * b4 + nk__pack_size(((size_t)n + 1) * 4) + 2 * b1)) {
+        free(dur); /* taken, as on every path */
+        return NK_ENOMEM;
+    }
+    double *bl = nk__pack_take(&pk, (size_t)n * sizeof *bl, 1), *ready = nk__pack_take(&pk, (size_t)n * sizeof *ready, 1);
     double *ufree = calloc(nunits, sizeof *ufree);
-    uint32_t *npred = nk__big_fixed0(n, sizeof *npred), *soff = nk__big_fixed0((size_t)n + 1, sizeof *soff);
-    uint32_t *chain = nk__big_fixed(n * sizeof *chain), *lastseq = malloc(nunits * sizeof *lastseq);
+    uint32_t *npred = nk__pack_take(&pk, (size_t)n * sizeof *npred, 1);
+    uint32_t *soff = nk__pack_take(&pk, ((size_t)n + 1) * sizeof *soff, 1);
+    uint32_t *chain = nk__pack_take(&pk, (size_t)n * sizeof *chain, 0), *lastseq = malloc(nunits * sizeof *lastseq);
     /* the candidates are instructions in [head, next), at most the window */
     uint32_t *succ = NULL, *cand = malloc((ncap ? ncap : 1) * sizeof *cand);
-    uint8_t *done = nk__big_fixed0(n, 1), *eng = nk__big_fixed(n);
-    uint32_t *useq = NULL, *qk = nk__big_fixed(n * sizeof *qk);
+    uint8_t *done = nk__pack_take(&pk, n, 1), *eng = nk__pack_take(&pk, n, 0);
+    uint32_t *useq = NULL, *qk = nk__pack_take(&pk, (size_t)n * sizeof *qk, 0);
     uint32_t *uoff = NULL, *upos = NULL;
     if (!dur || !bl || !ready || !ufree || !npred || !soff || !chain || !lastseq || !cand || !done || !eng || !qk)
         goto out;
@@ -267,7 +277,7 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
         soff[i + 1] += soff[i];
     uoff = calloc((size_t)nseq + 1, sizeof *uoff);
     upos = calloc(nseq, sizeof *upos);
-    useq = nk__big_fixed(n * sizeof *useq);
+    useq = nk__pack_take(&pk, (size_t)n * sizeof *useq, 0);
     if (!useq || !uoff || !upos)
         goto out;
     for (uint32_t i = 0; i < n; i++)
@@ -292,7 +302,7 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
             succ[soff[chain[i]] + npred[chain[i]]++] = i;
     }
     /* the graph is read: its arrays (the caller's) and the chains go */
-    free(chain);
+    nk__pack_free(&pk, chain);
     chain = NULL;
     free(*dep_off_);
     free(*ndep_);
@@ -325,20 +335,21 @@ int nk__list_orders(const nk_program *p, uint32_t **dep_off_, uint32_t **ndep_, 
     rc = 0;
 out:
     free(dur);
-    free(bl);
-    free(ready);
+    nk__pack_free(&pk, bl);
+    nk__pack_free(&pk, ready);
     free(ufree);
-    free(npred);
-    free(soff);
-    free(chain);
+    nk__pack_free(&pk, npred);
+    nk__pack_free(&pk, soff);
+    nk__pack_free(&pk, chain);
     free(lastseq);
     free(succ);
     free(cand);
-    free(done);
-    free(eng);
-    free(useq);
-    free(qk);
+    nk__pack_free(&pk, done);
+    nk__pack_free(&pk, eng);
+    nk__pack_free(&pk, useq);
+    nk__pack_free(&pk, qk);
     free(uoff);
     free(upos);
+    nk__pack_close(&pk);
     return rc;
 }

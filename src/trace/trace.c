@@ -1422,7 +1422,7 @@ static int finish(nk_ctx *nc, char *err, size_t errlen)
     int rc = compact(nc);
     if (rc)
         return rc;
-    uint32_t *iters = malloc((size_t)p->nbufs * sizeof *iters);
+    uint32_t *iters = nk__big_fixed((size_t)p->nbufs * sizeof *iters);
     if (!iters)
         return NK_ENOMEM;
     for (uint32_t b = 0; b < p->nbufs; b++)
