@@ -15,6 +15,13 @@ enum {
     NK_EXIT_USAGE = 2,    /* bad command line */
 };
 
+/* Freed heap memory the process keeps for reuse before giving it back
+ * (glibc's trim threshold, set in main; nk_cli_kernel_compile gives it back
+ * once a compile is over). 4 MiB: the 1x matmul profile 0.93x the wall
+ * time of glibc's 128 KiB, its peak within 0.3 MiB; 8 MiB or more raised
+ * that peak by 1 MiB (heap kept beside the schedule's candidate runs). */
+#define NK_HEAP_KEEP (4 << 20)
+
 typedef struct nk_command {
     const char *name;
     const char *summary;

@@ -7,6 +7,9 @@
 #include "env.h"
 #include "progress.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -251,6 +254,14 @@ int nk_cli_kernel_compile(nk_cli_kernel *ck, const nk_kernel_cmd *c, const nk_pr
         fprintf(stderr, "%s\n", nk_kernel_error(ck->k));
         return NK_EXIT_FAIL;
     }
+#ifdef __GLIBC__
+    /* the compile's phases reused each other's freed heap memory (main's
+     * NK_HEAP_KEEP); kept now, it would sit under the run's own peak, whose
+     * last phase (the timeline's merge, in blocks of their own) comes after
+     * the run has freed its heap blocks: from here on, glibc's default */
+    malloc_trim(0);
+    mallopt(M_TRIM_THRESHOLD, 128 << 10);
+#endif
     return NK_EXIT_OK;
 }
 
