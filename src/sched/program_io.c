@@ -37,7 +37,7 @@ void nk__wr_grow(nk_wr *w, size_t n)
     size_t cap = w->cap ? w->cap * 2 : 4096;
     if (cap < w->n + n)
         cap = w->n + n;
-    uint8_t *p = nk__big_realloc(w->p, cap);
+    uint8_t *p = nk__big_grow(w->p, cap); /* filled in place as it grows */
     if (!p) {
         w->oom = 1;
         return;
