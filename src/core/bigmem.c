@@ -45,6 +45,13 @@
  * once, whole huge pages: address space, nothing resident until written,
  * so it fills in place, huge page by huge page. nk__big_fit gives the room
  * back when the array is complete (realloc shrinks a mapping in place).
+ *
+ * A block sized to a bound and filled from its start (the DMA spans: at
+ * most one a descriptor, in practice one a DMA) is a fourth: its first
+ * NK_BIG_BOUNDED_SMALL bytes on small pages, the rest advised. A small
+ * program's spans stay as malloc would leave them (a huge page at the
+ * frontier would be resident whole, at its profile's peak); a large one's
+ * fill huge pages past the head, the frontier's at most half as much again.
  */
 #include "nkint.h"
 
