@@ -445,20 +445,29 @@ uint32_t nk__sched_timed_max = 200000;
 static int same_sequences(const nk_program *p, const uint32_t *order, const uint32_t *ref)
 {
     uint32_t pos[NK_ENGINE_COUNT] = {0}, n = p->ninstr;
-    uint32_t *next = malloc((size_t)NK_ENGINE_COUNT * n * sizeof *next);
+    /* each engine's sequence in ref, one after another (an engine's room
+     * counted first: n entries in all, each written once) */
+    for (uint32_t i = 0; i < n; i++)
+        pos[p->instrs[i].engine < NK_ENGINE_COUNT ? p->instrs[i].engine : NK_ENGINE_COUNT - 1]++;
+    for (uint32_t e = 0, at = 0; e < NK_ENGINE_COUNT; e++) {
+        uint32_t c = pos[e];
+        pos[e] = at;
+        at += c;
+    }
+    uint32_t *next = malloc((n ? n : 1) * sizeof *next), fill[NK_ENGINE_COUNT];
     if (!next)
         return 0;
-    uint32_t cnt[NK_ENGINE_COUNT] = {0};
+    memcpy(fill, pos, sizeof fill);
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = ref ? ref[k] : k;
         uint32_t e = p->instrs[i].engine < NK_ENGINE_COUNT ? p->instrs[i].engine : NK_ENGINE_COUNT - 1;
-        next[(size_t)e * n + cnt[e]++] = i;
+        next[fill[e]++] = i;
     }
     int same = 1;
     for (uint32_t k = 0; k < n && same; k++) {
         uint32_t i = order[k];
         uint32_t e = p->instrs[i].engine < NK_ENGINE_COUNT ? p->instrs[i].engine : NK_ENGINE_COUNT - 1;
-        same = next[(size_t)e * n + pos[e]++] == i;
+        same = next[pos[e]++] == i;
     }
     free(next);
     return same;
