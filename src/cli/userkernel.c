@@ -172,6 +172,7 @@ static int read_fd(int fd, char **out, size_t *len)
     errno = e;
     if (!buf)
         return -1;
+    buf[n] = 0; /* (the loop ends with room: a read of 0 bytes follows a full buffer) */
     *out = buf;
     *len = n;
     return 0;
