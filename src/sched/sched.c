@@ -90,7 +90,8 @@ typedef struct sched {
 } sched;
 static int covers(const region *a, const region *b)
 {
-    return a->p0 <= b->p0 && a->p1 >= b->p1 && a->b0 <= b->b0 && a->b1 >= b->b1;
+    /* (the key too: the stray list holds several) */
+    return a->key == b->key && a->p0 <= b->p0 && a->p1 >= b->p1 && a->b0 <= b->b0 && a->b1 >= b->b1;
 }
 
 static void add_dep(sched *s, uint32_t j)
@@ -126,8 +127,8 @@ static void find_in(sched *s, const alist *l, const region *r, int write)
             add_dep(s, l->e[i].instr);
 }
 
-/* The buckets of HBM tensor r's key: NULL when it has none (then all its
- * accesses are in its list). */
+/* The buckets of HBM tensor r's key: NULL when it has none (then its
+ * accesses are in the stray list, which every such key shares). */
 static bkey *hbm_keys_of(sched *s, const region *r)
 {
     uint32_t b = r->key - NK_REGION_KEY_HBM0, lo = 0, hi = s->p->nhbm; /* hbm_list is ascending */
