@@ -567,9 +567,10 @@ void nk__program_unbind(const nk_program *p, void **hbm);
 /*   nk__big_bounded: a block sized to a bound and filled from its start,
  *     of which a program may use a small part (a span per DMA descriptor,
  *     the spans of whole DMAs written). Its first NK_BIG_BOUNDED_SMALL
- *     bytes are on small pages, the rest on huge pages: resident, only what
- *     is written and, past that head, up to a huge page beyond it (at most
- *     half as much again). Shrink it with realloc or nk__big_fit. */
+ *     bytes are on small pages, the rest on huge pages (where it is a
+ *     mapping of its own, as the others): resident, only what is written
+ *     and, past that head, up to a huge page beyond it (at most half as
+ *     much again). Shrink it with realloc or nk__big_fit. */
 #define NK_BIG_BOUNDED_SMALL ((size_t)4 << 20)
 void *nk__big_bounded(size_t n);
 void *nk__big_fixed(size_t n);

@@ -48,10 +48,11 @@
  *
  * A block sized to a bound and filled from its start (the DMA spans: at
  * most one a descriptor, in practice one a DMA) is a fourth: its first
- * NK_BIG_BOUNDED_SMALL bytes on small pages, the rest advised. A small
- * program's spans stay as malloc would leave them (a huge page at the
- * frontier would be resident whole, at its profile's peak); a large one's
- * fill huge pages past the head, the frontier's at most half as much again.
+ * NK_BIG_BOUNDED_SMALL bytes on small pages (advised so, whatever the
+ * system's default), the rest on huge ones. A small program's spans stay
+ * on small pages (a huge page at the frontier would be resident whole, at
+ * its profile's peak); a large one's fill huge pages past the head, the
+ * frontier's at most half as much again.
  */
 #include "nkint.h"
 
@@ -242,14 +243,17 @@ void *nk__big_bounded(size_t n)
 {
     void *p = malloc(n);
 #if NK_BIG_HEADERS
-    uintptr_t lo, hi;
-    if (p && n > NK_BIG_BOUNDED_SMALL && thp_on() && mapping_of(p, n, &lo, &hi)) {
-        /* past the head, from a huge-page boundary to the mapping's end
-         * (advice on part of the mapping: shrinking still works, moving
+    uintptr_t start, lo, hi;
+    if (p && n > NK_BIG_BOUNDED_SMALL && thp_on() && mapping_of(p, n, &start, &hi)) {
+        /* the head on small pages even where huge ones are the default;
+         * past it, from a huge-page boundary to the mapping's end, huge
+         * (advice on parts of the mapping: shrinking still works, moving
          * would copy, and a bounded block is only ever shrunk) */
         lo = ((uintptr_t)p + NK_BIG_BOUNDED_SMALL + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
-        if (hi > lo)
+        if (hi > lo) {
+            (void)madvise((void *)start, lo - start, MADV_NOHUGEPAGE);
             (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+        }
     }
 #endif
     return p;
