@@ -21,6 +21,10 @@ enum {
  * time of glibc's 128 KiB, its peak within 0.3 MiB; 8 MiB or more raised
  * that peak by 1 MiB (heap kept beside the schedule's candidate runs). */
 #define NK_HEAP_KEEP (4 << 20)
+/* Set by main once it has set NK_HEAP_KEEP: the commands' code also runs
+ * inside the Python extension's interpreter, whose allocator settings are
+ * the interpreter's own and are left alone. */
+extern int nk_cli_heap_kept;
 
 typedef struct nk_command {
     const char *name;

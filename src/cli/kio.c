@@ -246,6 +246,8 @@ nk_options nk_cli_kernel_options(const nk_cli_kernel *ck, const nk_kernel_cmd *c
     return opts;
 }
 
+int nk_cli_heap_kept;
+
 int nk_cli_kernel_compile(nk_cli_kernel *ck, const nk_kernel_cmd *c, const nk_program **p)
 {
     nk_options opts = nk_cli_kernel_options(ck, c);
@@ -259,8 +261,11 @@ int nk_cli_kernel_compile(nk_cli_kernel *ck, const nk_kernel_cmd *c, const nk_pr
      * NK_HEAP_KEEP); kept now, it would sit under the run's own peak, whose
      * last phase (the timeline's merge, in blocks of their own) comes after
      * the run has freed its heap blocks: from here on, glibc's default */
-    malloc_trim(0);
-    mallopt(M_TRIM_THRESHOLD, 128 << 10);
+    if (nk_cli_heap_kept) {
+        malloc_trim(0);
+        mallopt(M_TRIM_THRESHOLD, 128 << 10);
+        nk_cli_heap_kept = 0;
+    }
 #endif
     return NK_EXIT_OK;
 }

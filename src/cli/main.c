@@ -120,8 +120,11 @@ int main(int argc, char **argv)
      * again (11 us on this project's machines). Freed memory is kept up to
      * NK_HEAP_KEEP through a kernel's compile (nk_cli_kernel_compile gives
      * it back and restores glibc's threshold for what follows); a command
-     * that compiles no kernel keeps it throughout, 4 MiB at most. */
+     * that compiles no kernel that way (bench compiles and times inside
+     * nk_bench; view, summary and the others compile none) keeps it
+     * throughout, 4 MiB at most in each of glibc's arenas. */
     mallopt(M_TRIM_THRESHOLD, NK_HEAP_KEEP);
+    nk_cli_heap_kept = 1;
 #endif
     remove_temporaries_on_signals();
     /* profiles of built-in kernels hold their source from any directory */
