@@ -295,15 +295,30 @@ void *nk__big_calloc(size_t k, size_t n) { return zeroed(k, n, 1); }
 
 void *nk__big_grow(void *old, size_t n)
 {
-    if (old && n <= malloc_usable_size(old)) /* (a sanitizer's allocator answers too) */
+    size_t have = old ? malloc_usable_size(old) : 0; /* (a sanitizer's allocator answers too) */
+    if (old && n <= have)
         return old;
 #if NK_BIG_HEADERS
     if (n >= NK_BIG_MIN && n <= (SIZE_MAX - 2 * HUGE) / GROW_ROOM && thp_on() && room_ok()) {
         size_t room = padded(GROW_ROOM * n > GROW_ROOM_MIN ? GROW_ROOM * n : GROW_ROOM_MIN);
-        void *p = realloc(old, room);
-        if (p) {
-            advise(p, room, 1, p != old); /* moved: a fresh mapping, its header's huge page written */
-            return p;
+        uintptr_t lo, hi;
+        if (old && mapping_of(old, have, &lo, &hi)) { /* a mapping: mremap moves it, no copy */
+            void *p = realloc(old, room);
+            if (p) {
+                advise(p, room, 1, p != old); /* moved: a fresh mapping, its header's huge page written */
+                return p;
+            }
+        } else { /* a block of the heap (or none): copied, once, into room advised first, so that
+                    the copy fills huge pages rather than faulting 4 KiB at a time */
+            void *p = malloc(room);
+            if (p) {
+                advise(p, room, 1, 1);
+                if (old) {
+                    memcpy(p, old, have);
+                    free(old);
+                }
+                return p;
+            }
         }
     }
 #endif
