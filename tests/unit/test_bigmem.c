@@ -190,31 +190,44 @@ TEST(bigmem_fixed_block)
     free(p);
 }
 
+/* Block p of n0 bytes, filled with a pattern, resized to n1 by resize:
+ * the new block with the pattern kept (checked), or NULL (p freed); the
+ * page faults the resize took into *faults. */
+static void *resized(void *p, size_t n0, size_t n1, void *(*resize)(void *, size_t), long *faults)
+{
+    uint32_t *a = p;
+    for (size_t i = 0; i < n0 / 4; i++)
+        a[i] = (uint32_t)(i * 2654435761u);
+    long f0 = minflt();
+    uint32_t *q = resize(p, n1);
+    *faults = minflt() - f0;
+    CHECK(q != NULL);
+    if (!q) {
+        free(p);
+        return NULL;
+    }
+    int same = 1;
+    for (size_t i = 0; i < n0 / 4; i++)
+        same &= q[i] == (uint32_t)(i * 2654435761u);
+    CHECK(same);
+    return q;
+}
+
 /* A resizable block grown from 34 to 68 MiB: its contents kept, one
  * mapping, huge pages, and realloc moved it rather than copying it (a copy
  * faults every page of the new block). */
 TEST(bigmem_resizable_block)
 {
     size_t n = 34 * MIB;
-    uint32_t *p = nk__big_malloc(n);
+    void *p = nk__big_malloc(n);
     CHECK(p != NULL);
     if (!p)
         return;
-    for (size_t i = 0; i < n / 4; i++)
-        p[i] = (uint32_t)(i * 2654435761u);
-    long f0 = minflt();
-    uint32_t *q = nk__big_realloc(p, 2 * n);
-    long faults = minflt() - f0;
-    CHECK(q != NULL);
-    if (!q) {
-        free(p);
+    long faults;
+    char *q = resized(p, n, 2 * n, nk__big_realloc, &faults);
+    if (!q)
         return;
-    }
-    int same = 1;
-    for (size_t i = 0; i < n / 4; i++)
-        same &= q[i] == (uint32_t)(i * 2654435761u);
-    CHECK(same);
-    memset((char *)q + n, 1, n);
+    memset(q + n, 1, n);
     resid r = resident(q, 2 * n);
     if (nk__big_active() && kernel_gives_huge_pages()) {
         CHECK_INT(r.nmaps, 1);
@@ -286,24 +299,14 @@ TEST(bigmem_growing_array)
 TEST(bigmem_growing_array_leaves_the_heap)
 {
     size_t n0 = 96 << 10;
-    unsigned char *p = malloc(n0);
+    void *p = malloc(n0);
     CHECK(p != NULL);
     if (!p)
         return;
-    for (size_t i = 0; i < n0; i++)
-        p[i] = (unsigned char)(i * 13);
-    long f0 = minflt();
-    unsigned char *q = nk__big_grow(p, NK_BIG_MIN);
-    long faults = minflt() - f0;
-    CHECK(q != NULL);
-    if (!q) {
-        free(p);
+    long faults;
+    void *q = resized(p, n0, NK_BIG_MIN, nk__big_grow, &faults);
+    if (!q)
         return;
-    }
-    int same = 1;
-    for (size_t i = 0; i < n0; i++)
-        same &= q[i] == (unsigned char)(i * 13);
-    CHECK(same);
     if (nk__big_active() && kernel_gives_huge_pages()) {
         CHECK(faults < 8);
         CHECK(resident(q, 1).huge_kb >= 2048);
