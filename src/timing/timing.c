@@ -364,6 +364,15 @@ static void ts_free(tstream *z)
     z->g = NULL;
 }
 
+/* A DMA's two events, its trigger and its issue bar, as the run leaves them
+ * (its trigger's start and its completion) for the events' merge to make:
+ * 24 bytes a DMA, where the two events take 48. */
+typedef struct dma_rec {
+    double start, done;
+    uint32_t instr;
+    uint16_t queue;
+} dma_rec;
+
 typedef struct sim {
     nk__pack pk;        /* the per-instruction and per-DMA arrays (alloc_sim) */
     const nk_program *p;
@@ -435,11 +444,15 @@ typedef struct sim {
     /* the timeline's events, written stream by stream: each stream's events
      * come in time order, so finish merges them rather than sorting. The
      * compute engines' are written as the run makes them; a DMA's trigger
-     * and issue bar are made after it (dma_events), from its trigger's
-     * start (aux) and its completion (done), in the order tseq gives: the
-     * run holds 4 bytes a DMA for them, not their 48 */
+     * and issue bar are made by the merge itself, from its trigger's start
+     * (aux) and its completion (done), in the order tseq gives (through
+     * drec, 24 bytes a DMA, once aux and done have gone): the run holds 4
+     * bytes a DMA for them, not their 48, and they are written once, where
+     * the merge puts them */
     uint32_t *ev_cur, *ev_off; /* per stream (ev_stream): next slot, first slot */
     uint32_t *tseq, ntseq;     /* the DMAs in the order they were triggered */
+    dma_rec *drec;             /* after the run, each core's DMAs in their events' order (dma_records) */
+    uint32_t doff[NK_MAX_CORES + 1];
     uint32_t *dspan_at;        /* per DMA (dord): its latest DMA span's slot + 1 (0: none yet) */
     unsigned flags;            /* NK_TL_* */
     tstream tput;              /* the DMA throughput counter, swept as descriptors start */
@@ -549,21 +562,15 @@ static void dset(sim *s, uint32_t g, double t)
 /* ---- events */
 
 /* Event streams: each core's compute engines' (core * NK_ENGINE_DMA +
- * engine), then each core's DMA triggers and DMA issue bars, so that the
- * compute engines' events come first in the array (the others are added
- * after the run). */
-enum { EVS_TRIGGER, EVS_ISSUE, EVS_DMA };
-#define EV_STREAMS (NK_ENGINE_DMA + EVS_DMA)
-
-static inline uint32_t ev_stream(const sim *s, uint32_t core, uint32_t engine_or_evs, int dma)
-{
-    return dma ? s->ncores * NK_ENGINE_DMA + core * EVS_DMA + engine_or_evs : core * NK_ENGINE_DMA + engine_or_evs;
-}
+ * engine). A DMA's two events (its trigger and its issue bar) are never
+ * stored as a stream: the events' merge makes them from the order the DMAs
+ * were triggered in (order_events). */
+static inline uint32_t ev_stream(uint32_t core, uint32_t engine) { return core * NK_ENGINE_DMA + engine; }
 
 /* A compute instruction's event. */
 static inline void add_event_on(sim *s, uint32_t i, int engine, int kind, double start, double end)
 {
-    uint32_t at = s->ev_cur[ev_stream(s, core_of(s, i), (uint32_t)engine, 0)]++;
+    uint32_t at = s->ev_cur[ev_stream(core_of(s, i), (uint32_t)engine)]++;
     s->tl->events[at] = (nk_event){i, (uint8_t)engine, (uint8_t)kind, queue_at(s, i), start, end};
 }
 
@@ -752,7 +759,7 @@ static void trigger_now(sim *s, uint32_t i, double t)
     uint32_t c = core_of(s, i);
     double ts = dmax(t, s->sync_free[c]), te = ts + s->a->dma_trigger_ns;
     s->sync_free[c] = te;
-    if (s->tl) /* its events once the run is over (dma_events): ts is kept in aux */
+    if (s->tl) /* its events once the run is over (order_events): ts is kept in aux */
         s->tseq[s->ntseq++] = i;
     dma_triggered(s, i, ts);
 }
@@ -1305,42 +1312,100 @@ NK__DEFINE_SORT(sort_events, nk_event, event_less)
 size_t nk__merge_give_min = (size_t)4 << 20, nk__merge_give_step = (size_t)256 << 10;
 _Atomic size_t nk__merge_given;
 
-/* The pages of stream k's events wholly before its next one, from *rel on,
- * go back to the system (they read as zeros afterwards; the merge has
- * copied them). */
-static void give_read(const nk_timeline *tl, uint32_t next, uintptr_t pg, uintptr_t *rel)
+/* The pages wholly before next (an element the merge has yet to read), from
+ * *rel on, go back to the system (they read as zeros afterwards; the merge
+ * has copied what they held). */
+static void give_read(const void *next, uintptr_t pg, uintptr_t *rel)
 {
-    uintptr_t hi = (uintptr_t)&tl->events[next] / pg * pg;
+    uintptr_t hi = (uintptr_t)next / pg * pg;
     if (hi > *rel && !madvise((void *)*rel, hi - *rel, MADV_DONTNEED)) {
         nk__merge_given += hi - *rel;
         *rel = hi;
     }
 }
 
-/* The events in order: each stream's run is in time order as the model
- * makes them (checked; a run that is not, say with triggers of equal start
- * out of instruction order, is sorted first), then the runs are merged into
- * a new array. For a large timeline the streams' pages go back as the merge
- * reads past them (every nk__merge_give_step bytes of a stream), so the
- * merged copy does not double the events' memory. */
+static inline int dma_rec_less(const dma_rec *a, const dma_rec *b)
+{
+    return a->start < b->start || (a->start == b->start && a->instr < b->instr);
+}
+NK__DEFINE_SORT(sort_dma_recs, dma_rec, dma_rec_less)
+
+/* The DMAs' records, made once the run is over from aux, done and tseq
+ * (which go): core c's at drec[doff[c] .. doff[c + 1]), in the order its
+ * events take (their trigger's start, then instruction), which is the
+ * order the run triggers them in; a core's that are not (the model does not
+ * make them so) are sorted. */
+static int dma_records(sim *s)
+{
+    uint32_t nc = s->ncores, nd = s->ntseq, at[NK_MAX_CORES + 1] = {0};
+    s->drec = nk__big_fixed((nd ? nd : 1) * sizeof *s->drec);
+    if (!s->drec)
+        return NK_ENOMEM;
+    if (nc > 1) {
+        for (uint32_t k = 0; k < nd; k++)
+            at[nk__instr_core(s->p, instr_at(s, s->tseq[k])) + 1]++;
+        for (uint32_t c = 0; c < nc; c++)
+            at[c + 1] += at[c];
+    } else
+        at[1] = nd;
+    memcpy(s->doff, at, sizeof at);
+    for (uint32_t k = 0; k < nd; k++) {
+        uint32_t i = s->tseq[k], c = nc > 1 ? nk__instr_core(s->p, instr_at(s, i)) : 0;
+        s->drec[at[c]++] = (dma_rec){s->aux[i], s->done[i], i, queue_at(s, i)};
+    }
+    void **ps[] = {(void **)&s->aux, (void **)&s->done, (void **)&s->tseq};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+        nk__pack_free(&s->pk, *ps[k]);
+        *ps[k] = NULL;
+    }
+    for (uint32_t c = 0; c < nc; c++) {
+        dma_rec *a = s->drec + s->doff[c];
+        uint32_t m = s->doff[c + 1] - s->doff[c], k = 1;
+        while (k < m && dma_rec_less(&a[k - 1], &a[k]))
+            k++;
+        if (k >= m)
+            continue;
+        dma_rec *tmp = malloc((size_t)m * sizeof *tmp);
+        if (!tmp)
+            return NK_ENOMEM;
+        sort_dma_recs(a, m, tmp);
+        free(tmp);
+    }
+    return 0;
+}
+
+/* The events in order: each compute stream's run is in time order as the
+ * model makes them (checked; one that is not is sorted first), and so is
+ * each core's run of DMA records; all of them are merged into a new array.
+ * A DMA record puts both the DMA's events, its issue bar and then its
+ * trigger (the kinds' order): they start together and belong to one
+ * instruction, so nothing else comes between them. For a large timeline
+ * the runs' pages go back as the merge reads past them (every
+ * nk__merge_give_step bytes of a run), so the merged copy does not double
+ * the events' memory. The DMA records go afterwards. */
 static int order_events(sim *s)
 {
     nk_timeline *tl = s->tl;
-    uint32_t nst = s->ncores * EV_STREAMS, n = tl->nevents;
+    uint32_t nc = s->ncores * NK_ENGINE_DMA, nst = nc + s->ncores, n = tl->nevents;
     nk_event *out = nk__big_fixed((n ? n : 1) * sizeof *out);
-    uint32_t *head = malloc((nst ? nst : 1) * sizeof *head), *hp = malloc((nst ? nst : 1) * sizeof *hp);
-    uint32_t *gave = malloc((nst ? nst : 1) * sizeof *gave);
-    uintptr_t *rel = malloc((nst ? nst : 1) * sizeof *rel), pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    /* per run: where the merge is (for the DMA records' of core c, run nc +
+     * c, its index in drec), its next event (what the heap compares), and
+     * where it last gave pages back */
+    uint32_t *head = malloc(nst * sizeof *head), *hp = malloc(nst * sizeof *hp), *gave = malloc(nst * sizeof *gave);
+    uintptr_t *rel = malloc(nst * sizeof *rel), pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    nk_event *hev = malloc(nst * sizeof *hev);
     int rc = NK_ENOMEM;
-    if (!out || !head || !hp || !gave || !rel)
+    if (!out || !head || !hp || !gave || !rel || !hev)
         goto out;
+    NK_ASSERT(n - s->ev_off[nc] == 2 * s->ntseq); /* every DMA was triggered: two events each */
     int give = (size_t)n * sizeof *out >= nk__merge_give_min && pg > 0 && !(pg & (pg - 1));
-    uint32_t step = (uint32_t)(nk__merge_give_step / sizeof *out) + 1;
+    uint32_t step = (uint32_t)(nk__merge_give_step / sizeof *out) + 1, dstep = (uint32_t)(nk__merge_give_step / sizeof *s->drec) + 1;
     for (uint32_t k = 0; k < nst; k++) {
-        gave[k] = s->ev_off[k];
-        rel[k] = ((uintptr_t)&tl->events[s->ev_off[k]] + pg - 1) / pg * pg; /* pages wholly in stream k */
+        head[k] = gave[k] = k < nc ? s->ev_off[k] : s->doff[k - nc];
+        const void *first = k < nc ? (const void *)&tl->events[head[k]] : (const void *)&s->drec[head[k]];
+        rel[k] = ((uintptr_t)first + pg - 1) / pg * pg; /* pages wholly in run k */
     }
-    for (uint32_t k = 0; k < nst; k++) {
+    for (uint32_t k = 0; k < nc; k++) {
         nk_event *a = tl->events + s->ev_off[k];
         uint32_t m = s->ev_off[k + 1] - s->ev_off[k];
         for (uint32_t j = 1; j < m; j++)
@@ -1349,29 +1414,43 @@ static int order_events(sim *s)
                 break;
             }
     }
-    /* a heap of the streams by their next event */
+    /* a heap of the runs by their next event */
     uint32_t nh = 0;
-#define EV_HEAD(k) (&tl->events[head[k]])
-#define EV_HLESS(a, b) event_less(EV_HEAD(a), EV_HEAD(b))
+#define EV_HLESS(a, b) event_less(&hev[a], &hev[b])
+#define DMA_ISSUE(r) ((nk_event){(r)->instr, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, (r)->queue, (r)->start, (r)->done})
     for (uint32_t k = 0; k < nst; k++) {
-        if (s->ev_off[k + 1] == s->ev_off[k])
+        if (head[k] == (k < nc ? s->ev_off[k + 1] : s->doff[k - nc + 1]))
             continue;
-        head[k] = s->ev_off[k];
+        hev[k] = k < nc ? tl->events[head[k]] : DMA_ISSUE(&s->drec[head[k]]);
         uint32_t i = nh++;
         for (; i > 0 && EV_HLESS(k, hp[(i - 1) / 2]); i = (i - 1) / 2)
             hp[i] = hp[(i - 1) / 2];
         hp[i] = k;
     }
-    for (uint32_t o = 0; o < n; o++) {
-        uint32_t k = hp[0];
-        out[o] = *EV_HEAD(k);
-        NK_ASSERT(o == 0 || !event_less(&out[o], &out[o - 1])); /* readers rely on the order */
-        uint32_t next = ++head[k];
-        if (give && next - gave[k] >= step) {
-            give_read(tl, next, pg, &rel[k]);
-            gave[k] = next;
+    for (uint32_t o = 0; o < n;) {
+        uint32_t k = hp[0], next = ++head[k];
+        int more;
+        out[o++] = hev[k];
+        if (k < nc) {
+            if (give && next - gave[k] >= step) {
+                give_read(&tl->events[next], pg, &rel[k]);
+                gave[k] = next;
+            }
+            if ((more = next < s->ev_off[k + 1]))
+                hev[k] = tl->events[next];
+        } else { /* the DMA's trigger, after its issue bar */
+            const nk_event *e = &hev[k];
+            out[o++] = (nk_event){e->instr, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, e->queue, e->start,
+                                  e->start + s->a->dma_trigger_ns};
+            if (give && next - gave[k] >= dstep) {
+                give_read(&s->drec[next], pg, &rel[k]);
+                gave[k] = next;
+            }
+            if ((more = next < s->doff[k - nc + 1]))
+                hev[k] = DMA_ISSUE(&s->drec[next]);
         }
-        uint32_t top = next < s->ev_off[k + 1] ? k : hp[--nh];
+        NK_ASSERT(o < 2 || !event_less(&out[o - 1], &out[o - 2])); /* readers rely on the order */
+        uint32_t top = more ? k : hp[--nh];
         if (!nh)
             break;
         /* sift the new top down */
@@ -1389,11 +1468,13 @@ static int order_events(sim *s)
         }
         hp[i] = top;
     }
-#undef EV_HEAD
 #undef EV_HLESS
+#undef DMA_ISSUE
     free(tl->events);
     tl->events = out;
     out = NULL;
+    free(s->drec);
+    s->drec = NULL;
     rc = 0;
 out:
     free(out);
@@ -1401,6 +1482,7 @@ out:
     free(hp);
     free(gave);
     free(rel);
+    free(hev);
     return rc;
 }
 
@@ -1810,8 +1892,10 @@ static void *counters_work(void *arg)
  * the run is over (while it runs, the per-instruction state takes the
  * memory): the Tensor engine's weight load starts before its multiply, which
  * ends last; a DMA's trigger starts with its issue bar, which ends last. */
-static int instr_spans(nk_timeline *tl, uint32_t n)
+static int instr_spans(sim *s)
 {
+    nk_timeline *tl = s->tl;
+    uint32_t n = s->n, n0 = s->ev_off[s->ncores * NK_ENGINE_DMA];
     tl->instr_start = nk__big_fixed((n ? n : 1) * sizeof(double));
     tl->instr_end = nk__big_fixed((n ? n : 1) * sizeof(double));
     if (!tl->instr_start || !tl->instr_end)
@@ -1820,10 +1904,15 @@ static int instr_spans(nk_timeline *tl, uint32_t n)
         tl->instr_start[i] = INFINITY;
         tl->instr_end[i] = -INFINITY;
     }
-    for (uint32_t k = 0; k < tl->nevents; k++) {
+    for (uint32_t k = 0; k < n0; k++) { /* the compute engines' events */
         const nk_event *e = &tl->events[k];
         tl->instr_start[e->instr] = fmin(tl->instr_start[e->instr], e->start);
         tl->instr_end[e->instr] = dmax(tl->instr_end[e->instr], e->end);
+    }
+    for (uint32_t k = 0; k < s->ntseq; k++) { /* a DMA's two events, as order_events makes them */
+        const dma_rec *r = &s->drec[k];
+        tl->instr_start[r->instr] = r->start;
+        tl->instr_end[r->instr] = dmax(r->start + s->a->dma_trigger_ns, r->done);
     }
     for (uint32_t i = 0; i < n; i++)
         if (tl->instr_start[i] == INFINITY) /* no event (the run stopped first) */
@@ -1831,46 +1920,15 @@ static int instr_spans(nk_timeline *tl, uint32_t n)
     return 0;
 }
 
-/* The DMAs' trigger and issue events, in the order they were triggered:
- * the trigger from its start (aux) for the trigger's time, the issue bar
- * from that start to the DMA's completion, as the run would have written
- * them. aux and done go once read. */
-static int dma_events(sim *s)
-{
-    nk_timeline *tl = s->tl;
-    uint32_t n0 = s->ev_off[ev_stream(s, 0, 0, 1)];
-    if (tl->nevents > n0) {
-        nk_event *ev = nk__big_realloc(tl->events, tl->nevents * sizeof *ev);
-        if (!ev)
-            return NK_ENOMEM;
-        tl->events = ev;
-    }
-    for (uint32_t k = 0; k < s->ntseq; k++) {
-        uint32_t i = s->tseq[k], c = nk__instr_core(s->p, instr_at(s, i));
-        uint16_t q = queue_at(s, i);
-        double ts = s->aux[i], te = ts + s->a->dma_trigger_ns;
-        tl->events[s->ev_cur[ev_stream(s, c, EVS_TRIGGER, 1)]++] =
-            (nk_event){i, NK_ENGINE_SYNC, NK_EV_DMA_TRIGGER, q, ts, te};
-        tl->events[s->ev_cur[ev_stream(s, c, EVS_ISSUE, 1)]++] =
-            (nk_event){i, NK_ENGINE_DMA, NK_EV_DMA_ISSUE, q, ts, s->done[i]};
-    }
-    void **ps[] = {(void **)&s->aux, (void **)&s->done, (void **)&s->tseq};
-    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
-        nk__pack_free(&s->pk, *ps[k]);
-        *ps[k] = NULL;
-    }
-    return 0;
-}
-
 static int finish(sim *s)
 {
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
-    int rc0 = dma_events(s);
-    if (rc0)
-        return rc0;
+    int rc = dma_records(s);
+    if (rc)
+        return rc;
     ts_drain(&s->tput, 0, 0);
-    int rc = s->tput.rc ? s->tput.rc : s->tput.b.oom ? NK_ENOMEM : cb_finish(&s->tput.b);
+    rc = s->tput.rc ? s->tput.rc : s->tput.b.oom ? NK_ENOMEM : cb_finish(&s->tput.b);
     ts_free(&s->tput);
     if (rc)
         return rc;
@@ -1879,8 +1937,9 @@ static int finish(sim *s)
         if (v)
             tl->dspans = v;
     }
-    if ((rc = instr_spans(tl, s->n))) /* before the tile counters, which read them */
+    if ((rc = instr_spans(s))) /* before the tile counters, which read them */
         return rc;
+
     counters_job cj = {p, tl, 0};
     pthread_t th;
     int threaded = nk__threads(p->threads) > 1 && !pthread_create(&th, NULL, counters_work, &cj);
@@ -1896,6 +1955,7 @@ static int finish(sim *s)
         pthread_join(th, NULL);
     else
         counters_work(&cj);
+
     if (!rc)
         rc = cj.rc;
     return rc;
@@ -2019,26 +2079,21 @@ static int alloc_sim(sim *s)
             return NK_ENOMEM;
     }
     if (tl) {
-        uint32_t nst = s->ncores * EV_STREAMS;
+        uint32_t nst = s->ncores * NK_ENGINE_DMA;
         s->ev_cur = calloc(nst, sizeof *s->ev_cur);
         s->ev_off = calloc(nst + 1, sizeof *s->ev_off);
         tl->counters = calloc(3, sizeof *tl->counters);
         if (!s->ev_cur || !s->ev_off || !tl->counters)
             return NK_ENOMEM;
         tl->ncounters = 3;
-        for (uint32_t i = 0; i < s->n; i++) {
-            uint32_t c = core_of(s, i);
-            if (s->eng[i] == NK_ENGINE_DMA) {
-                s->ev_off[ev_stream(s, c, EVS_TRIGGER, 1) + 1]++;
-                s->ev_off[ev_stream(s, c, EVS_ISSUE, 1) + 1]++;
-            } else
-                s->ev_off[ev_stream(s, c, s->eng[i], 0) + 1] += s->eng[i] == NK_ENGINE_TENSOR ? 2 : 1;
-        }
+        for (uint32_t i = 0; i < s->n; i++)
+            if (s->eng[i] != NK_ENGINE_DMA)
+                s->ev_off[ev_stream(core_of(s, i), s->eng[i]) + 1] += s->eng[i] == NK_ENGINE_TENSOR ? 2 : 1;
         for (uint32_t k = 0; k < nst; k++)
             s->ev_off[k + 1] += s->ev_off[k];
         memcpy(s->ev_cur, s->ev_off, nst * sizeof *s->ev_cur);
-        tl->nevents = nev; /* the array holds the compute engines' until dma_events */
-        uint32_t n0 = s->ev_off[ev_stream(s, 0, 0, 1)];
+        tl->nevents = nev; /* the array holds the compute engines' (order_events makes the DMAs') */
+        uint32_t n0 = s->ev_off[nst];
         tl->events = nk__big_malloc((n0 ? n0 : 1) * sizeof *tl->events);
         if (!tl->events)
             return NK_ENOMEM;
@@ -2085,7 +2140,7 @@ static int give_back(sim *s, nk__deps *o)
 }
 
 /* What only the run needs: freed before the results are put together
- * (but aux, done and tseq, which dma_events reads, with a timeline). */
+ * (but aux, done and tseq, which make the DMAs' events, with a timeline). */
 static void free_run(sim *s)
 {
     void **ps[] = {(void **)&s->core, (void **)&s->eng, (void **)&s->unit, (void **)&s->rem,
@@ -2109,6 +2164,7 @@ static void free_sim(sim *s)
     nk__pack_free(&s->pk, s->tseq);
     s->aux = s->done = NULL;
     s->tseq = NULL;
+    free(s->drec);
     ts_free(&s->tput);
     free(s->ev_cur);
     free(s->ev_off);
