@@ -1517,31 +1517,61 @@ static void active_times(nk_timeline *tl)
         tl->active_ns[e] += e0[e] - s0[e];
 }
 
-/* Runs a[r[k] .. r[k + 1]) for k < nr, each sorted, merged as they are
- * taken, into emit: a tournament tree over the runs' heads (win[1] the
- * overall winner, leaves nl .. 2 nl - 1 the runs, those past nr empty).
- * Nothing is copied, so no second array is touched: written to one in
- * passes, the merge's pages raised the 1x profile's peak. Ties go to
- * either run: equal points are equal values. at: room for nr (the runs'
- * cursors), win for 2 nl. */
-static void merge_emit(const mpoint *a, const size_t *r, size_t nr, size_t *at, uint32_t *win, size_t nl,
+/* The runs of nk__tile_points' groups: run k < ng holds group k's starts,
+ * run ng + k its ends, run k at positions r[k] .. r[k + 1) of 2 h (the
+ * starts in [0, h), the ends in [h, 2 h)). A run's point at position i is
+ * made from its buffer, ids[i] (a start) or ids[i - h] (an end), or, for a
+ * run that had to be sorted (mat[k]), read from pt[i]. */
+typedef struct truns {
+    const nk_program *p;
+    const double *first, *last;
+    const uint32_t *ids;
+    const mpoint *pt;
+    const uint8_t *mat;
+    size_t h, ng;
+} truns;
+
+static inline mpoint run_point(const truns *u, size_t k, size_t i)
+{
+    if (u->mat[k])
+        return u->pt[i];
+    int end = k >= u->ng;
+    uint32_t b = u->ids[end ? i - u->h : i];
+    const nk_bufinfo *bi = &u->p->bufs[b];
+    double bytes = (double)bi->bytes * (double)bi->shape[0];
+    return end ? (mpoint){u->last[b], -bytes} : (mpoint){u->first[b], bytes};
+}
+
+/* The 2 ng runs, each sorted, merged as they are taken, into emit: a
+ * tournament tree over the runs' heads (win[1] the overall winner, leaves
+ * nl .. 2 nl - 1 the runs; one past its end, or past the runs, holds an
+ * infinite head). Nothing is written but the heads: written to an array in
+ * passes, the merge's pages raised the 1x profile's peak. Ties go to either
+ * run: equal points are equal values. r: the runs' bounds (2 ng + 1); at:
+ * room for 2 ng (the runs' cursors), hd for nl (their heads), win for 2 nl. */
+static void merge_emit(const truns *u, const size_t *r, size_t *at, mpoint *hd, uint32_t *win, size_t nl,
                        void (*emit)(void *, const mpoint *), void *ctx)
 {
-#define HEAD_LESS(x, y) \
-    ((x) < nr && at[x] < r[(x) + 1] && ((y) >= nr || at[y] == r[(y) + 1] || !mpoint_less(&a[at[y]], &a[at[x]])))
-    for (size_t k = 0; k < nr; k++)
-        at[k] = r[k];
-    for (size_t k = 0; k < nl; k++)
+    size_t nr = 2 * u->ng;
+    const mpoint none = {INFINITY, INFINITY};
+#define HEAD_LESS(x, y) (!mpoint_less(&hd[y], &hd[x]))
+    for (size_t k = 0; k < nl; k++) {
+        if (k < nr)
+            at[k] = r[k];
+        hd[k] = k < nr && r[k] < r[k + 1] ? run_point(u, k, r[k]) : none;
         win[nl + k] = (uint32_t)k;
+    }
     for (size_t k = nl; k-- > 1;) {
         uint32_t x = win[2 * k], y = win[2 * k + 1];
         win[k] = HEAD_LESS(x, y) ? x : y;
     }
     for (;;) {
         uint32_t w = win[1];
-        if (w >= nr || at[w] == r[w + 1])
+        if (hd[w].t == INFINITY)
             break;
-        emit(ctx, &a[at[w]++]);
+        emit(ctx, &hd[w]);
+        size_t i = ++at[w];
+        hd[w] = i < r[w + 1] ? run_point(u, w, i) : none;
         for (size_t k = (nl + w) >> 1; k; k >>= 1) {
             uint32_t x = win[2 * k], y = win[2 * k + 1];
             win[k] = HEAD_LESS(x, y) ? x : y;
@@ -1622,9 +1652,12 @@ size_t nk__tile_count(const nk_program *p, int mem, const double *first)
  * and the ends are a few sorted runs each, merged as they are taken
  * (merge_emit). Sorted as they come, in buffer order, where the groups
  * interleave, the 8x matmul's 1.06 million points took 33 ms; grouped, 22
- * ms. A group out of order is sorted first, and the points of a program of
- * many addresses (more than one a 64 tiles) are sorted as they come: the
- * order is the same either way, since equal points are equal values. */
+ * ms. A run is its group's buffers, each point made from its buffer as the
+ * merge comes to it: 4 bytes a tile, where the points took 32 (at 8x, 17
+ * MB of fresh pages at the profile's peak). A group out of order has its
+ * points sorted into pt first, and the points of a program of many
+ * addresses (more than one a 64 tiles) are sorted as they come: the order
+ * is the same either way, since equal points are equal values. */
 int nk__tile_points(const nk_program *p, int mem, const double *first, const double *last, size_t np, mpoint *pt,
                     mpoint *tmp, void (*emit)(void *, const mpoint *), void *ctx)
 {
@@ -1650,14 +1683,19 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
         t.cnt[t.gid[k] + 1]++;
     }
     size_t ng = t.ng, nl = 1, *at = NULL; /* (0 only with no tiles: no points) */
-    uint32_t *win = NULL;
+    uint32_t *win = NULL, *ids = NULL;
+    mpoint *hd = NULL;
+    uint8_t *mat = NULL;
     while (nl < 2 * ng)
         nl *= 2;
     if (grouped && ng) {
         run = malloc((2 * ng + 1) * sizeof *run);
         at = malloc((2 * ng + 1) * sizeof *at);
         win = malloc(2 * nl * sizeof *win);
-        grouped = run && at && win;
+        hd = malloc(nl * sizeof *hd);
+        mat = calloc(2 * ng, 1);
+        ids = malloc((h ? h : 1) * sizeof *ids);
+        grouped = run && at && win && hd && mat && ids;
     }
     int rc = 0;
     if (grouped && ng) {
@@ -1670,24 +1708,29 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
         }
         for (uint32_t b = 1; b < p->nbufs; b++) {
             const nk_bufinfo *bi = &p->bufs[b];
-            if (bi->mem != mem || first[b] == INFINITY)
-                continue;
-            double bytes = (double)bi->bytes * (double)bi->shape[0];
-            size_t pos = cnt[t.gid[addr_slot(&t, bi->addr)]]++;
-            pt[pos] = (mpoint){first[b], bytes};
-            pt[h + pos] = (mpoint){last[b], -bytes};
+            if (bi->mem == mem && first[b] != INFINITY)
+                ids[cnt[t.gid[addr_slot(&t, bi->addr)]]++] = b;
         }
+        truns u = {p, first, last, ids, pt, mat, h, ng};
         for (size_t k = 0; !rc && k < 2 * ng; k++) {
-            size_t i = run[k] + 1;
-            while (i < run[k + 1] && !mpoint_less(&pt[i], &pt[i - 1]))
-                i++;
+            size_t i = run[k] + 1; /* (a group has a tile: no run is empty) */
+            for (mpoint prev = run_point(&u, k, run[k]); i < run[k + 1]; i++) {
+                mpoint x = run_point(&u, k, i);
+                if (mpoint_less(&x, &prev))
+                    break;
+                prev = x;
+            }
             if (i < run[k + 1] && !tmp)
                 rc = NK_ENOMEM;
-            else if (i < run[k + 1])
+            else if (i < run[k + 1]) { /* its points, sorted, in pt */
+                for (i = run[k]; i < run[k + 1]; i++)
+                    pt[i] = run_point(&u, k, i);
                 sort_mpoints(pt + run[k], run[k + 1] - run[k], tmp);
+                mat[k] = 1;
+            }
         }
         if (!rc)
-            merge_emit(pt, run, 2 * ng, at, win, nl, emit, ctx);
+            merge_emit(&u, run, at, hd, win, nl, emit, ctx);
     } else if (!grouped) {
         size_t n = 0;
         for (uint32_t b = 1; b < p->nbufs; b++) {
@@ -1711,6 +1754,9 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
     free(run);
     free(at);
     free(win);
+    free(hd);
+    free(mat);
+    free(ids);
     return rc;
 }
 

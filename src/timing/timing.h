@@ -137,9 +137,10 @@ extern _Atomic size_t nk__merge_given;
  * - its last use). nk__tile_count gives the number of points of memory
  * mem's tiles (the buffers of p with first[b] finite, alive [first[b],
  * last[b])); nk__tile_points hands them to emit in time order, frees first
- * at equal times, with pt and tmp room for np each (tmp used only where
+ * at equal times, with pt and tmp room for np each (written only where
  * the tiles cannot be grouped by address or a group's come out of order;
- * NULL there is NK_ENOMEM): 0, or NK_ENOMEM before any point is emitted. */
+ * tmp NULL there is NK_ENOMEM): 0, or NK_ENOMEM before any point is
+ * emitted. */
 typedef struct nk__mpoint {
     double t, delta;
 } nk__mpoint;
