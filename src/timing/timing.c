@@ -441,6 +441,10 @@ typedef struct sim {
     double *dnext;
     uint32_t *win, nleaf;
     double hbm_free[NK_MAX_CORES]; /* each core's share of the HBM bandwidth */
+    /* a core whose DMA engines move as one (gang_of): only its engine 0 is
+     * in the tree, and its state stands for every engine's */
+    uint8_t gang[NK_MAX_CORES];
+    uint64_t gang_starts, gang_parts; /* gang_start's calls, and the gangs they parted */
     /* the timeline's events, written stream by stream: each stream's events
      * come in time order, so finish merges them rather than sorting. The
      * compute engines' are written as the run makes them; a DMA's trigger
@@ -535,6 +539,23 @@ static hent heap_pop(sim *s)
 }
 
 /* ---- the DMA engines' tree */
+
+/* Gangs. When every DMA of a core has a descriptor of one size on each of
+ * its DMA engines, the engines' queues hold the same instructions, and
+ * engines that have started the same descriptors at the same times are in
+ * the same state: each one's event at t does what engine 0's did, in engine
+ * order, nothing else coming between them (compute events at t come before
+ * the DMA engines', triggers after; a DMA commits at its last descriptor's
+ * start and wakes nothing at t). Such a core's engines are a gang: its
+ * engine 0 alone is in the tree, and its event starts a descriptor on each
+ * engine in turn (gang_start), the same work, in the same order, as theirs
+ * would have been, without each engine's pass over its queues and the
+ * tree. Descriptors whose ends differ (the shared HBM bandwidth holds the
+ * later engines back) part the gang for good: each engine goes on alone
+ * from its own end. The timeline is the same, bit for bit, either way
+ * (nk__dma_gangs 0 times without gangs: for the tests). */
+int nk__dma_gangs = 1;
+_Atomic uint64_t nk__dma_gang_starts, nk__dma_gang_parts;
 
 static inline uint32_t dbetter(const sim *s, uint32_t a, uint32_t b)
 {
@@ -745,8 +766,9 @@ static void dma_triggered(sim *s, uint32_t i, double t)
         commit_dma(s, i);
         return;
     }
-    uint32_t g0 = core_of(s, i) * s->ne, q = m->queue % s->nq;
-    for (uint32_t k = 0, e = m->e0; k < m->neng; k++, e = e + 1 == s->ne ? 0 : e + 1) {
+    uint32_t c = core_of(s, i), g0 = c * s->ne, q = m->queue % s->nq;
+    uint32_t neng = s->gang[c] ? 1 : m->neng, e0 = s->gang[c] ? 0 : m->e0; /* a gang: its engine 0 */
+    for (uint32_t k = 0, e = e0; k < neng; k++, e = e + 1 == s->ne ? 0 : e + 1) {
         uint32_t slot = (g0 + e) * s->nq + q;
         if (s->hinst[slot] == i) /* the head there */
             s->hready[slot] = s->ready[i];
@@ -839,6 +861,35 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
         commit_dma(s, i);
 }
 
+/* The gang of core c, led by engine g (its engine 0), starts DMA i's
+ * descriptors at t: one on each engine, in engine order, as each engine's
+ * event at t would in turn. While their ends are equal the engines stay one;
+ * else each goes on alone from here, its state the leader's (the same, by
+ * then, but for the end of its descriptor). */
+static void gang_start(sim *s, uint32_t c, uint32_t g, uint32_t i, double t)
+{
+    s->gang_starts++;
+    for (uint32_t e = 0; e < s->ne; e++)
+        start_desc(s, g + e, i, t);
+    double busy = s->d[g].busy;
+    uint32_t e = 1;
+    while (e < s->ne && s->d[g + e].busy == busy)
+        e++;
+    if (e == s->ne)
+        return;
+    s->gang[c] = 0;
+    s->gang_parts++;
+    for (e = 1; e < s->ne; e++) {
+        dmaeng *D = &s->d[g + e];
+        D->nonempty = s->d[g].nonempty;
+        D->rr = s->d[g].rr;
+        memcpy(&s->qcur[(g + e) * s->nq], &s->qcur[g * s->nq], s->nq * sizeof *s->qcur);
+        memcpy(&s->hinst[(g + e) * s->nq], &s->hinst[g * s->nq], s->nq * sizeof *s->hinst);
+        memcpy(&s->hready[(g + e) * s->nq], &s->hready[g * s->nq], s->nq * sizeof *s->hready);
+        dset(s, g + e, D->busy);
+    }
+}
+
 /* The first instruction at or after qlist[k] of queue slot cq (core * nq +
  * queue) with a descriptor on the core's DMA engine e, or the slot's end. */
 static inline uint32_t next_user(const sim *s, uint32_t e, uint32_t cq, uint32_t k)
@@ -887,7 +938,10 @@ static void dma_event(sim *s, uint32_t g, double t)
                 s->hready[slot] = head_ready(s, s->hinst[slot]);
             }
             D->rr = q + 1 == s->nq ? 0 : q + 1;
-            start_desc(s, g, i, t);
+            if (s->gang[s->gcore[g]])
+                gang_start(s, s->gcore[g], g, i, t);
+            else
+                start_desc(s, g, i, t);
             if (D->busy < s->dnext[g]) /* wake(g, busy) */
                 s->dnext[g] = D->busy;
             dset(s, g, s->dnext[g]);
@@ -1186,6 +1240,7 @@ static int plan_all(sim *s)
     size_t nslot = (size_t)s->ncores * s->ne * s->nq, ncq = (size_t)s->ncores * s->nq;
     uint64_t total = 0;
     uint32_t rots[NK_MAX_CORES] = {0}, ndma = 0;
+    uint8_t apart[NK_MAX_CORES] = {0}; /* a DMA of the core not on every engine alike */
     s->qoff = calloc(ncq + 1, sizeof *s->qoff);
     s->qcur = calloc(nslot, sizeof *s->qcur);
     s->hinst = malloc((nslot ? nslot : 1) * sizeof *s->hinst);
@@ -1208,6 +1263,7 @@ static int plan_all(sim *s)
         }
         uint8_t neng = s->kinds[kind].neng;
         uint16_t qi = queue_at(s, i), q = (uint16_t)(qi % s->nq);
+        apart[core_of(s, i)] |= neng != s->ne || s->kinds[kind].extra;
         uint32_t *rp = &rots[core_of(s, i)], rot = *rp;
         s->dord[i] = ndma;
         s->dma[ndma] = (dmainfo){kind, qi, (uint8_t)rot, neng, nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM,
@@ -1221,6 +1277,8 @@ static int plan_all(sim *s)
     free(kt.key);
     if (total > UINT32_MAX)
         return NK_ELIMIT;
+    for (uint32_t c = 0; c < s->ncores; c++)
+        s->gang[c] = nk__dma_gangs && s->ne > 1 && !apart[c];
     /* at most a span per descriptor: the pages past the spans made are never
      * touched. Their first megabytes stay on small pages, since a huge page
      * at the frontier is resident whole, at the moment the run's memory
@@ -2289,6 +2347,8 @@ static int simulate(const nk_program *p, const nk__order_view *v, const nk_arch 
             rc = b;
     }
     free_run(&s);
+    nk__dma_gang_starts += s.gang_starts;
+    nk__dma_gang_parts += s.gang_parts;
     if (!rc)
         rc = s.tl ? finish(&s) : launch_regions(&s, NULL, total);
     free_sim(&s);

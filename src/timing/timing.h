@@ -131,6 +131,12 @@ int nk__time_program_detail(const nk_program *p, const nk_arch *arch, unsigned f
  * or more (tunable for tests);
  * nk__merge_given counts the bytes given back. */
 extern size_t nk__merge_give_min, nk__merge_give_step;
+/* 0: each DMA engine is timed on its own, never as one of a gang (the same
+ * timeline: for the tests, which compare the two). The counts: the gangs'
+ * events (each a descriptor on every engine of a core), and the gangs
+ * parted, over every run so far. */
+extern int nk__dma_gangs;
+extern _Atomic uint64_t nk__dma_gang_starts, nk__dma_gang_parts;
 extern _Atomic size_t nk__merge_given;
 
 /* A change of a tile counter: at t, delta bytes (+ a tile's first write,

@@ -1460,6 +1460,105 @@ TEST(timing_dma_spans_of_transfers_by_hand)
     free(v);
 }
 
+/* Timelines a and b of one program are the same, bit for bit: every event,
+ * span, descriptor transfer, counter sample and launch region. */
+static int same_detail(const nk_timeline *a, const nk_timeline *b, uint32_t ninstr)
+{
+    if (a->total_ns != b->total_ns || a->nevents != b->nevents || a->ndspans != b->ndspans ||
+        a->nxfers != b->nxfers || a->ncounters != b->ncounters || a->nregions != b->nregions ||
+        memcmp(a->active_ns, b->active_ns, sizeof a->active_ns) ||
+        memcmp(a->events, b->events, a->nevents * sizeof *a->events) ||
+        memcmp(a->dspans, b->dspans, a->ndspans * sizeof *a->dspans) ||
+        memcmp(a->instr_start, b->instr_start, ninstr * sizeof(double)) ||
+        memcmp(a->instr_end, b->instr_end, ninstr * sizeof(double)))
+        return 0;
+    for (uint32_t k = 0; k < a->nregions; k++) {
+        const nk_region *x = &a->regions[k], *y = &b->regions[k];
+        if (x->kind != y->kind || x->core != y->core || x->start != y->start || x->end != y->end)
+            return 0;
+    }
+    for (uint32_t k = 0; k < a->nxfers; k++) {
+        const nk_dma_xfer *x = &a->xfers[k], *y = &b->xfers[k];
+        if (x->instr != y->instr || x->queue != y->queue || x->dma_engine != y->dma_engine ||
+            x->to_hbm != y->to_hbm || x->partitions != y->partitions || x->bytes != y->bytes ||
+            x->start != y->start || x->end != y->end)
+            return 0;
+    }
+    for (uint32_t c = 0; c < a->ncounters; c++) {
+        const nk_counter *x = &a->counters[c], *y = &b->counters[c];
+        if (x->n != y->n || memcmp(x->t, y->t, x->n * sizeof *x->t) || memcmp(x->value, y->value, x->n * sizeof *x->value))
+            return 0;
+    }
+    return 1;
+}
+
+/* A core's DMA engines timed as a gang (engine 0's events start a
+ * descriptor on every engine in turn) give the timeline that each engine
+ * timed on its own gives, bit for bit: on trn1 and trn2, over two cores,
+ * with triggers in program order, and where the shared HBM bandwidth holds
+ * the later engines back, which parts the gang. A program whose DMAs do not
+ * all use every engine alike (tensor_add's 250 rows end in a tile of 122
+ * partitions) has no gang. */
+TEST(timing_dma_gangs_time_as_each_engine_alone)
+{
+    static const struct {
+        const char *kernel, *target, *table; /* table: the target file timed on */
+        int grid, gang, parts;               /* grid: 2 x 2 over two cores */
+    } cases[] = {
+        {"matmul_tiled", "trn1", "base = trn1\n", 0, 1, 0},
+        {"matmul_tiled", "trn2", "base = trn2\n", 0, 1, 0},
+        {"spmd_matmul", "trn2", "base = trn2\n", 1, 1, 0},
+        {"matmul_tiled", "trn1", "base = trn1\ndma_trigger_in_order = 1\n", 0, 1, 0},
+        {"matmul_tiled", "trn1", "base = trn1\nhbm_gbps = 20\n", 0, 1, 1},
+        {"tensor_add", "trn1", "base = trn1\n", 0, 0, 0},
+    };
+    int gangs0 = nk__dma_gangs;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const nk_kernel_info *ki = nk_builtin_kernel(cases[k].kernel);
+        CHECK(ki != NULL);
+        if (!ki)
+            continue;
+        nk_array args[NK_KERNEL_MAX_ARGS];
+        for (int a = 0; a < ki->nargs; a++) {
+            args[a] = (nk_array){ki->args[a].dtype, ki->args[a].ndim, {0}, NULL};
+            memcpy(args[a].shape, ki->args[a].shape, sizeof args[a].shape);
+        }
+        nk_options o = {cases[k].target, 0, NULL, NK_SCHED_LIST};
+        if (cases[k].grid) {
+            o.grid[0] = o.grid[1] = 2;
+            o.grid_nc[0] = -2;
+        }
+        nk_kernel *kn = nk_kernel_new(ki->name, ki->fn);
+        const nk_program *p = NULL;
+        nk_arch arch;
+        char err[256] = "";
+        CHECK_INT(nk_kernel_compile(kn, args, ki->nargs, &o, &p), 0);
+        CHECK_INT(nk__arch_load_text(cases[k].table, "gangs", &arch, err, sizeof err), 0);
+        nk_timeline *tl[2] = {NULL, NULL};
+        uint64_t starts = nk__dma_gang_starts, parts = nk__dma_gang_parts;
+        for (int g = 0; p && g < 2; g++) {
+            nk__dma_gangs = g;
+            CHECK_INT(time_detail(p, &arch, &tl[g]), 0);
+        }
+        nk__dma_gangs = gangs0;
+        if (p && cases[k].grid)
+            CHECK_INT(p->ncores, 2);
+        if (tl[0] && tl[1]) {
+            if (!same_detail(tl[0], tl[1], p->ninstr))
+                printf("  %s on %s: the gangs' timeline differs\n", cases[k].kernel, cases[k].table);
+            CHECK(same_detail(tl[0], tl[1], p->ninstr));
+            CHECK(tl[0]->nxfers > 0);
+            /* a gang's event is a descriptor on each of its 16 engines */
+            CHECK((nk__dma_gang_starts - starts > 0) == cases[k].gang);
+            CHECK(nk__dma_gang_starts - starts <= tl[1]->nxfers / 16);
+            CHECK((nk__dma_gang_parts - parts > 0) == cases[k].parts);
+        }
+        nk__timeline_free(tl[0]);
+        nk__timeline_free(tl[1]);
+        nk_kernel_free(kn);
+    }
+}
+
 /* The events' merge gives back the streams' pages as it reads past them:
  * a matmul's timeline merged that way (every page it can) has the same
  * events, byte for byte, as one merged without, and pages were given. */
