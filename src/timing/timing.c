@@ -1575,15 +1575,21 @@ static void active_times(nk_timeline *tl)
         tl->active_ns[e] += e0[e] - s0[e];
 }
 
+/* A tile of a group: its buffer and its bytes (per partition times
+ * partitions), so that the merge reads the groups' tiles in order and not
+ * each one's record. */
+typedef struct tref {
+    uint32_t b, bytes;
+} tref;
+
 /* The runs of nk__tile_points' groups: run k < ng holds group k's starts,
  * run ng + k its ends, run k at positions r[k] .. r[k + 1) of 2 h (the
  * starts in [0, h), the ends in [h, 2 h)). A run's point at position i is
- * made from its buffer, ids[i] (a start) or ids[i - h] (an end), or, for a
+ * made from its tile, ids[i] (a start) or ids[i - h] (an end), or, for a
  * run that had to be sorted (mat[k]), read from pt[i]. */
 typedef struct truns {
-    const nk_program *p;
     const double *first, *last;
-    const uint32_t *ids;
+    const tref *ids;
     const mpoint *pt;
     const uint8_t *mat;
     size_t h, ng;
@@ -1594,10 +1600,8 @@ static inline mpoint run_point(const truns *u, size_t k, size_t i)
     if (u->mat[k])
         return u->pt[i];
     int end = k >= u->ng;
-    uint32_t b = u->ids[end ? i - u->h : i];
-    const nk_bufinfo *bi = &u->p->bufs[b];
-    double bytes = (double)bi->bytes * (double)bi->shape[0];
-    return end ? (mpoint){u->last[b], -bytes} : (mpoint){u->first[b], bytes};
+    tref x = u->ids[end ? i - u->h : i];
+    return end ? (mpoint){u->last[x.b], -(double)x.bytes} : (mpoint){u->first[x.b], (double)x.bytes};
 }
 
 /* The 2 ng runs, each sorted, merged as they are taken, into emit: a
@@ -1728,6 +1732,10 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
         const nk_bufinfo *bi = &p->bufs[b];
         if (bi->mem != mem || first[b] == INFINITY)
             continue;
+        if (bi->bytes < 0 || bi->shape[0] < 0 || (uint64_t)bi->bytes * (uint64_t)bi->shape[0] > UINT32_MAX) {
+            grouped = 0; /* (no tile on chip is that large: tref's bytes) */
+            break;
+        }
         size_t k = addr_slot(&t, bi->addr);
         if (t.gid[k] == UINT32_MAX) {
             if (t.ng == most || addr_grow(&t)) {
@@ -1741,7 +1749,8 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
         t.cnt[t.gid[k] + 1]++;
     }
     size_t ng = t.ng, nl = 1, *at = NULL; /* (0 only with no tiles: no points) */
-    uint32_t *win = NULL, *ids = NULL;
+    uint32_t *win = NULL;
+    tref *ids = NULL;
     mpoint *hd = NULL;
     uint8_t *mat = NULL;
     while (nl < 2 * ng)
@@ -1767,9 +1776,9 @@ int nk__tile_points(const nk_program *p, int mem, const double *first, const dou
         for (uint32_t b = 1; b < p->nbufs; b++) {
             const nk_bufinfo *bi = &p->bufs[b];
             if (bi->mem == mem && first[b] != INFINITY)
-                ids[cnt[t.gid[addr_slot(&t, bi->addr)]]++] = b;
+                ids[cnt[t.gid[addr_slot(&t, bi->addr)]]++] = (tref){b, (uint32_t)(bi->bytes * bi->shape[0])};
         }
-        truns u = {p, first, last, ids, pt, mat, h, ng};
+        truns u = {first, last, ids, pt, mat, h, ng};
         for (size_t k = 0; !rc && k < 2 * ng; k++) {
             size_t i = run[k] + 1; /* (a group has a tile: no run is empty) */
             for (mpoint prev = run_point(&u, k, run[k]); i < run[k + 1]; i++) {
@@ -1876,6 +1885,7 @@ static int tile_bytes(const nk_program *p, const nk_timeline *tl, nk_counter *c)
         if ((rc = cb_init(&ts.cb, &c[m], names[m], "bytes", (uint32_t)np + 1)) ||
             (rc = nk__tile_points(p, mems[m], first, last, np, pt, tmp, tile_put, &ts)) || (rc = cb_finish(&ts.cb)))
             goto out;
+
     }
     rc = 0;
 out:
@@ -2014,9 +2024,9 @@ static int instr_spans(sim *s)
         tl->instr_end[e->instr] = dmax(tl->instr_end[e->instr], e->end);
     }
     for (uint32_t k = 0; k < s->ntseq; k++) { /* a DMA's two events, as order_events makes them */
-        const dma_rec *r = &s->drec[k];
-        tl->instr_start[r->instr] = r->start;
-        tl->instr_end[r->instr] = dmax(r->start + s->a->dma_trigger_ns, r->done);
+        uint32_t i = s->tseq[k];
+        tl->instr_start[i] = s->aux[i];
+        tl->instr_end[i] = dmax(s->aux[i] + s->a->dma_trigger_ns, s->done[i]);
     }
     for (uint32_t i = 0; i < n; i++)
         if (tl->instr_start[i] == INFINITY) /* no event (the run stopped first) */
@@ -2028,26 +2038,25 @@ static int finish(sim *s)
 {
     nk_timeline *tl = s->tl;
     const nk_program *p = s->p;
-    int rc = dma_records(s);
+    int rc = instr_spans(s);
     if (rc)
         return rc;
-    ts_drain(&s->tput, 0, 0);
-    rc = s->tput.rc ? s->tput.rc : s->tput.b.oom ? NK_ENOMEM : cb_finish(&s->tput.b);
-    ts_free(&s->tput);
-    if (rc)
-        return rc;
-    if (tl->ndspans) { /* the spans keep what they hold, not the bound */
+    /* the tile counters read the spans alone: they are made beside the rest */
+    counters_job cj = {p, tl, 0};
+    pthread_t th;
+    int threaded = nk__threads(p->threads) > 1 && !pthread_create(&th, NULL, counters_work, &cj);
+    if (!(rc = dma_records(s))) {
+        ts_drain(&s->tput, 0, 0);
+        rc = s->tput.rc ? s->tput.rc : s->tput.b.oom ? NK_ENOMEM : cb_finish(&s->tput.b);
+        ts_free(&s->tput);
+    }
+    if (!rc && tl->ndspans) { /* the spans keep what they hold, not the bound */
         nk_dma_span *v = realloc(tl->dspans, tl->ndspans * sizeof *v);
         if (v)
             tl->dspans = v;
     }
-    if ((rc = instr_spans(s))) /* before the tile counters, which read them */
-        return rc;
-
-    counters_job cj = {p, tl, 0};
-    pthread_t th;
-    int threaded = nk__threads(p->threads) > 1 && !pthread_create(&th, NULL, counters_work, &cj);
-    rc = order_events(s);
+    if (!rc)
+        rc = order_events(s);
     if (!rc)
         rc = launch_regions(s, tl, &tl->total_ns);
     if (!rc) {
@@ -2057,12 +2066,9 @@ static int finish(sim *s)
     }
     if (threaded)
         pthread_join(th, NULL);
-    else
+    else if (!rc)
         counters_work(&cj);
-
-    if (!rc)
-        rc = cj.rc;
-    return rc;
+    return rc ? rc : cj.rc;
 }
 
 /* The arrays of an entry per instruction or per DMA of a run that records a
