@@ -5,6 +5,7 @@
  * metrics compute, for every built-in kernel on trn1 and trn2.
  */
 #include "test.h"
+#include "examples.h"
 
 #include "insights/insights.h"
 #include "kernels.h"
@@ -212,10 +213,7 @@ TEST(consistency_every_surface_shows_the_metrics_of_every_builtin_kernel)
         for (int i = 0; i < nk_builtin_kernel_count; i++) {
             const nk_kernel_info *ki = &nk_builtin_kernels[i];
             nk_array args[NK_KERNEL_MAX_ARGS];
-            for (int a = 0; a < ki->nargs; a++) {
-                args[a] = (nk_array){ki->args[a].dtype, ki->args[a].ndim, {0}, NULL};
-                memcpy(args[a].shape, ki->args[a].shape, sizeof args[a].shape);
-            }
+            example_shapes(ki, args);
             nk_options o = {0};
             o.target = targets[t];
             memcpy(o.grid, ki->grid, sizeof o.grid);

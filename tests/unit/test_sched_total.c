@@ -5,6 +5,7 @@
  * leaves the program as it was.
  */
 #include "test.h"
+#include "examples.h"
 
 #include "arch/arch.h"
 #include "kernels.h"
@@ -44,10 +45,7 @@ TEST(sched_total_matches_copy_schedule_time)
         if (!ki)
             continue;
         nk_array args[NK_KERNEL_MAX_ARGS];
-        for (int a = 0; a < ki->nargs; a++) {
-            args[a] = (nk_array){ki->args[a].dtype, ki->args[a].ndim, {0}, NULL};
-            memcpy(args[a].shape, ki->args[a].shape, sizeof args[a].shape);
-        }
+        example_shapes(ki, args);
         for (int compiled = 0; compiled < 2; compiled++) {
             nk_options o = {.target = "trn1", .schedule = compiled ? NK_SCHED_TRACE_ORDER : NK_SCHED_LIST};
             memcpy(o.grid, ki->grid, sizeof o.grid);

@@ -13,6 +13,7 @@
  * 1300 ns and tears down for 1300 ns (assumed: one DMA latency each).
  */
 #include "test.h"
+#include "examples.h"
 #include "nkint.h"
 #include "kernels.h"
 #include "timing/timing.h"
@@ -937,10 +938,7 @@ TEST(timing_dma_throughput_steps_at_transfer_edges)
         if (!ki)
             continue;
         nk_array args[NK_KERNEL_MAX_ARGS];
-        for (int a = 0; a < ki->nargs; a++) {
-            args[a] = (nk_array){ki->args[a].dtype, ki->args[a].ndim, {0}, NULL};
-            memcpy(args[a].shape, ki->args[a].shape, sizeof args[a].shape);
-        }
+        example_shapes(ki, args);
         nk_options o = {.target = "trn1"};
         memcpy(o.grid, ki->grid, sizeof o.grid);
         nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
@@ -1519,10 +1517,7 @@ TEST(timing_dma_gangs_time_as_each_engine_alone)
         if (!ki)
             continue;
         nk_array args[NK_KERNEL_MAX_ARGS];
-        for (int a = 0; a < ki->nargs; a++) {
-            args[a] = (nk_array){ki->args[a].dtype, ki->args[a].ndim, {0}, NULL};
-            memcpy(args[a].shape, ki->args[a].shape, sizeof args[a].shape);
-        }
+        example_shapes(ki, args);
         nk_options o = {cases[k].target, 0, NULL, NK_SCHED_LIST};
         if (cases[k].grid) {
             o.grid[0] = o.grid[1] = 2;
