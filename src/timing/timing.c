@@ -441,8 +441,8 @@ typedef struct sim {
     double *dnext;
     uint32_t *win, nleaf;
     double hbm_free[NK_MAX_CORES]; /* each core's share of the HBM bandwidth */
-    /* a core whose DMA engines move as one (gang_of): only its engine 0 is
-     * in the tree, and its state stands for every engine's */
+    /* a core whose DMA engines move as one (gang_start): only its engine 0
+     * is in the tree, and its state stands for every engine's */
     uint8_t gang[NK_MAX_CORES];
     uint64_t gang_starts, gang_parts; /* gang_start's calls, and the gangs they parted */
     /* the timeline's events, written stream by stream: each stream's events
@@ -540,19 +540,23 @@ static hent heap_pop(sim *s)
 
 /* ---- the DMA engines' tree */
 
-/* Gangs. When every DMA of a core has a descriptor of one size on each of
- * its DMA engines, the engines' queues hold the same instructions, and
- * engines that have started the same descriptors at the same times are in
- * the same state: each one's event at t does what engine 0's did, in engine
- * order, nothing else coming between them (compute events at t come before
- * the DMA engines', triggers after; a DMA commits at its last descriptor's
- * start and wakes nothing at t). Such a core's engines are a gang: its
- * engine 0 alone is in the tree, and its event starts a descriptor on each
- * engine in turn (gang_start), the same work, in the same order, as theirs
- * would have been, without each engine's pass over its queues and the
- * tree. Descriptors whose ends differ (the shared HBM bandwidth holds the
- * later engines back) part the gang for good: each engine goes on alone
- * from its own end. The timeline is the same, bit for bit, either way
+/* Gangs. A core's DMA engines in the same state (the same place in each
+ * queue, the same queue to serve next, the same end of their last
+ * descriptor) do the same at their next events: each one's event at t does
+ * what engine 0's did, in engine order, nothing else coming between them
+ * (compute events at t come before the DMA engines', triggers after; a DMA
+ * commits at its last descriptor's start and wakes nothing at t; a trigger
+ * wakes each engine of its DMA alike). Such engines are a gang: engine 0
+ * alone is in the tree, its state stands for all, and its event starts a
+ * descriptor on each engine in turn (gang_start), the same work in the same
+ * order as theirs, without each engine's pass over its queues and the tree.
+ * The engines of a core start as a gang when every queue's first
+ * instruction is on all of them, and part for good when their descriptors'
+ * ends differ (a tile whose partitions do not spread evenly, or the shared
+ * HBM bandwidth holding the later engines back) or a queue comes to an
+ * instruction that is not on all of them: from there each engine goes on
+ * alone, from its own end and its own place in that queue. (A parted core
+ * is not gathered again.) The timeline is the same, bit for bit, either way
  * (nk__dma_gangs 0 times without gangs: for the tests). */
 int nk__dma_gangs = 1;
 _Atomic uint64_t nk__dma_gang_starts, nk__dma_gang_parts;
@@ -861,35 +865,6 @@ static void start_desc(sim *s, uint32_t g, uint32_t i, double t)
         commit_dma(s, i);
 }
 
-/* The gang of core c, led by engine g (its engine 0), starts DMA i's
- * descriptors at t: one on each engine, in engine order, as each engine's
- * event at t would in turn. While their ends are equal the engines stay one;
- * else each goes on alone from here, its state the leader's (the same, by
- * then, but for the end of its descriptor). */
-static void gang_start(sim *s, uint32_t c, uint32_t g, uint32_t i, double t)
-{
-    s->gang_starts++;
-    for (uint32_t e = 0; e < s->ne; e++)
-        start_desc(s, g + e, i, t);
-    double busy = s->d[g].busy;
-    uint32_t e = 1;
-    while (e < s->ne && s->d[g + e].busy == busy)
-        e++;
-    if (e == s->ne)
-        return;
-    s->gang[c] = 0;
-    s->gang_parts++;
-    for (e = 1; e < s->ne; e++) {
-        dmaeng *D = &s->d[g + e];
-        D->nonempty = s->d[g].nonempty;
-        D->rr = s->d[g].rr;
-        memcpy(&s->qcur[(g + e) * s->nq], &s->qcur[g * s->nq], s->nq * sizeof *s->qcur);
-        memcpy(&s->hinst[(g + e) * s->nq], &s->hinst[g * s->nq], s->nq * sizeof *s->hinst);
-        memcpy(&s->hready[(g + e) * s->nq], &s->hready[g * s->nq], s->nq * sizeof *s->hready);
-        dset(s, g + e, D->busy);
-    }
-}
-
 /* The first instruction at or after qlist[k] of queue slot cq (core * nq +
  * queue) with a descriptor on the core's DMA engine e, or the slot's end. */
 static inline uint32_t next_user(const sim *s, uint32_t e, uint32_t cq, uint32_t k)
@@ -905,6 +880,55 @@ static inline uint32_t next_user(const sim *s, uint32_t e, uint32_t cq, uint32_t
 /* When queue head i may start a descriptor: its readiness once triggered
  * (resolved DMAs wait for their trigger with INFINITY), else INFINITY. */
 static inline double head_ready(const sim *s, uint32_t i) { return s->rem[i] ? INFINITY : s->ready[i]; }
+
+/* The gang led by engine g (its core's engine 0) starts DMA i, the head of
+ * queue q at position at of qlist, at t: a descriptor on each engine in
+ * turn, as each engine's event at t would. The engines stay one while
+ * their descriptors end together and the queue's next instruction is on
+ * every engine (so that each engine's cursor comes to it); else each goes
+ * on alone from here, its state the leader's but for its own descriptor's
+ * end and its own place in queue q, found before the descriptors start, as
+ * each engine's event found it. (The leader's place is found already.) */
+static void gang_start(sim *s, uint32_t g, uint32_t i, double t, uint32_t q, uint32_t at)
+{
+    uint32_t c = s->gcore[g], cq = c * s->nq + q, end = s->qoff[cq + 1], ne = s->ne;
+    uint32_t cur[NK_ARCH_MAX_DMA_ENGINES];
+    double rdy[NK_ARCH_MAX_DMA_ENGINES];
+    int alike = at + 1 == end || (uint32_t)(s->qen[at + 1] >> 8) == ne;
+    for (uint32_t e = 1; !alike && e < ne; e++)
+        if ((cur[e] = next_user(s, e, cq, at + 1)) < end)
+            rdy[e] = head_ready(s, s->qlist[cur[e]]);
+    s->gang_starts++;
+    for (uint32_t e = 0; e < ne; e++)
+        start_desc(s, g + e, i, t);
+    uint32_t e = 1;
+    while (e < ne && s->d[g + e].busy == s->d[g].busy)
+        e++;
+    if (e == ne && alike)
+        return;
+    s->gang[c] = 0;
+    s->gang_parts++;
+    for (e = 1; e < ne; e++) {
+        dmaeng *D = &s->d[g + e];
+        uint32_t slot = (g + e) * s->nq + q;
+        D->nonempty = s->d[g].nonempty;
+        D->rr = s->d[g].rr;
+        memcpy(&s->qcur[(g + e) * s->nq], &s->qcur[g * s->nq], s->nq * sizeof *s->qcur);
+        memcpy(&s->hinst[(g + e) * s->nq], &s->hinst[g * s->nq], s->nq * sizeof *s->hinst);
+        memcpy(&s->hready[(g + e) * s->nq], &s->hready[g * s->nq], s->nq * sizeof *s->hready);
+        if (!alike) {
+            s->qcur[slot] = cur[e];
+            s->hinst[slot] = cur[e] == end ? UINT32_MAX : s->qlist[cur[e]];
+            if (cur[e] == end)
+                D->nonempty &= ~(1ull << q);
+            else {
+                D->nonempty |= 1ull << q;
+                s->hready[slot] = rdy[e];
+            }
+        }
+        dset(s, g + e, D->busy);
+    }
+}
 
 /* Engine g may start a descriptor at t: serve its queues round-robin from
  * rr, in order within each queue. The head of a queue starts when it is
@@ -929,8 +953,8 @@ static void dma_event(sim *s, uint32_t g, double t)
                 soonest = r < soonest ? r : soonest;
                 continue;
             }
-            uint32_t cq = s->gcore[g] * s->nq + q;
-            if ((s->qcur[slot] = next_user(s, s->geng[g], cq, s->qcur[slot] + 1)) == s->qoff[cq + 1]) {
+            uint32_t cq = s->gcore[g] * s->nq + q, at = s->qcur[slot];
+            if ((s->qcur[slot] = next_user(s, s->geng[g], cq, at + 1)) == s->qoff[cq + 1]) {
                 D->nonempty &= ~(1ull << q);
                 s->hinst[slot] = UINT32_MAX;
             } else {
@@ -939,7 +963,7 @@ static void dma_event(sim *s, uint32_t g, double t)
             }
             D->rr = q + 1 == s->nq ? 0 : q + 1;
             if (s->gang[s->gcore[g]])
-                gang_start(s, s->gcore[g], g, i, t);
+                gang_start(s, g, i, t, q, at);
             else
                 start_desc(s, g, i, t);
             if (D->busy < s->dnext[g]) /* wake(g, busy) */
@@ -1240,7 +1264,6 @@ static int plan_all(sim *s)
     size_t nslot = (size_t)s->ncores * s->ne * s->nq, ncq = (size_t)s->ncores * s->nq;
     uint64_t total = 0;
     uint32_t rots[NK_MAX_CORES] = {0}, ndma = 0;
-    uint8_t apart[NK_MAX_CORES] = {0}; /* a DMA of the core not on every engine alike */
     s->qoff = calloc(ncq + 1, sizeof *s->qoff);
     s->qcur = calloc(nslot, sizeof *s->qcur);
     s->hinst = malloc((nslot ? nslot : 1) * sizeof *s->hinst);
@@ -1263,7 +1286,6 @@ static int plan_all(sim *s)
         }
         uint8_t neng = s->kinds[kind].neng;
         uint16_t qi = queue_at(s, i), q = (uint16_t)(qi % s->nq);
-        apart[core_of(s, i)] |= neng != s->ne || s->kinds[kind].extra;
         uint32_t *rp = &rots[core_of(s, i)], rot = *rp;
         s->dord[i] = ndma;
         s->dma[ndma] = (dmainfo){kind, qi, (uint8_t)rot, neng, nk__opnd_mem(s->p, &in->dst) == NK_SHARED_HBM,
@@ -1277,8 +1299,6 @@ static int plan_all(sim *s)
     free(kt.key);
     if (total > UINT32_MAX)
         return NK_ELIMIT;
-    for (uint32_t c = 0; c < s->ncores; c++)
-        s->gang[c] = nk__dma_gangs && s->ne > 1 && !apart[c];
     /* at most a span per descriptor: the pages past the spans made are never
      * touched. Their first megabytes stay on small pages, since a huge page
      * at the frontier is resident whole, at the moment the run's memory
@@ -1315,6 +1335,14 @@ static int plan_all(sim *s)
                 s->hinst[slot] = s->qlist[s->qcur[slot]];
             }
         }
+    /* a core's engines start as a gang when they start alike: each queue's
+     * first instruction the same for all */
+    for (uint32_t c = 0; c < s->ncores; c++) {
+        uint32_t g0 = c * s->ne, *q0 = &s->qcur[g0 * s->nq];
+        s->gang[c] = nk__dma_gangs && s->ne > 1;
+        for (uint32_t e = 1; s->gang[c] && e < s->ne; e++)
+            s->gang[c] = !memcmp(q0, &s->qcur[(g0 + e) * s->nq], s->nq * sizeof *q0);
+    }
     return 0;
 }
 

@@ -1490,68 +1490,131 @@ static int same_detail(const nk_timeline *a, const nk_timeline *b, uint32_t nins
     return 1;
 }
 
+/* Loads of two tensors, each a full tile and then one of 8 rows, in the
+ * order x, y, y's 8 rows, x's 8 rows, and their stores: the 8-row loads
+ * take engines 0-7 and then 8-15, so that when the engines' gang moves past
+ * x's full tile, engine 0 finds x's queue over and engines 8-15 find x's 8
+ * rows, already triggered (with 600 ns triggers, not yet ready). */
+static void k_gang_tail(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor t[4];
+    t[0] = nk_load(nc, nk_ix(nc, a[0], nk_r(0, 128), NK_ALL));
+    t[1] = nk_load(nc, nk_ix(nc, a[1], nk_r(0, 128), NK_ALL));
+    t[2] = nk_load(nc, nk_ix(nc, a[1], nk_r(128, 136), NK_ALL));
+    t[3] = nk_load(nc, nk_ix(nc, a[0], nk_r(128, 136), NK_ALL));
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(272, a[0].shape[1]), a[0].dtype, NK_SHARED_HBM);
+    static const int64_t row[5] = {0, 128, 256, 264, 272};
+    for (int i = 0; i < 4; i++)
+        nk_store(nc, nk_ix(nc, out, nk_r(row[i], row[i + 1]), NK_ALL), t[i]);
+    nk_return(nc, out);
+}
+
+/* Times built-in kernel ki on its example shapes (or rows of the first
+ * two, when not 0), compiled for target (with grid and grid_nc, each NULL
+ * for its example's), on the target file table,
+ * without gangs and with them: 1 when the two timelines are the same bit for
+ * bit, with *gang and *parts the gangs' events and partings of the second
+ * (-1 when it did not compile or time). */
+static int gangs_alike(const nk_kernel_info *ki, int64_t rows, const char *target, const char *table,
+                       const int *grid, const int *grid_nc, uint64_t *gang, uint64_t *parts)
+{
+    nk_array args[NK_KERNEL_MAX_ARGS];
+    example_shapes(ki, args);
+    for (int a = 0; rows && a < 2 && a < ki->nargs; a++)
+        args[a].shape[0] = rows;
+    nk_options o = {target, 0, NULL, NK_SCHED_LIST};
+    memcpy(o.grid, grid ? grid : ki->grid, sizeof o.grid);
+    if (grid_nc)
+        memcpy(o.grid_nc, grid_nc, sizeof o.grid_nc);
+    nk_kernel *kn = nk_kernel_new(ki->name, ki->fn);
+    const nk_program *p = NULL;
+    nk_arch arch;
+    char err[256] = "";
+    nk_timeline *tl[2] = {NULL, NULL};
+    int gangs0 = nk__dma_gangs, same = -1;
+    uint64_t s0 = nk__dma_gang_starts, p0 = nk__dma_gang_parts;
+    if (!nk_kernel_compile(kn, args, ki->nargs, &o, &p) && !nk__arch_load_text(table, "gangs", &arch, err, sizeof err))
+        for (int g = 0; g < 2; g++) {
+            nk__dma_gangs = g;
+            if (g)
+                s0 = nk__dma_gang_starts, p0 = nk__dma_gang_parts;
+            if (time_detail(p, &arch, &tl[g]))
+                break;
+        }
+    nk__dma_gangs = gangs0;
+    *gang = nk__dma_gang_starts - s0;
+    *parts = nk__dma_gang_parts - p0;
+    if (tl[0] && tl[1]) {
+        same = same_detail(tl[0], tl[1], p->ninstr);
+        if (!same)
+            printf("  %s for %s on %s: the gangs' timeline differs\n", ki->name, target, table);
+        /* a gang's event starts a descriptor on each of its 16 engines */
+        CHECK(*gang <= tl[1]->nxfers / 16);
+    }
+    nk__timeline_free(tl[0]);
+    nk__timeline_free(tl[1]);
+    nk_kernel_free(kn);
+    return same;
+}
+
 /* A core's DMA engines timed as a gang (engine 0's events start a
  * descriptor on every engine in turn) give the timeline that each engine
  * timed on its own gives, bit for bit: on trn1 and trn2, over two cores,
- * with triggers in program order, and where the shared HBM bandwidth holds
- * the later engines back, which parts the gang. A program whose DMAs do not
- * all use every engine alike (tensor_add's 250 rows end in a tile of 122
- * partitions) has no gang. */
+ * with triggers in program order, where the shared HBM bandwidth holds the
+ * later engines back (which parts the gang), where a tile of fewer rows
+ * spreads unevenly over the engines (tensor_add's 250 rows end in 122: the
+ * gang parts there), where a queue comes to a DMA on only some engines
+ * (tensor_add's 136 rows end in 8: each engine finds its own next
+ * instruction there), where every DMA is on only some engines (transpose2d's
+ * 5 partitions: no gang), and for every built-in kernel on both targets. */
 TEST(timing_dma_gangs_time_as_each_engine_alone)
 {
+    static const int two_cores[NK_MAX_GRID] = {2, 2}, nc_minor[NK_MAX_GRID] = {-2};
     static const struct {
-        const char *kernel, *target, *table; /* table: the target file timed on */
-        int grid, gang, parts;               /* grid: 2 x 2 over two cores */
+        const char *kernel;
+        int64_t rows;                /* 0: the example's */
+        const char *target, *table; /* table: the target file timed on */
+        int grid, gang, parts;       /* grid: 2 x 2 over two cores */
     } cases[] = {
-        {"matmul_tiled", "trn1", "base = trn1\n", 0, 1, 0},
-        {"matmul_tiled", "trn2", "base = trn2\n", 0, 1, 0},
-        {"spmd_matmul", "trn2", "base = trn2\n", 1, 1, 0},
-        {"matmul_tiled", "trn1", "base = trn1\ndma_trigger_in_order = 1\n", 0, 1, 0},
-        {"matmul_tiled", "trn1", "base = trn1\nhbm_gbps = 20\n", 0, 1, 1},
-        {"tensor_add", "trn1", "base = trn1\n", 0, 0, 0},
+        {"matmul_tiled", 0, "trn1", "base = trn1\n", 0, 1, 0},
+        {"matmul_tiled", 0, "trn2", "base = trn2\n", 0, 1, 0},
+        {"spmd_matmul", 0, "trn2", "base = trn2\n", 1, 1, 0},
+        {"matmul_tiled", 0, "trn1", "base = trn1\ndma_trigger_in_order = 1\n", 0, 1, 0},
+        {"matmul_tiled", 0, "trn1", "base = trn1\nhbm_gbps = 20\n", 0, 1, 1},
+        {"tensor_add", 0, "trn1", "base = trn1\n", 0, 1, 1},
+        {"tensor_add", 136, "trn1", "base = trn1\n", 0, 1, 1},
+        {"tensor_add", 136, "trn2", "base = trn2\n", 0, 1, 1},
+        {"transpose2d", 0, "trn1", "base = trn1\n", 0, 0, 0},
+        {"gang_tail", 0, "trn1", "base = trn1\n", 0, 1, 1},
+        {"gang_tail", 0, "trn1", "base = trn1\ndma_trigger_ns = 600\n", 0, 1, 1},
     };
-    int gangs0 = nk__dma_gangs;
+    const nk_kernel_info tail = {"gang_tail", "", k_gang_tail, 2, {{"x", NK_F32, 2, {136, 64}, 0, 0}, {"y", NK_F32, 2, {136, 64}, 0, 0}}, 1, NULL, 0, 0, {0}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        const nk_kernel_info *ki = nk_builtin_kernel(cases[k].kernel);
+        const nk_kernel_info *ki = strcmp(cases[k].kernel, tail.name) ? nk_builtin_kernel(cases[k].kernel) : &tail;
         CHECK(ki != NULL);
         if (!ki)
             continue;
-        nk_array args[NK_KERNEL_MAX_ARGS];
-        example_shapes(ki, args);
-        nk_options o = {cases[k].target, 0, NULL, NK_SCHED_LIST};
-        if (cases[k].grid) {
-            o.grid[0] = o.grid[1] = 2;
-            o.grid_nc[0] = -2;
-        }
-        nk_kernel *kn = nk_kernel_new(ki->name, ki->fn);
-        const nk_program *p = NULL;
-        nk_arch arch;
-        char err[256] = "";
-        CHECK_INT(nk_kernel_compile(kn, args, ki->nargs, &o, &p), 0);
-        CHECK_INT(nk__arch_load_text(cases[k].table, "gangs", &arch, err, sizeof err), 0);
-        nk_timeline *tl[2] = {NULL, NULL};
-        uint64_t starts = nk__dma_gang_starts, parts = nk__dma_gang_parts;
-        for (int g = 0; p && g < 2; g++) {
-            nk__dma_gangs = g;
-            CHECK_INT(time_detail(p, &arch, &tl[g]), 0);
-        }
-        nk__dma_gangs = gangs0;
-        if (p && cases[k].grid)
-            CHECK_INT(p->ncores, 2);
-        if (tl[0] && tl[1]) {
-            if (!same_detail(tl[0], tl[1], p->ninstr))
-                printf("  %s on %s: the gangs' timeline differs\n", cases[k].kernel, cases[k].table);
-            CHECK(same_detail(tl[0], tl[1], p->ninstr));
-            CHECK(tl[0]->nxfers > 0);
-            /* a gang's event is a descriptor on each of its 16 engines */
-            CHECK((nk__dma_gang_starts - starts > 0) == cases[k].gang);
-            CHECK(nk__dma_gang_starts - starts <= tl[1]->nxfers / 16);
-            CHECK((nk__dma_gang_parts - parts > 0) == cases[k].parts);
-        }
-        nk__timeline_free(tl[0]);
-        nk__timeline_free(tl[1]);
-        nk_kernel_free(kn);
+        uint64_t gang, parts;
+        CHECK_INT(gangs_alike(ki, cases[k].rows, cases[k].target, cases[k].table, cases[k].grid ? two_cores : NULL,
+                              cases[k].grid ? nc_minor : NULL, &gang, &parts),
+                  1);
+        CHECK((gang > 0) == cases[k].gang);
+        CHECK((parts > 0) == cases[k].parts);
     }
+    static const char *const targets[2][2] = {{"trn1", "base = trn1\n"}, {"trn2", "base = trn2\n"}};
+    int ganged = 0, parted = 0;
+    for (int i = 0; i < nk_builtin_kernel_count; i++)
+        for (int t = 0; t < 2; t++) {
+            uint64_t gang, parts;
+            CHECK_INT(
+                gangs_alike(&nk_builtin_kernels[i], 0, targets[t][0], targets[t][1], NULL, NULL, &gang, &parts), 1);
+            ganged += gang > 0;
+            parted += parts > 0;
+        }
+    printf("  %d built-in kernels x 2 targets: %d with a gang, %d of them parted\n", nk_builtin_kernel_count, ganged,
+           parted);
+    CHECK(ganged > parted && parted > 0);
 }
 
 /* The events' merge gives back the streams' pages as it reads past them:
