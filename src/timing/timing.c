@@ -364,6 +364,8 @@ static void ts_free(tstream *z)
     z->g = NULL;
 }
 
+_Static_assert(NK_EV_DMA_ISSUE + 1 == NK_EV_DMA_TRIGGER, "nothing sorts between a DMA's issue bar and its trigger");
+
 /* A DMA's two events, its trigger and its issue bar, as the run leaves them
  * (its trigger's start and its completion) for the events' merge to make:
  * 24 bytes a DMA, where the two events take 48. */
@@ -468,7 +470,6 @@ typedef struct sim {
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 
-
 static inline const nk_instr *instr_at(const sim *s, uint32_t i)
 {
     return &s->p->instrs[s->ord ? s->ord[i] : i];
@@ -557,7 +558,13 @@ static hent heap_pop(sim *s)
  * instruction that is not on all of them: from there each engine goes on
  * alone, from its own end and its own place in that queue. (A parted core
  * is not gathered again.) The timeline is the same, bit for bit, either way
- * (nk__dma_gangs 0 times without gangs: for the tests). */
+ * (nk__dma_gangs 0 times without gangs: for the tests), while each
+ * descriptor ends after it starts. One that ends when it starts (a transfer
+ * shorter than half the spacing of doubles at its time: past 2^34 ns, with
+ * target files far faster than any chip) would have its engine take a
+ * second ready descriptor at t before the next engine takes its first,
+ * which a gang does not do; the descriptors' order, and HBM's grants, would
+ * then differ. */
 int nk__dma_gangs = 1;
 _Atomic uint64_t nk__dma_gang_starts, nk__dma_gang_parts;
 
@@ -1535,7 +1542,9 @@ static int order_events(sim *s)
             if ((more = next < s->doff[k - nc + 1]))
                 hev[k] = DMA_ISSUE(&s->drec[next]);
         }
-        NK_ASSERT(o < 2 || !event_less(&out[o - 1], &out[o - 2])); /* readers rely on the order */
+        /* readers rely on the order (a DMA's two events: both checked) */
+        NK_ASSERT(o < 2 || !event_less(&out[o - 1], &out[o - 2]));
+        NK_ASSERT(k < nc || o < 3 || !event_less(&out[o - 2], &out[o - 3]));
         uint32_t top = more ? k : hp[--nh];
         if (!nh)
             break;
@@ -1657,7 +1666,7 @@ static void merge_emit(const truns *u, const size_t *r, size_t *at, mpoint *hd, 
     }
     for (;;) {
         uint32_t w = win[1];
-        if (hd[w].t == INFINITY)
+        if (w >= nr || at[w] == r[w + 1]) /* (a point at an infinite time still comes before none) */
             break;
         emit(ctx, &hd[w]);
         size_t i = ++at[w];

@@ -1515,7 +1515,8 @@ static void k_gang_tail(nk_ctx *nc, const nk_tensor *a, int n)
  * for its example's), on the target file table,
  * without gangs and with them: 1 when the two timelines are the same bit for
  * bit, with *gang and *parts the gangs' events and partings of the second
- * (-1 when it did not compile or time). */
+ * (-1 when it did not compile or time); the schedule's device time, its
+ * candidates timed in their orders, is the same too. */
 static int gangs_alike(const nk_kernel_info *ki, int64_t rows, const char *target, const char *table,
                        const int *grid, const int *grid_nc, uint64_t *gang, uint64_t *parts)
 {
@@ -1534,9 +1535,11 @@ static int gangs_alike(const nk_kernel_info *ki, int64_t rows, const char *targe
     nk_timeline *tl[2] = {NULL, NULL};
     int gangs0 = nk__dma_gangs, same = -1;
     uint64_t s0 = nk__dma_gang_starts, p0 = nk__dma_gang_parts;
+    double sched_ns[2] = {-1, -2};
     if (!nk_kernel_compile(kn, args, ki->nargs, &o, &p) && !nk__arch_load_text(table, "gangs", &arch, err, sizeof err))
         for (int g = 0; g < 2; g++) {
             nk__dma_gangs = g;
+            CHECK_INT(nk__schedule_total(p, NK_SCHED_LIST, &arch, &sched_ns[g]), 0);
             if (g)
                 s0 = nk__dma_gang_starts, p0 = nk__dma_gang_parts;
             if (time_detail(p, &arch, &tl[g]))
@@ -1546,11 +1549,11 @@ static int gangs_alike(const nk_kernel_info *ki, int64_t rows, const char *targe
     *gang = nk__dma_gang_starts - s0;
     *parts = nk__dma_gang_parts - p0;
     if (tl[0] && tl[1]) {
-        same = same_detail(tl[0], tl[1], p->ninstr);
+        same = same_detail(tl[0], tl[1], p->ninstr) && !memcmp(&sched_ns[0], &sched_ns[1], sizeof(double));
         if (!same)
             printf("  %s for %s on %s: the gangs' timeline differs\n", ki->name, target, table);
-        /* a gang's event starts a descriptor on each of its 16 engines */
-        CHECK(*gang <= tl[1]->nxfers / 16);
+        /* a gang's event starts a descriptor on each of its engines */
+        CHECK(*gang <= tl[1]->nxfers / (uint32_t)arch.dma_engines);
     }
     nk__timeline_free(tl[0]);
     nk__timeline_free(tl[1]);
