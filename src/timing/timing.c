@@ -894,8 +894,10 @@ static inline double head_ready(const sim *s, uint32_t i) { return s->rem[i] ? I
  * their descriptors end together and the queue's next instruction is on
  * every engine (so that each engine's cursor comes to it); else each goes
  * on alone from here, its state the leader's but for its own descriptor's
- * end and its own place in queue q, found before the descriptors start, as
- * each engine's event found it. (The leader's place is found already.) */
+ * end and its own place in queue q (found, as each engine's event found
+ * it, before the descriptors start; within one time a head's readiness
+ * cannot change, so after would do too). The leader's place is found
+ * already. */
 static void gang_start(sim *s, uint32_t g, uint32_t i, double t, uint32_t q, uint32_t at)
 {
     uint32_t c = s->gcore[g], cq = c * s->nq + q, end = s->qoff[cq + 1], ne = s->ne;

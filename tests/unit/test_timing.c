@@ -1510,6 +1510,21 @@ static void k_gang_tail(nk_ctx *nc, const nk_tensor *a, int n)
     nk_return(nc, out);
 }
 
+/* x's first 128 rows, then its next 8 (engines 0-7, triggered before the
+ * first starts), stored: when the gang moves past the first, engine 0's
+ * next head is the 8 rows, already triggered, and engines 8-15 find the
+ * queue over. */
+static void k_gang_head(nk_ctx *nc, const nk_tensor *a, int n)
+{
+    (void)n;
+    nk_tensor t0 = nk_load(nc, nk_ix(nc, a[0], nk_r(0, 128), NK_ALL));
+    nk_tensor t1 = nk_load(nc, nk_ix(nc, a[0], nk_r(128, 136), NK_ALL));
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(136, a[0].shape[1]), a[0].dtype, NK_SHARED_HBM);
+    nk_store(nc, nk_ix(nc, out, nk_r(0, 128), NK_ALL), t0);
+    nk_store(nc, nk_ix(nc, out, nk_r(128, 136), NK_ALL), t1);
+    nk_return(nc, out);
+}
+
 /* Times built-in kernel ki on its example shapes (or rows of the first
  * two, when not 0), compiled for target (with grid and grid_nc, each NULL
  * for its example's), on the target file table,
@@ -1591,10 +1606,14 @@ TEST(timing_dma_gangs_time_as_each_engine_alone)
         {"transpose2d", 0, "trn1", "base = trn1\n", 0, 0, 0},
         {"gang_tail", 0, "trn1", "base = trn1\n", 0, 1, 1},
         {"gang_tail", 0, "trn1", "base = trn1\ndma_trigger_ns = 600\n", 0, 1, 1},
+        {"gang_head", 0, "trn1", "base = trn1\n", 0, 1, 1},
     };
+    const nk_kernel_info head = {"gang_head", "", k_gang_head, 1, {{"x", NK_F32, 2, {136, 64}, 0, 0}}, 1, NULL, 0, 0, {0}};
     const nk_kernel_info tail = {"gang_tail", "", k_gang_tail, 2, {{"x", NK_F32, 2, {136, 64}, 0, 0}, {"y", NK_F32, 2, {136, 64}, 0, 0}}, 1, NULL, 0, 0, {0}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        const nk_kernel_info *ki = strcmp(cases[k].kernel, tail.name) ? nk_builtin_kernel(cases[k].kernel) : &tail;
+        const nk_kernel_info *ki = !strcmp(cases[k].kernel, tail.name)   ? &tail
+                                   : !strcmp(cases[k].kernel, head.name) ? &head
+                                                                          : nk_builtin_kernel(cases[k].kernel);
         CHECK(ki != NULL);
         if (!ki)
             continue;
