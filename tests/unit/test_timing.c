@@ -262,19 +262,28 @@ static void k_mm_chain(nk_ctx *nc, const nk_tensor *a, int n)
     nk_return(nc, out);
 }
 
+/* Loads of the rows part[i] = {tensor, first row, end} of a, in order, then
+ * their stores one after another into a new tensor, returned. */
+static void load_rows_store(nk_ctx *nc, const nk_tensor *a, const int (*part)[3], int n)
+{
+    nk_tensor t[8];
+    int64_t rows = 0;
+    for (int i = 0; i < n && i < 8; i++) {
+        t[i] = nk_load(nc, nk_ix(nc, a[part[i][0]], nk_r(part[i][1], part[i][2]), NK_ALL));
+        rows += part[i][2] - part[i][1];
+    }
+    nk_tensor out = nk_ndarray(nc, NK_SHAPE(rows, a[0].shape[1]), a[0].dtype, NK_SHARED_HBM);
+    for (int i = 0, at = 0; i < n && i < 8; at += part[i][2] - part[i][1], i++)
+        nk_store(nc, nk_ix(nc, out, nk_r(at, at + part[i][2] - part[i][1]), NK_ALL), t[i]);
+    nk_return(nc, out);
+}
+
 /* Two loads from each of two tensors, then four stores. */
 static void k_queues(nk_ctx *nc, const nk_tensor *a, int n)
 {
     (void)n;
-    nk_tensor t[4];
-    t[0] = nk_load(nc, nk_ix(nc, a[0], nk_r(0, 128), NK_ALL));
-    t[1] = nk_load(nc, nk_ix(nc, a[0], nk_r(128, 256), NK_ALL));
-    t[2] = nk_load(nc, nk_ix(nc, a[1], nk_r(0, 128), NK_ALL));
-    t[3] = nk_load(nc, nk_ix(nc, a[1], nk_r(128, 256), NK_ALL));
-    nk_tensor out = nk_ndarray(nc, NK_SHAPE(512, a[0].shape[1]), a[0].dtype, NK_SHARED_HBM);
-    for (int i = 0; i < 4; i++)
-        nk_store(nc, nk_ix(nc, out, nk_r(i * 128, (i + 1) * 128), NK_ALL), t[i]);
-    nk_return(nc, out);
+    static const int part[4][3] = {{0, 0, 128}, {0, 128, 256}, {1, 0, 128}, {1, 128, 256}};
+    load_rows_store(nc, a, part, 4);
 }
 
 /* out = in[:, ::2]: a load whose HBM side is strided. */
@@ -1498,16 +1507,8 @@ static int same_detail(const nk_timeline *a, const nk_timeline *b, uint32_t nins
 static void k_gang_tail(nk_ctx *nc, const nk_tensor *a, int n)
 {
     (void)n;
-    nk_tensor t[4];
-    t[0] = nk_load(nc, nk_ix(nc, a[0], nk_r(0, 128), NK_ALL));
-    t[1] = nk_load(nc, nk_ix(nc, a[1], nk_r(0, 128), NK_ALL));
-    t[2] = nk_load(nc, nk_ix(nc, a[1], nk_r(128, 136), NK_ALL));
-    t[3] = nk_load(nc, nk_ix(nc, a[0], nk_r(128, 136), NK_ALL));
-    nk_tensor out = nk_ndarray(nc, NK_SHAPE(272, a[0].shape[1]), a[0].dtype, NK_SHARED_HBM);
-    static const int64_t row[5] = {0, 128, 256, 264, 272};
-    for (int i = 0; i < 4; i++)
-        nk_store(nc, nk_ix(nc, out, nk_r(row[i], row[i + 1]), NK_ALL), t[i]);
-    nk_return(nc, out);
+    static const int part[4][3] = {{0, 0, 128}, {1, 0, 128}, {1, 128, 136}, {0, 128, 136}};
+    load_rows_store(nc, a, part, 4);
 }
 
 /* x's first 128 rows, then its next 8 (engines 0-7, triggered before the
@@ -1517,12 +1518,8 @@ static void k_gang_tail(nk_ctx *nc, const nk_tensor *a, int n)
 static void k_gang_head(nk_ctx *nc, const nk_tensor *a, int n)
 {
     (void)n;
-    nk_tensor t0 = nk_load(nc, nk_ix(nc, a[0], nk_r(0, 128), NK_ALL));
-    nk_tensor t1 = nk_load(nc, nk_ix(nc, a[0], nk_r(128, 136), NK_ALL));
-    nk_tensor out = nk_ndarray(nc, NK_SHAPE(136, a[0].shape[1]), a[0].dtype, NK_SHARED_HBM);
-    nk_store(nc, nk_ix(nc, out, nk_r(0, 128), NK_ALL), t0);
-    nk_store(nc, nk_ix(nc, out, nk_r(128, 136), NK_ALL), t1);
-    nk_return(nc, out);
+    static const int part[2][3] = {{0, 0, 128}, {0, 128, 136}};
+    load_rows_store(nc, a, part, 2);
 }
 
 /* Times built-in kernel ki on its example shapes (or rows of the first
