@@ -182,29 +182,34 @@ static void find_deps(sched *s, const region *r, int write)
     bkey *bk;
     uint32_t k0, k1;
     buckets_of(s, r, &bk, &k0, &k1);
-    find_in(s, bk ? &bk->wide : &s->stray, r, write);
+    const alist *w = bk ? &bk->wide : &s->stray;
+    if (w->n) /* (usually empty) */
+        find_in(s, w, r, write);
     if (!bk)
         return;
     for (uint32_t k = k0; k <= k1 && k < bk->nb; k++)
-        find_in(s, &bk->b[k], r, write);
+        if (bk->b[k].n)
+            find_in(s, &bk->b[k], r, write);
 }
 
 /* Drops from l the accesses r makes redundant (the others keep their
  * order; nothing moves before the first of them), and appends r unless
- * add is 0. */
+ * add is 0. A read drops nothing from a conservative graph's lists: they
+ * are not searched for it. */
 static int record_in(sched *s, alist *l, const region *r, uint32_t instr, uint32_t unit, int write, int add)
 {
-#define DROP(e) (write ? covers(r, &(e)->r) \
-                       : (!s->conservative && !(e)->write && (e)->unit == unit && covers(r, &(e)->r))) /* same unit: in order */
-    uint32_t i = 0;
-    while (i < l->n && !DROP(&l->e[i]))
-        i++;
-    uint32_t k = i;
-    for (i = i < l->n ? i + 1 : i; i < l->n; i++)
-        if (!DROP(&l->e[i]))
-            l->e[k++] = l->e[i];
+    if (write || !s->conservative) {
+#define DROP(e) (write ? covers(r, &(e)->r) : (!(e)->write && (e)->unit == unit && covers(r, &(e)->r))) /* same unit: in order */
+        uint32_t i = 0;
+        while (i < l->n && !DROP(&l->e[i]))
+            i++;
+        uint32_t k = i;
+        for (i = i < l->n ? i + 1 : i; i < l->n; i++)
+            if (!DROP(&l->e[i]))
+                l->e[k++] = l->e[i];
 #undef DROP
-    l->n = k;
+        l->n = k;
+    }
     if (!add)
         return 0;
     if (l->n == l->cap) {
@@ -240,7 +245,7 @@ static int record(sched *s, const region *r, uint32_t instr, uint32_t unit, int 
         bk->b = b;
         bk->nb = nb;
     }
-    int rc = record_in(s, &bk->wide, r, instr, unit, write, wide);
+    int rc = wide || bk->wide.n ? record_in(s, &bk->wide, r, instr, unit, write, wide) : 0;
     for (uint32_t k = k0; !rc && k <= k1 && k < bk->nb; k++)
         rc = record_in(s, &bk->b[k], r, instr, unit, write, !wide);
     return rc;
@@ -294,12 +299,6 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
     g->queue = nk__big_fixed((n ? n : 1) * sizeof *g->queue);
     if (!qs.slot || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue)
         goto out;
-    if (!pg) { /* the order is all there: the queues first, and their table goes */
-        for (uint32_t i = 0; i < n; i++)
-            g->queue[i] = queue_for(p, &qs, &p->instrs[order ? order[i] : i]);
-        free(qs.slot);
-        qs.slot = NULL;
-    }
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
         if (nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM)
@@ -320,8 +319,7 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
             goto out;
         }
         const nk_instr *in = &p->instrs[order ? order[i] : i];
-        if (pg)
-            g->queue[i] = queue_for(p, &qs, in);
+        g->queue[i] = queue_for(p, &qs, in); /* (decided by the positions before i alone) */
         region rd[5], wr[2];
         int nrd = 0, nwr = 0;
         for (int k = 0; k < in->nsrc; k++) {
