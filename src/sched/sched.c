@@ -87,7 +87,36 @@ typedef struct sched {
     int ncur, capcur;
     int oom;
     int conservative; /* no same-unit shortcut: the graph holds for any order */
+    const struct btile *bt; /* per buffer: what an on-chip region needs of it */
 } sched;
+
+/* What a tile's region needs of its buffer, 16 bytes of the 72 of its
+ * record: the records are read once per buffer, not once per access (a
+ * large program's tiles are tens of megabytes of records). */
+typedef struct btile {
+    int64_t addr;
+    uint32_t key; /* nk__onchip_key(0, core) */
+} btile;
+
+/* nk__region_of, with a tile's buffer read from s->bt. */
+static inline region region_of(const sched *s, const nk_opnd *o)
+{
+    const nk_layout *t = nk__lay(s->p, o);
+    if (t->mem == NK_SHARED_HBM || !s->bt)
+        return nk__region_of(s->p, o);
+    int64_t lo = o->off, hi = o->off, es = nk_dtype_size(t->dtype);
+    for (int i = 1; i < t->ndim; i++) /* as nk__region_at */
+        if (t->shape[i] > 0)
+            hi += (int64_t)(t->shape[i] - 1) * t->stride[i];
+    const btile *b = &s->bt[o->buf];
+    region r;
+    r.key = b->key + (t->mem == NK_PSUM);
+    r.p0 = o->part0;
+    r.p1 = o->part0 + t->shape[0];
+    r.b0 = b->addr + lo * es;
+    r.b1 = b->addr + (hi + 1) * es;
+    return r;
+}
 static int covers(const region *a, const region *b)
 {
     /* (the key too: the stray list holds several) */
@@ -297,8 +326,12 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
     g->dep_off = nk__big_fixed((n ? n : 1) * sizeof *g->dep_off);
     g->ndep = nk__big_fixed((n ? n : 1) * sizeof *g->ndep);
     g->queue = nk__big_fixed((n ? n : 1) * sizeof *g->queue);
-    if (!qs.slot || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue)
+    btile *bt = nk__big_fixed((p->nbufs ? p->nbufs : 1) * sizeof *bt);
+    s.bt = bt;
+    if (!qs.slot || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue || !bt)
         goto out;
+    for (uint32_t b = 0; b < p->nbufs; b++)
+        bt[b] = (btile){p->bufs[b].addr, nk__onchip_key(0, nk__inst_core(p, p->bufs[b].inst))};
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];
         if (nk__opnd_mem(p, &in->dst) == NK_SHARED_HBM)
@@ -325,14 +358,14 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
         for (int k = 0; k < in->nsrc; k++) {
             const nk_opnd *t = nk__src(p, in, k);
             if (t->buf)
-                rd[nrd++] = nk__region_of(p, t);
+                rd[nrd++] = region_of(&s, t);
         }
+        wr[nwr++] = region_of(&s, &in->dst);
         if (in->flags & NK_IF_ACCUMULATE)
-            rd[nrd++] = nk__region_of(p, &in->dst);
-        wr[nwr++] = nk__region_of(p, &in->dst);
+            rd[nrd++] = wr[0];
         const nk_opnd *d2 = nk__dst2(p, in);
         if (d2->buf)
-            wr[nwr++] = nk__region_of(p, d2);
+            wr[nwr++] = region_of(&s, d2);
         s.ncur = 0;
         for (int k = 0; k < nrd; k++)
             find_deps(&s, &rd[k], 0);
@@ -392,6 +425,7 @@ out:
     }
     free(s.hbk);
     free(s.hbm_written);
+    free((void *)s.bt);
     free(s.deps);
     free(s.cur);
     free(qs.slot);
