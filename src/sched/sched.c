@@ -788,12 +788,15 @@ static void choice_free(choice *ch)
 }
 
 /* A program too large to time its candidates has one list order, and on
- * two threads or more the work around the list pass overlaps it: the list's
- * durations are estimated while the conservative graph is derived, and the
- * chosen order's graph is derived as the list pass writes the order (each
- * position once it is there; the order's position k decides its graph's
- * entry k alone with the positions before it). The results are those of
- * one thread; a thread that cannot start leaves its work to this one. */
+ * two threads or more the list's durations are estimated while the
+ * conservative graph is derived. The chosen order's graph is derived once
+ * the list pass is over: derived on a second thread as the list pass wrote
+ * the order, it waited for the list's set-up (the successor lists and
+ * priorities, 30-70 ms of the 8x matmul's compile) before its first
+ * position, then shared the core with the pass, and ended later than it
+ * does after it (0.95x the profile's wall time without). The results are
+ * those of one thread; a thread that cannot start leaves its work to this
+ * one. */
 typedef struct dur_job {
     const nk_program *p;
     double *dur;
@@ -804,21 +807,6 @@ static void *dur_work(void *arg)
 {
     dur_job *j = arg;
     j->rc = nk__list_durations(j->p, &j->dur);
-    return NULL;
-}
-
-typedef struct follow_job {
-    const nk_program *p;
-    const uint32_t *order;
-    graph g;
-    progress pg;
-    int rc;
-} follow_job;
-
-static void *follow_work(void *arg)
-{
-    follow_job *j = arg;
-    j->rc = derive_as_made(j->p, j->order, 0, &j->g, &j->pg);
     return NULL;
 }
 
@@ -902,10 +890,9 @@ static int choose(const nk_program *p, choice *ch)
     cand *c = ch->c;
     pool w;
     int piped = !timed && nk__threads(p->threads) > 1 && nk__nunits(p) < 2; /* (no group_by_instance) */
-    pthread_t dth, fth;
+    pthread_t dth;
     dur_job dj = {p, NULL, 0};
-    follow_job fj = {p, orders, {0}, NK_PROGRESS_INIT, 0};
-    int dstarted = piped && !pthread_create(&dth, NULL, dur_work, &dj), fstarted = 0;
+    int dstarted = piped && !pthread_create(&dth, NULL, dur_work, &dj);
     int led = 0;
     if (timed && n >= nk__sched_follow_min && nk__threads(p->threads) == 2 && nk__nunits(p) < 2) {
         rc = choose_led(p, ch, slot, npol, &led);
@@ -932,16 +919,7 @@ static int choose(const nk_program *p, choice *ch)
         free(dj.dur);
         goto made;
     }
-    fstarted = piped && !pthread_create(&fth, NULL, follow_work, &fj);
-    rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, dj.dur, orders, npol,
-                         fstarted ? &fj.pg : NULL);
-    if (fstarted) {
-        if (rc)
-            nk__progress_abandon(&fj.pg);
-        pthread_join(fth, NULL);
-        if (rc)
-            graph_free(&fj.g);
-    }
+    rc = nk__list_orders(p, &ch->g0.dep_off, &ch->g0.ndep, &ch->g0.deps, &ch->g0.queue, dj.dur, orders, npol, NULL);
     if (rc)
         goto made;
     graph_free(&ch->g0);
@@ -980,11 +958,7 @@ timed_out:
     else if (timed)
         ch->gb = &c[slot[ch->best - 1]].g;
     else {
-        if (fstarted) { /* made as the order was */
-            if (fj.rc)
-                return fj.rc;
-            ch->g0 = fj.g;
-        } else if ((rc = derive(p, orders + (size_t)(ch->best - 1) * n, 0, &ch->g0)))
+        if ((rc = derive(p, orders + (size_t)(ch->best - 1) * n, 0, &ch->g0)))
             return rc;
         ch->gb = &ch->g0;
     }

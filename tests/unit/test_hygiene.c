@@ -218,9 +218,10 @@ static uint64_t compiled_digest(const nk_kernel_info *ki, const nk_array *args, 
  * third, first two or every creation failing, the scheduler's candidates
  * (an 8,000-instruction matmul has three; on two threads, the first
  * policy's graph following the list pass), the untimed schedule's helpers
- * (the same matmul taken as too large to time: the list's durations, the
- * chosen order's graph) and the timeline's counters give the same program
- * and profile as one thread. */
+ * (the same matmul taken as too large to time: the list's durations) and
+ * the timeline's counters give the same program and profile as one thread.
+ * Where a run makes only two creations (the timed matmul on two threads,
+ * the untimed one), the cases past the second are left out. */
 TEST(hygiene_threads_that_fail_to_start_change_nothing)
 {
     static const int fails[][2] = {{0, 1}, {1, 1}, {2, 1}, {0, 2}, {0, 1000}};
@@ -247,7 +248,7 @@ TEST(hygiene_threads_that_fail_to_start_change_nothing)
         uint32_t follow_min = nk__sched_follow_min;
         for (int two = 0; two < (n == 0 ? 2 : 1); two++)
             for (size_t f = 0; f < sizeof fails / sizeof *fails; f++) {
-                if (two && fails[f][0] >= 2)
+                if ((two || n == 3) && fails[f][0] >= 2)
                     continue;
                 nk__sched_follow_min = two ? 0 : follow_min;
                 fail_from = fails[f][0];

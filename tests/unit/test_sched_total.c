@@ -403,10 +403,9 @@ TEST(sched_candidates_choose_alike_on_any_threads) { schedules_alike_on_threads(
  * is no candidate (its graph made for nothing) among them. */
 TEST(sched_candidates_followed_alike_on_any_threads) { schedules_alike_on_threads(0, 1); }
 
-/* A program too large to time its candidates keeps the first list order,
- * whose graph is derived on a second thread as the list pass writes the
- * order (and the list's durations are estimated while the conservative
- * graph is derived). */
+/* A program too large to time its candidates keeps the first list order
+ * (the list's durations estimated on a second thread while the
+ * conservative graph is derived). */
 TEST(sched_untimed_orders_alike_on_any_threads) { schedules_alike_on_threads(1, 0); }
 
 /* An instruction's accesses, as the definition reads them (nk__region_of
