@@ -519,6 +519,10 @@ extern uint32_t nk__sched_timed_max;
  * writes its order (sched.c); tests lower it to take that path with small
  * programs, UINT32_MAX never takes it. */
 extern uint32_t nk__sched_follow_min;
+/* Programs of this many buffers or more have their tiles' addresses and
+ * cores read from a table of their own while dependencies are derived
+ * (sched.c); tests set it to 0 and UINT32_MAX to take both ways. */
+extern uint32_t nk__sched_table_min;
 
 /* ---- profiles, internal (src/profile) */
 

@@ -92,11 +92,18 @@ typedef struct sched {
 
 /* What a tile's region needs of its buffer, 16 bytes of the 72 of its
  * record: the records are read once per buffer, not once per access (a
- * large program's tiles are tens of megabytes of records). */
+ * large program's tiles are tens of megabytes of records: the 8x matmul's
+ * conservative graph took 93 ms with the table, 111 ms without). Only for
+ * programs of nk__sched_table_min buffers or more: a smaller table is on
+ * small pages, whose first writes (a fault per 4 KiB, 11 us on this
+ * project's machines) cost more than the cache misses it saves, 3-4 ms a
+ * derivation at 95,668 buffers. A variable for the tests, which take both
+ * ways. */
 typedef struct btile {
     int64_t addr;
     uint32_t key; /* nk__onchip_key(0, core) */
 } btile;
+uint32_t nk__sched_table_min = (2u << 20) / sizeof(btile); /* a huge page of table */
 
 /* nk__region_of, with a tile's buffer read from s->bt. */
 static inline region region_of(const sched *s, const nk_opnd *o)
@@ -326,11 +333,12 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
     g->dep_off = nk__big_fixed((n ? n : 1) * sizeof *g->dep_off);
     g->ndep = nk__big_fixed((n ? n : 1) * sizeof *g->ndep);
     g->queue = nk__big_fixed((n ? n : 1) * sizeof *g->queue);
-    btile *bt = nk__big_fixed((p->nbufs ? p->nbufs : 1) * sizeof *bt);
+    int table = p->nbufs >= nk__sched_table_min;
+    btile *bt = table ? nk__big_fixed((p->nbufs ? p->nbufs : 1) * sizeof *bt) : NULL;
     s.bt = bt;
-    if (!qs.slot || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue || !bt)
+    if (!qs.slot || !s.hbm_written || (p->nhbm && !s.hbk) || !g->dep_off || !g->ndep || !g->queue || (table && !bt))
         goto out;
-    for (uint32_t b = 0; b < p->nbufs; b++)
+    for (uint32_t b = 0; table && b < p->nbufs; b++)
         bt[b] = (btile){p->bufs[b].addr, nk__onchip_key(0, nk__inst_core(p, p->bufs[b].inst))};
     for (uint32_t i = 0; i < n; i++) {
         const nk_instr *in = &p->instrs[i];

@@ -515,7 +515,7 @@ out:
 /* Every built-in kernel and a matmul of more than 8,000 instructions, in
  * trace order and in the list order chosen, timed or not, with the default
  * address buckets and with tiny ones (most accesses then wide, in their
- * key's own list): the dependency graph the compile step installs orders
+ * key's own list), with the buffers' table and without: the dependency graph the compile step installs orders
  * every memory conflict, and holds nothing else. The definition is applied
  * by brute force over all pairs, from the operands' regions, so a search
  * that misses a conflict (a bucket or list not searched, a region misread,
@@ -528,13 +528,18 @@ TEST(sched_graph_orders_every_conflict_and_nothing_else)
         int untimed;
         uint32_t shift, span;
         const char *name;
-    } ways[] = {{NK_SCHED_TRACE_ORDER, 0, 10, 16, "trace order"},
-                {NK_SCHED_LIST, 0, 10, 16, "list"},
-                {NK_SCHED_LIST, 1, 10, 16, "untimed list"},
-                {NK_SCHED_LIST, 0, 4, 3, "list, tiny buckets"},
-                {NK_SCHED_LIST, 1, 4, 3, "untimed list, tiny buckets"}};
+        uint32_t table_min;
+    } ways[] = {{NK_SCHED_TRACE_ORDER, 0, 10, 16, "trace order", UINT32_MAX},
+                {NK_SCHED_LIST, 0, 10, 16, "list", UINT32_MAX},
+                {NK_SCHED_LIST, 1, 10, 16, "untimed list", UINT32_MAX},
+                {NK_SCHED_LIST, 0, 4, 3, "list, tiny buckets", UINT32_MAX},
+                {NK_SCHED_LIST, 1, 4, 3, "untimed list, tiny buckets", UINT32_MAX},
+                {NK_SCHED_TRACE_ORDER, 0, 10, 16, "trace order, buffers' table", 0},
+                {NK_SCHED_LIST, 0, 10, 16, "list, buffers' table", 0},
+                {NK_SCHED_LIST, 1, 4, 3, "untimed list, tiny buckets, buffers' table", 0}};
     enum { NWAYS = sizeof ways / sizeof *ways };
     uint32_t keep = nk__sched_timed_max, s0 = nk__sched_bucket_shift, n0 = nk__sched_bucket_span;
+    uint32_t t0 = nk__sched_table_min;
     int checked = 0;
     for (int i = 0; i <= nk_builtin_kernel_count; i++) {
         nk_array args[NK_KERNEL_MAX_ARGS];
@@ -546,6 +551,7 @@ TEST(sched_graph_orders_every_conflict_and_nothing_else)
             nk__sched_timed_max = ways[w].untimed ? 0 : keep;
             nk__sched_bucket_shift = ways[w].shift;
             nk__sched_bucket_span = ways[w].span;
+            nk__sched_table_min = ways[w].table_min;
             nk_options o = {.target = ki->grid[0] ? "trn2" : "trn1", .schedule = ways[w].mode};
             memcpy(o.grid, ki->grid, sizeof o.grid);
             nk_kernel *k = nk_kernel_new(ki->name, ki->fn);
@@ -564,5 +570,6 @@ TEST(sched_graph_orders_every_conflict_and_nothing_else)
     nk__sched_timed_max = keep;
     nk__sched_bucket_shift = s0;
     nk__sched_bucket_span = n0;
+    nk__sched_table_min = t0;
     CHECK_INT(checked, NWAYS * (nk_builtin_kernel_count + 1));
 }
