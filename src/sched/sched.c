@@ -23,9 +23,16 @@ typedef nk__region region;
 typedef struct entry {
     region r;
     uint32_t instr;
-    uint32_t unit; /* (core, engine or NK_ENGINE_COUNT + DMA queue): accesses complete in order per unit */
+    uint32_t unit; /* (core, compute engine): accesses complete in order per unit; NO_UNIT for a DMA */
     uint8_t write;
 } entry;
+
+/* A DMA's unit: none. A queue's DMAs do not complete in order: each spreads
+ * its descriptors over the engines from its own first one, and an engine
+ * serves a queue's next DMA that has a descriptor on it, so a later DMA on
+ * other engines (a small one, or one starting where the last left off) can
+ * end first. A DMA's read is therefore never dropped for a later one's. */
+#define NO_UNIT UINT32_MAX
 
 typedef struct alist {
     entry *e;
@@ -230,12 +237,14 @@ static void find_deps(sched *s, const region *r, int write)
 
 /* Drops from l the accesses r makes redundant (the others keep their
  * order; nothing moves before the first of them), and appends r unless
- * add is 0. A read drops nothing from a conservative graph's lists: they
- * are not searched for it. */
+ * add is 0: a write drops what it covers, a read the reads it covers of
+ * its own unit (which complete before it; a later write waits for r). A
+ * read drops nothing from a conservative graph's lists, or a DMA's read:
+ * they are not searched for it. */
 static int record_in(sched *s, alist *l, const region *r, uint32_t instr, uint32_t unit, int write, int add)
 {
-    if (write || !s->conservative) {
-#define DROP(e) (write ? covers(r, &(e)->r) : (!(e)->write && (e)->unit == unit && covers(r, &(e)->r))) /* same unit: in order */
+    if (write || (!s->conservative && unit != NO_UNIT)) {
+#define DROP(e) (write ? covers(r, &(e)->r) : (!(e)->write && (e)->unit == unit && covers(r, &(e)->r)))
         uint32_t i = 0;
         while (i < l->n && !DROP(&l->e[i]))
             i++;
@@ -381,8 +390,7 @@ static int derive_as_made(const nk_program *p, const uint32_t *order, int conser
             find_deps(&s, &wr[k], 1);
         if (s.oom)
             goto out;
-        uint32_t unit = (in->engine == NK_ENGINE_DMA ? NK_ENGINE_COUNT + g->queue[i] : in->engine) +
-                        nk__instr_core(p, in) * (NK_ENGINE_COUNT + NK_ARCH_MAX_DMA_QUEUES);
+        uint32_t unit = in->engine == NK_ENGINE_DMA ? NO_UNIT : in->engine + nk__instr_core(p, in) * NK_ENGINE_COUNT;
         for (int k = 0; k < nrd; k++)
             if (record(&s, &rd[k], i, unit, 0))
                 goto out;
