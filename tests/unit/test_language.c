@@ -530,7 +530,8 @@ static int conflict(const nk_program *p, const nk_instr *x, const nk_instr *y)
 
 /* Every pair of conflicting instructions i < j is ordered for the timing
  * model: j waits for i through the dependencies (transitively) or both run
- * in order on one engine or DMA queue. Checked by brute force. */
+ * in order on one compute engine (a DMA queue's DMAs may end out of order,
+ * each on its own engines). Checked by brute force. */
 static int unordered_conflicts(const nk_program *p)
 {
     uint32_t n = p->ninstr, words = (n + 63) / 64;
@@ -549,7 +550,7 @@ static int unordered_conflicts(const nk_program *p)
         /* in order on one unit: the previous instruction of the unit and its ancestors */
         for (uint32_t i = j; i-- > 0;) {
             const nk_instr *o = &p->instrs[i];
-            int same = o->engine == in->engine && (in->engine != NK_ENGINE_DMA || o->queue == in->queue) &&
+            int same = o->engine == in->engine && in->engine != NK_ENGINE_DMA &&
                        nk__instr_core(p, o) == nk__instr_core(p, in);
             if (same) {
                 aj[i / 64] |= 1ull << (i % 64);
